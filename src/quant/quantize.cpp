@@ -1,0 +1,94 @@
+// Dispatch from ElementType to the reference codecs, with argument checks.
+
+#include "cria/quant/quantize.h"
+
+#include <string>
+
+#include "cria/core/error.h"
+#include "quant/codecs.h"
+
+namespace cria::quant {
+namespace {
+
+using namespace detail;
+
+struct Codec {
+    ElementType type;
+    DequantizeFn dequantize;
+    QuantizeFn quantize;    // nullptr: this type can only be read
+    bool uses_importance;   // quantize() honours an imatrix
+};
+
+constexpr Codec kCodecs[] = {
+    {ElementType::F32, dequantize_f32, quantize_f32, false},
+    {ElementType::F16, dequantize_f16, quantize_f16, false},
+    {ElementType::BF16, dequantize_bf16, quantize_bf16, false},
+};
+
+const Codec* find_codec(ElementType t) {
+    for (const Codec& c : kCodecs) {
+        if (c.type == t) return &c;
+    }
+    return nullptr;
+}
+
+std::string type_label(ElementType t) {
+    const ElementTypeInfo* info = element_type_info(t);
+    if (info) return std::string(info->name);
+    return "unknown type id " + std::to_string(static_cast<uint32_t>(t));
+}
+
+// Checks `n` against the block size of `t`; returns the codec or throws.
+const Codec& checked_codec(ElementType t, int64_t n, const char* what, bool need_quantize) {
+    const Codec* codec = find_codec(t);
+    if (!codec || (need_quantize && !codec->quantize)) {
+        throw Error(std::string(what) + ": element type " + type_label(t) + " is not supported");
+    }
+    const uint32_t block = element_type_info(t)->block_size;
+    if (n < 0 || n % block != 0) {
+        throw Error(std::string(what) + ": " + std::to_string(n) + " values of type " + type_label(t) +
+                    " is not a whole number of blocks of " + std::to_string(block));
+    }
+    return *codec;
+}
+
+}  // namespace
+
+bool can_dequantize(ElementType t) { return find_codec(t) != nullptr; }
+
+bool can_quantize(ElementType t) {
+    const Codec* c = find_codec(t);
+    return c && c->quantize;
+}
+
+bool uses_importance(ElementType t) {
+    const Codec* c = find_codec(t);
+    return c && c->uses_importance;
+}
+
+void dequantize_row(ElementType t, const void* src, float* dst, int64_t n) {
+    const Codec& codec = checked_codec(t, n, "dequantize", false);
+    if (n == 0) return;
+    codec.dequantize(src, dst, n);
+}
+
+void quantize_row(ElementType t, const float* src, void* dst, int64_t n, const float* importance) {
+    const Codec& codec = checked_codec(t, n, "quantize", true);
+    if (n == 0) return;
+    codec.quantize(src, dst, n, importance);
+}
+
+size_t quantize_rows(ElementType t, const float* src, void* dst, int64_t n_rows, int64_t n_per_row,
+                     const float* importance) {
+    const Codec& codec = checked_codec(t, n_per_row, "quantize", true);
+    if (n_rows < 0) throw Error("quantize: negative row count " + std::to_string(n_rows));
+    const auto row_bytes = row_size_bytes(t, static_cast<uint64_t>(n_per_row));
+    if (!row_bytes) throw Error("quantize: row of " + std::to_string(n_per_row) + " values is too large");
+    auto* out = static_cast<uint8_t*>(dst);
+    for (int64_t r = 0; r < n_rows && n_per_row > 0; ++r) {
+        codec.quantize(src + r * n_per_row, out + static_cast<size_t>(r) * *row_bytes, n_per_row, importance);
+    }
+    return static_cast<size_t>(n_rows) * *row_bytes;
+}
+
+}  // namespace cria::quant
