@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job on a fresh Debian 12 machine: install dependencies, build cria
+# (Release), and run it on the bundled default model.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install-deps.sh"
+cmake -S "$root" -B "$root/build/release" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCRIA_BUILD_TESTS=OFF >/dev/null
+cmake --build "$root/build/release" --target cria -j "$(nproc)"
+"$root/build/release/cria" inspect "$root/models/stories260K/stories260K.gguf"
