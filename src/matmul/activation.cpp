@@ -1,0 +1,132 @@
+// Activation preparation: f32 vectors quantised to the 8-bit block formats the
+// quantised dot products pair them with. The rounding follows ggml's scalar
+// reference (quantize_row_q8_0_ref / q8_1_ref / q8_K_ref) so that our scalar
+// dot products compute the very same integers ggml's reference does.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "cria/quant/blocks.h"
+#include "matmul/kernels.h"
+
+namespace cria::matmul::detail {
+
+using namespace cria::quant;
+
+namespace {
+
+size_t round_up_64(size_t n) { return (n + 63) / 64 * 64; }
+
+// Q8_0 / Q8_1: d = max|x| / 127, q = round-half-away(x / d).
+template <bool WithSum>
+void quantize_q8_0_like(const float* x, int64_t k, void* out) {
+    const int64_t nb = k / QK8_0;
+    for (int64_t b = 0; b < nb; ++b) {
+        const float* xb = x + b * QK8_0;
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_0; ++j) amax = std::max(amax, std::fabs(xb[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int8_t q[QK8_0];
+        int sum = 0;
+        for (int j = 0; j < QK8_0; ++j) {
+            q[j] = static_cast<int8_t>(std::roundf(xb[j] * id));
+            sum += q[j];
+        }
+        if constexpr (WithSum) {
+            auto* y = static_cast<block_q8_1*>(out) + b;
+            y->d = f32_to_f16(d);
+            y->s = f32_to_f16(static_cast<float>(sum) * d);
+            std::memcpy(y->qs, q, sizeof q);
+        } else {
+            auto* y = static_cast<block_q8_0*>(out) + b;
+            y->d = f32_to_f16(d);
+            std::memcpy(y->qs, q, sizeof q);
+        }
+    }
+}
+
+// Round to nearest, ties to even, as ggml's nearest_int (valid for |v| < 2^22).
+int nearest_int(float v) {
+    const float shifted = v + 12582912.0f;
+    int32_t bits;
+    std::memcpy(&bits, &shifted, sizeof bits);
+    return (bits & 0x007fffff) - 0x00400000;
+}
+
+// Q8_K: the value of largest magnitude maps to -127 (keeping its sign), so the
+// full range is used; bsums hold the sum of every 16 quants.
+void quantize_q8_K(const float* x, int64_t k, void* out) {
+    const int64_t nb = k / QK_K;
+    auto* y = static_cast<block_q8_K*>(out);
+    for (int64_t b = 0; b < nb; ++b, x += QK_K) {
+        float max = 0.0f, amax = 0.0f;
+        for (int j = 0; j < QK_K; ++j) {
+            const float ax = std::fabs(x[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = x[j];
+            }
+        }
+        if (amax == 0.0f) {
+            y[b].d = 0.0f;
+            std::memset(y[b].qs, 0, sizeof y[b].qs);
+            std::memset(y[b].bsums, 0, sizeof y[b].bsums);
+            continue;
+        }
+        const float iscale = -127.0f / max;
+        for (int j = 0; j < QK_K; ++j) {
+            const int v = nearest_int(iscale * x[j]);
+            y[b].qs[j] = static_cast<int8_t>(std::min(127, v));
+        }
+        for (int g = 0; g < QK_K / 16; ++g) {
+            int sum = 0;
+            for (int j = 0; j < 16; ++j) sum += y[b].qs[g * 16 + j];
+            y[b].bsums[g] = static_cast<int16_t>(sum);
+        }
+        y[b].d = 1.0f / iscale;
+    }
+}
+
+}  // namespace
+
+size_t activation_row_bytes(ActivationFormat format, int64_t k) {
+    switch (format) {
+        case ActivationFormat::F32: return round_up_64(static_cast<size_t>(k) * sizeof(float));
+        case ActivationFormat::Q8_0: return round_up_64(static_cast<size_t>(k / QK8_0) * sizeof(block_q8_0));
+        case ActivationFormat::Q8_1: return round_up_64(static_cast<size_t>(k / QK8_1) * sizeof(block_q8_1));
+        case ActivationFormat::Q8_K: return round_up_64(static_cast<size_t>(k / QK_K) * sizeof(block_q8_K));
+    }
+    return 0;
+}
+
+void prepare_activation_row(ActivationFormat format, const float* x, int64_t k, void* out) {
+    switch (format) {
+        case ActivationFormat::F32: std::memcpy(out, x, static_cast<size_t>(k) * sizeof(float)); return;
+        case ActivationFormat::Q8_0: quantize_q8_0_like<false>(x, k, out); return;
+        case ActivationFormat::Q8_1: quantize_q8_0_like<true>(x, k, out); return;
+        case ActivationFormat::Q8_K: quantize_q8_K(x, k, out); return;
+    }
+}
+
+ActivationFormat activation_format(ElementType t) {
+    switch (t) {
+        case ElementType::Q4_0:
+        case ElementType::Q5_0:
+        case ElementType::Q8_0:
+        case ElementType::IQ4_NL:
+        case ElementType::MXFP4: return ActivationFormat::Q8_0;
+        case ElementType::Q4_1:
+        case ElementType::Q5_1: return ActivationFormat::Q8_1;
+        case ElementType::Q2_K:
+        case ElementType::Q3_K:
+        case ElementType::Q4_K:
+        case ElementType::Q5_K:
+        case ElementType::Q6_K:
+        case ElementType::IQ4_XS: return ActivationFormat::Q8_K;
+        default: return ActivationFormat::F32;
+    }
+}
+
+}  // namespace cria::matmul::detail

@@ -1,0 +1,58 @@
+#pragma once
+// Internal interface between the matmul driver (matmul.cpp) and the kernels
+// of each instruction set (kernels_scalar.cpp, kernels_avx2.cpp,
+// kernels_avx512.cpp).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cria/core/element_type.h"
+#include "cria/matmul/matmul.h"
+
+namespace cria::matmul::detail {
+
+// How activations are prepared for a weight type (ggml's vec_dot_type).
+enum class ActivationFormat : uint8_t {
+    F32,   // plain floats, copied as they are
+    Q8_0,  // block_q8_0 per 32 values
+    Q8_1,  // block_q8_1 per 32 values (Q8_0 plus d * sum)
+    Q8_K,  // block_q8_K per 256 values
+};
+
+// Bytes of one activation vector of k values in `format`, padded to 64 bytes.
+size_t activation_row_bytes(ActivationFormat format, int64_t k);
+// Quantises one vector of k floats into `format` (the scalar reference
+// rounding of ggml, the same on every ISA).
+void prepare_activation_row(ActivationFormat format, const float* x, int64_t k, void* out);
+
+// One output tile: rows [0, n_rows) of w times columns [0, n_cols) of a,
+// written to y[c * y_stride + r]. n_rows <= max_rows, n_cols <= max_cols of the
+// kernel set that provides the function.
+struct Tile {
+    int64_t k;
+    const uint8_t* w;
+    size_t w_stride;
+    int n_rows;
+    const uint8_t* a;
+    size_t a_stride;
+    int n_cols;
+    float* y;
+    size_t y_stride;
+};
+using TileFn = void (*)(const Tile&);
+
+struct TypeKernel {
+    TileFn tile = nullptr;  // nullptr: this ISA has no kernel for the type
+    int max_rows = 1;
+    int max_cols = 1;
+};
+
+ActivationFormat activation_format(ElementType t);
+
+// The kernel of each ISA for weight type t ({nullptr} when it has none; the
+// driver then falls back to the next lower ISA, down to scalar).
+TypeKernel scalar_kernel(ElementType t);
+TypeKernel avx2_kernel(ElementType t);
+TypeKernel avx512_kernel(ElementType t);
+
+}  // namespace cria::matmul::detail

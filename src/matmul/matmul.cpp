@@ -1,0 +1,167 @@
+// The matmul driver: validates a product, picks the kernels of an ISA,
+// quantises the activations once and splits the output into tiles that
+// independent tasks compute.
+
+#include "cria/matmul/matmul.h"
+
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "cria/core/error.h"
+#include "matmul/kernels.h"
+
+namespace cria::matmul {
+
+using namespace detail;
+
+namespace {
+
+TypeKernel kernel_for(ElementType t, Isa isa) {
+    // Highest ISA first; a type without a kernel there uses the next lower one.
+    if (isa >= Isa::Avx512Vnni) {
+        if (TypeKernel k = avx512_kernel(t); k.tile) return k;
+    }
+    if (isa >= Isa::Avx2) {
+        if (TypeKernel k = avx2_kernel(t); k.tile) return k;
+    }
+    return scalar_kernel(t);
+}
+
+// Rows of weights one task covers in matrix x vector: about 64 KiB of weights,
+// enough to hide the cost of handing out a task.
+constexpr int64_t kTargetTaskBytes = 64 * 1024;
+// Activation vectors one task covers in matrix x matrix: their quantised form
+// (about 2 KiB each at k = 2048) stays in L2 while the task's rows stream.
+constexpr int64_t kColumnsPerTask = 64;
+
+struct AlignedFree {
+    void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+};
+
+}  // namespace
+
+bool supports_weight_type(ElementType t) { return scalar_kernel(t).tile != nullptr; }
+
+void validate(const MatmulArgs& a) {
+    const auto fail = [](const std::string& why) { throw Error("matmul: " + why); };
+    const ElementTypeInfo* info = element_type_info(a.w.type);
+    if (!info) fail("unknown weight type id " + std::to_string(static_cast<uint32_t>(a.w.type)));
+    if (!supports_weight_type(a.w.type)) fail("no kernels for weight type " + std::string(info->name));
+    if (a.w.k <= 0 || a.w.rows <= 0) fail("empty weight matrix");
+    const auto row_bytes = row_size_bytes(a.w.type, static_cast<uint64_t>(a.w.k));
+    if (!row_bytes)
+        fail("row length " + std::to_string(a.w.k) + " is not a whole number of " + std::string(info->name) +
+             " blocks of " + std::to_string(info->block_size));
+    if (activation_format(a.w.type) == ActivationFormat::Q8_K && a.w.k % 256 != 0)
+        fail("row length must be a multiple of 256");
+    if (a.w.rows > 1 && a.w.row_stride < *row_bytes) fail("row stride is smaller than a row");
+    if (!a.w.data || !a.x || !a.y) fail("null data pointer");
+    if (a.n <= 0) fail("no activation vectors");
+    if (a.r0 < 0 || a.r0 > a.r1 || a.r1 > a.w.rows) fail("output row range out of bounds");
+    if (a.n > 1 && a.x_stride < a.w.k) fail("activation stride is smaller than k");
+    if (a.n > 1 && a.y_stride < a.r1) fail("output stride is smaller than the rows written");
+}
+
+struct MatmulPlan::Impl {
+    MatmulArgs args;
+    TypeKernel kernel;
+    ActivationFormat format;
+    size_t act_row_bytes = 0;
+    std::unique_ptr<uint8_t[], AlignedFree> act;
+    int64_t rows_per_task = 0;
+    int64_t cols_per_task = 0;
+    int64_t row_tasks = 0;
+    int64_t col_tasks = 0;
+};
+
+MatmulPlan::MatmulPlan(const MatmulArgs& args, Isa isa) : impl_(new Impl) {
+    std::unique_ptr<Impl> guard(impl_);
+    validate(args);
+    if (!cpu::isa_supported(isa))
+        throw Error("matmul: this CPU cannot run " + std::string(cpu::isa_name(isa)) + " kernels");
+    Impl& p = *impl_;
+    p.args = args;
+    p.kernel = kernel_for(args.w.type, isa);
+    p.format = activation_format(args.w.type);
+    p.act_row_bytes = activation_row_bytes(p.format, args.w.k);
+    const size_t total = p.act_row_bytes * static_cast<size_t>(args.n);
+    p.act.reset(static_cast<uint8_t*>(::operator new[](total, std::align_val_t{64})));
+
+    const int64_t rows = args.r1 - args.r0;
+    const int64_t mr = p.kernel.max_rows;
+    int64_t rows_per_task;
+    if (args.n == 1) {
+        const int64_t row_bytes = static_cast<int64_t>(*row_size_bytes(args.w.type, static_cast<uint64_t>(args.w.k)));
+        rows_per_task = std::max<int64_t>(1, kTargetTaskBytes / row_bytes);
+    } else {
+        rows_per_task = 16;
+    }
+    rows_per_task = std::max(mr, (rows_per_task + mr - 1) / mr * mr);
+    p.rows_per_task = rows_per_task;
+    p.cols_per_task = kColumnsPerTask;
+    p.row_tasks = rows == 0 ? 0 : (rows + rows_per_task - 1) / rows_per_task;
+    p.col_tasks = (args.n + kColumnsPerTask - 1) / kColumnsPerTask;
+    guard.release();
+}
+
+MatmulPlan::~MatmulPlan() { delete impl_; }
+
+int64_t MatmulPlan::quantize_tasks() const { return impl_->args.n; }
+
+void MatmulPlan::run_quantize_task(int64_t task) {
+    const Impl& p = *impl_;
+    prepare_activation_row(p.format, p.args.x + task * p.args.x_stride, p.args.w.k,
+                           p.act.get() + static_cast<size_t>(task) * p.act_row_bytes);
+}
+
+int64_t MatmulPlan::compute_tasks() const { return impl_->row_tasks * impl_->col_tasks; }
+
+void MatmulPlan::run_compute_task(int64_t task) {
+    const Impl& p = *impl_;
+    const MatmulArgs& a = p.args;
+    // Row chunks vary fastest, so concurrent tasks share the same activations.
+    const int64_t row_task = task % p.row_tasks;
+    const int64_t col_task = task / p.row_tasks;
+    const int64_t row_begin = a.r0 + row_task * p.rows_per_task;
+    const int64_t row_end = std::min(a.r1, row_begin + p.rows_per_task);
+    const int64_t col_begin = col_task * p.cols_per_task;
+    const int64_t col_end = std::min(a.n, col_begin + p.cols_per_task);
+    const auto* w = static_cast<const uint8_t*>(a.w.data);
+    const int64_t y_stride = a.n > 1 ? a.y_stride : 0;
+
+    Tile t{};
+    t.k = a.w.k;
+    t.w_stride = a.w.row_stride;
+    t.a_stride = p.act_row_bytes;
+    t.y_stride = static_cast<size_t>(y_stride);
+    // Each group of max_rows weight rows stays in L1 while it meets every
+    // column group of this task.
+    for (int64_t r = row_begin; r < row_end; r += p.kernel.max_rows) {
+        t.n_rows = static_cast<int>(std::min<int64_t>(p.kernel.max_rows, row_end - r));
+        t.w = w + static_cast<size_t>(r) * a.w.row_stride;
+        for (int64_t c = col_begin; c < col_end; c += p.kernel.max_cols) {
+            t.n_cols = static_cast<int>(std::min<int64_t>(p.kernel.max_cols, col_end - c));
+            t.a = p.act.get() + static_cast<size_t>(c) * p.act_row_bytes;
+            t.y = a.y + c * y_stride + r;
+            p.kernel.tile(t);
+        }
+    }
+}
+
+void matmul(const MatmulArgs& args, Isa isa, cpu::ThreadPool* pool) {
+    MatmulPlan plan(args, isa);
+    if (!pool || pool->size() == 1) {
+        for (int64_t i = 0; i < plan.quantize_tasks(); ++i) plan.run_quantize_task(i);
+        for (int64_t i = 0; i < plan.compute_tasks(); ++i) plan.run_compute_task(i);
+        return;
+    }
+    pool->parallel_for(plan.quantize_tasks(), [&](int64_t task, int) { plan.run_quantize_task(task); });
+    pool->parallel_for(plan.compute_tasks(), [&](int64_t task, int) { plan.run_compute_task(task); });
+}
+
+void matmul(const MatmulArgs& args) { matmul(args, cpu::best_isa(), nullptr); }
+void matmul(const MatmulArgs& args, cpu::ThreadPool& pool) { matmul(args, cpu::best_isa(), &pool); }
+
+}  // namespace cria::matmul
