@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -95,6 +96,13 @@ private:
     std::vector<std::string> warnings_;
     std::vector<std::pair<std::string, Value>> metadata_;
     std::vector<TensorInfo> tensors_;
+    // Lookup by name; the hash is transparent so a string_view needs no copy.
+    struct NameHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> metadata_index_;
+    std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> tensor_index_;
     std::unique_ptr<TensorStorage> storage_;
     std::span<const uint8_t> data_;  // the data section (file_size - data_offset bytes)
 };
