@@ -317,6 +317,7 @@ void Parser::parse_tensor_infos(File& file, uint64_t n_tensors) {
 
 void Parser::check_tensor_data(File& file) {
     // The data section starts at the next multiple of the alignment.
+    file.metadata_end_ = pos_;
     const uint64_t a = file.alignment_;
     const uint64_t rem = pos_ % a;
     const uint64_t pad = rem ? a - rem : 0;

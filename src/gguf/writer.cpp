@@ -194,7 +194,7 @@ void Writer::write(const std::string& path) const {
         out.scalar<uint32_t>(static_cast<uint32_t>(t.type));
         out.scalar<uint64_t>(t.offset);
     }
-    out.pad_to(alignment_);
+    if (!tensors_.empty() || pad_without_tensors_) out.pad_to(alignment_);
     // One tensor at a time: its bytes are asked for, written, padded, released.
     for (size_t i = 0; i < tensors_.size(); ++i) {
         const std::span<const uint8_t> bytes = sources_[i]();
@@ -210,6 +210,7 @@ void Writer::write(const std::string& path) const {
 
 void write_copy(const File& file, const std::string& path) {
     Writer w;
+    w.set_pad_without_tensors(file.file_size() != file.metadata_end());
     for (const auto& [key, value] : file.metadata()) w.add_metadata(key, value);
     for (const TensorInfo& t : file.tensors()) {
         const std::span<const uint64_t> shape(t.ne.data(), t.n_dims);

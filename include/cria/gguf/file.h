@@ -45,6 +45,8 @@ public:
     uint32_t version() const { return version_; }
     uint64_t alignment() const { return alignment_; }
     uint64_t data_offset() const { return data_offset_; }  // from the start of the file
+    // Where the tensor table ends (the padding before the data section starts here).
+    uint64_t metadata_end() const { return metadata_end_; }
     uint64_t file_size() const { return file_size_; }
     const std::string& path() const { return path_; }
     // How the data was actually loaded (Auto resolves to Mmap or None, Dio may fall back).
@@ -91,6 +93,7 @@ private:
     uint32_t version_ = 0;
     uint64_t alignment_ = kDefaultAlignment;
     uint64_t data_offset_ = 0;
+    uint64_t metadata_end_ = 0;
     uint64_t file_size_ = 0;
     LoadMode load_mode_ = LoadMode::Auto;
     std::vector<std::string> warnings_;

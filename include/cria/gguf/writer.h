@@ -39,6 +39,12 @@ public:
     // that is not a whole number of blocks of `type`.
     void add_tensor(std::string name, ElementType type, std::span<const uint64_t> shape, TensorBytes bytes);
 
+    // Whether a file without tensors still ends with zero padding up to the
+    // alignment. llama.cpp's writer pads; older writers (the tokenizer
+    // vocabularies bundled with llama.cpp) stop right after the metadata.
+    // Default: pad. write_copy() keeps what the original file did.
+    void set_pad_without_tensors(bool pad) { pad_without_tensors_ = pad; }
+
     // Alignment in force: general.alignment when set, else 32.
     uint64_t alignment() const { return alignment_; }
     const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }
@@ -55,6 +61,7 @@ private:
     std::vector<TensorBytes> sources_;
     uint64_t alignment_ = 32;
     uint64_t data_size_ = 0;
+    bool pad_without_tensors_ = true;
 };
 
 // Writes `file`'s metadata and tensors (in file order) to `path`.
