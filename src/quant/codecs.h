@@ -19,4 +19,42 @@ void quantize_f16(const float* src, void* dst, int64_t n, const float* importanc
 void dequantize_bf16(const void* src, float* dst, int64_t n);
 void quantize_bf16(const float* src, void* dst, int64_t n, const float* importance);
 
+// legacy.cpp
+void dequantize_q4_0(const void* src, float* dst, int64_t n);
+void quantize_q4_0(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_q4_1(const void* src, float* dst, int64_t n);
+void quantize_q4_1(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_q5_0(const void* src, float* dst, int64_t n);
+void quantize_q5_0(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_q5_1(const void* src, float* dst, int64_t n);
+void quantize_q5_1(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_q8_0(const void* src, float* dst, int64_t n);
+void quantize_q8_0(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_q8_1(const void* src, float* dst, int64_t n);
+void quantize_q8_1(const float* src, void* dst, int64_t n, const float* importance);
+
+// k_quants.cpp
+void dequantize_q2_K(const void* src, float* dst, int64_t n);
+void quantize_q2_K(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_q3_K(const void* src, float* dst, int64_t n);
+void quantize_q3_K(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_q4_K(const void* src, float* dst, int64_t n);
+void quantize_q4_K(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_q5_K(const void* src, float* dst, int64_t n);
+void quantize_q5_K(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_q6_K(const void* src, float* dst, int64_t n);
+void quantize_q6_K(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_q8_K(const void* src, float* dst, int64_t n);
+void quantize_q8_K(const float* src, void* dst, int64_t n, const float* importance);
+
+// iq4.cpp
+void dequantize_iq4_nl(const void* src, float* dst, int64_t n);
+void quantize_iq4_nl(const float* src, void* dst, int64_t n, const float* importance);
+void dequantize_iq4_xs(const void* src, float* dst, int64_t n);
+void quantize_iq4_xs(const float* src, void* dst, int64_t n, const float* importance);
+
+// mxfp4.cpp
+void dequantize_mxfp4(const void* src, float* dst, int64_t n);
+void quantize_mxfp4(const float* src, void* dst, int64_t n, const float* importance);
+
 }  // namespace cria::quant::detail

@@ -23,6 +23,21 @@ constexpr Codec kCodecs[] = {
     {ElementType::F32, dequantize_f32, quantize_f32, false},
     {ElementType::F16, dequantize_f16, quantize_f16, false},
     {ElementType::BF16, dequantize_bf16, quantize_bf16, false},
+    {ElementType::Q4_0, dequantize_q4_0, quantize_q4_0, true},
+    {ElementType::Q4_1, dequantize_q4_1, quantize_q4_1, true},
+    {ElementType::Q5_0, dequantize_q5_0, quantize_q5_0, true},
+    {ElementType::Q5_1, dequantize_q5_1, quantize_q5_1, true},
+    {ElementType::Q8_0, dequantize_q8_0, quantize_q8_0, false},
+    {ElementType::Q8_1, dequantize_q8_1, quantize_q8_1, false},
+    {ElementType::Q2_K, dequantize_q2_K, quantize_q2_K, true},
+    {ElementType::Q3_K, dequantize_q3_K, quantize_q3_K, true},
+    {ElementType::Q4_K, dequantize_q4_K, quantize_q4_K, true},
+    {ElementType::Q5_K, dequantize_q5_K, quantize_q5_K, true},
+    {ElementType::Q6_K, dequantize_q6_K, quantize_q6_K, true},
+    {ElementType::Q8_K, dequantize_q8_K, quantize_q8_K, false},
+    {ElementType::IQ4_NL, dequantize_iq4_nl, quantize_iq4_nl, true},
+    {ElementType::IQ4_XS, dequantize_iq4_xs, quantize_iq4_xs, true},
+    {ElementType::MXFP4, dequantize_mxfp4, quantize_mxfp4, false},
 };
 
 const Codec* find_codec(ElementType t) {
