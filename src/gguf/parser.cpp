@@ -59,11 +59,7 @@ void Parser::fail_at(uint64_t at, const std::string& field, const std::string& p
 }
 
 void Parser::need(uint64_t n, const std::string& field) {
-    if (n > remaining()) {
-        fail(field, "needs " + std::to_string(n) + " bytes but the file ends after " + std::to_string(remaining()) +
-                        " (file truncated?)");
-    }
-    if (pos_ + n > bytes_.size()) throw NeedMoreBytes{pos_ + n};
+    need_lazy(n, [&] { return field; });
 }
 
 template <class T>
@@ -75,14 +71,20 @@ T Parser::read_scalar(const std::string& field) {
     return v;
 }
 
-std::string Parser::read_string(const std::string& field) {
+std::string Parser::read_string(const std::string& field, uint64_t index) {
+    // Called once per token of a vocabulary: the field name is only spelled
+    // out when there is an error to report.
+    const auto name = [&] { return index == kNoIndex ? field : field + "[" + std::to_string(index) + "]"; };
     const uint64_t start = pos_;
-    const uint64_t len = read_scalar<uint64_t>(field + " length");
+    need_lazy(8, [&] { return name() + " length"; });
+    uint64_t len;
+    std::memcpy(&len, bytes_.data() + pos_, 8);
+    pos_ += 8;
     if (len > remaining()) {
-        fail_at(start, field, "string length " + std::to_string(len) + " exceeds the " +
-                                  std::to_string(remaining()) + " bytes left in the file");
+        fail_at(start, name(), "string length " + std::to_string(len) + " exceeds the " +
+                                   std::to_string(remaining()) + " bytes left in the file");
     }
-    need(len, field);
+    need_lazy(len, name);
     std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), static_cast<size_t>(len));
     pos_ += len;
     return s;
@@ -144,7 +146,7 @@ Value Parser::read_array(const std::string& field, int depth) {
         case ValueType::STRING: {
             std::vector<std::string> v;
             v.reserve(static_cast<size_t>(n));
-            for (uint64_t i = 0; i < n; ++i) v.push_back(read_string(field + "[" + std::to_string(i) + "]"));
+            for (uint64_t i = 0; i < n; ++i) v.push_back(read_string(field, i));
             return Value::array(et, std::move(v));
         }
         case ValueType::ARRAY: {

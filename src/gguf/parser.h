@@ -39,9 +39,20 @@ private:
     uint64_t remaining() const { return file_size_ - pos_; }
     // Makes sure `n` more bytes exist (in the file and in the prefix).
     void need(uint64_t n, const std::string& field);
+    // The same with the field name made by `name()` only when it is needed.
+    template <class NameFn>
+    void need_lazy(uint64_t n, NameFn name) {
+        if (n > remaining()) {
+            fail(name(), "needs " + std::to_string(n) + " bytes but the file ends after " +
+                             std::to_string(remaining()) + " (file truncated?)");
+        }
+        if (pos_ + n > bytes_.size()) throw NeedMoreBytes{pos_ + n};
+    }
+    static constexpr uint64_t kNoIndex = ~uint64_t{0};
     template <class T>
     T read_scalar(const std::string& field);
-    std::string read_string(const std::string& field);
+    // `index` names an array element in error messages.
+    std::string read_string(const std::string& field, uint64_t index = kNoIndex);
     Value read_value(uint32_t type_id, const std::string& field, int depth);
     Value read_array(const std::string& field, int depth);
 
