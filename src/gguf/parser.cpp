@@ -292,7 +292,6 @@ void Parser::parse_tensor_infos(File& file, uint64_t n_tensors) {
         const ElementTypeInfo* info = element_type_info(type_id);
         if (!info) fail_at(type_at, field + " type", "unknown element type id " + std::to_string(type_id));
         t.type = info->type;
-        const uint64_t offset_at = pos_;
         t.offset = read_scalar<uint64_t>(field + " offset");
 
         // Size: whole blocks per row, and no overflow in rows x row size.
@@ -301,8 +300,11 @@ void Parser::parse_tensor_infos(File& file, uint64_t n_tensors) {
                                                    std::string(info->name) + " block size " +
                                                    std::to_string(info->block_size));
         }
+        // row_size_bytes gives nothing when a row's byte count overflows.
+        const std::optional<uint64_t> row_bytes = row_size_bytes(t.type, t.ne[0]);
+        if (!row_bytes) fail_at(dims_at, field + " shape", "size of one row overflows 64 bits");
         uint64_t n_elements = t.ne[0];
-        uint64_t n_bytes = *row_size_bytes(t.type, t.ne[0]) ;
+        uint64_t n_bytes = *row_bytes;
         for (uint32_t d = 1; d < kMaxDims; ++d) {
             if (__builtin_mul_overflow(n_elements, t.ne[d], &n_elements) ||
                 n_elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
@@ -311,7 +313,6 @@ void Parser::parse_tensor_infos(File& file, uint64_t n_tensors) {
             }
         }
         t.n_bytes = n_bytes;
-        (void)offset_at;
         file.tensor_index_.emplace(t.name, file.tensors_.size());
         file.tensors_.push_back(std::move(t));
     }

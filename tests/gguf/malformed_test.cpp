@@ -255,6 +255,9 @@ TEST(GgufMalformed, TensorNamesAndShapes) {
     GgufBytes bytes_overflow;  // elements fit in int64, bytes (x4) do not
     bytes_overflow.header(1, 0).tensor("w", {uint64_t{1} << 31, uint64_t{1} << 31}, 0, 0).pad().zeros(32);
     EXPECT_BAD(bytes_overflow, "'w' shape", "overflows");
+    GgufBytes row_overflow;  // one row of 2^62 f64 values is 2^65 bytes
+    row_overflow.header(1, 0).tensor("w", {uint64_t{1} << 62}, 28, 0).pad().zeros(32);
+    EXPECT_BAD(row_overflow, "'w' shape", "overflows");
     for (uint32_t type : {4u, 31u, 40u, 0xffffffffu}) {
         GgufBytes b;
         b.header(1, 0).tensor("w", {32}, type, 0).pad().zeros(64);
