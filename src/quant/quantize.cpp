@@ -2,6 +2,7 @@
 
 #include "cria/quant/quantize.h"
 
+#include <cstdint>
 #include <string>
 
 #include "cria/core/error.h"
@@ -99,6 +100,9 @@ size_t quantize_rows(ElementType t, const float* src, void* dst, int64_t n_rows,
     if (n_rows < 0) throw Error("quantize: negative row count " + std::to_string(n_rows));
     const auto row_bytes = row_size_bytes(t, static_cast<uint64_t>(n_per_row));
     if (!row_bytes) throw Error("quantize: row of " + std::to_string(n_per_row) + " values is too large");
+    if (*row_bytes != 0 && static_cast<uint64_t>(n_rows) > SIZE_MAX / *row_bytes) {
+        throw Error("quantize: " + std::to_string(n_rows) + " rows of " + std::to_string(n_per_row) + " values are too large");
+    }
     auto* out = static_cast<uint8_t*>(dst);
     for (int64_t r = 0; r < n_rows && n_per_row > 0; ++r) {
         codec.quantize(src + r * n_per_row, out + static_cast<size_t>(r) * *row_bytes, n_per_row, importance);

@@ -276,6 +276,19 @@ TEST(KnownAnswer, MXFP4QuantizesE2M1ValuesExactly) {
     for (int j = 0; j < 16; ++j) EXPECT_EQ(b.qs[j], (j % 8) | ((j % 8) << 4)) << j;
 }
 
+// Below the E8M0 range ggml's exponent wraps around (to a huge scale that
+// zeroes the block); cria clamps it to the smallest scale instead.
+TEST(KnownAnswer, MXFP4TinyValuesClampTheExponent) {
+    float x[32];
+    for (int j = 0; j < 32; ++j) x[j] = std::ldexp(j % 2 ? -1.0f : 1.0f, -127);  // floor(log2) - 2 + 127 = -2
+    block_mxfp4 b{};
+    quantize_row(ElementType::MXFP4, x, &b, 32);
+    EXPECT_EQ(b.e, 0);
+    float y[32];
+    dequantize_row(ElementType::MXFP4, &b, y, 32);
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], x[j]) << j;
+}
+
 TEST(KnownAnswer, AllZeroBlocksStayZero) {
     const ElementType types[] = {ElementType::Q4_0, ElementType::Q4_1, ElementType::Q5_0, ElementType::Q5_1,
                                  ElementType::Q8_0, ElementType::Q8_1, ElementType::Q2_K, ElementType::Q3_K,

@@ -3,9 +3,13 @@
 //
 // These are the slow, obviously-correct versions: the byte layouts and the
 // rounding/search rules follow ggml's reference quantizers, so a tensor
-// quantized here matches one quantized by llama.cpp (bit for bit for the
-// legacy types Q4_0..Q8_0; at least as accurate for the others). Fast SIMD
-// kernels live in the matmul module and are tested against these.
+// quantized here is byte for byte the one llama.cpp's llama-quantize writes
+// (checked against llama.cpp's own output for every type below, with and
+// without imatrix; see tests/data/quant/README.md). Fast SIMD kernels live in
+// the matmul module and are tested against these.
+//
+// Supported both ways: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, MXFP4.
 //
 // Every function checks its arguments: an unsupported type or a value count
 // that is not a whole number of blocks throws cria::Error, never UB. Buffers
