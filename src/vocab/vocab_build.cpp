@@ -80,24 +80,26 @@ void set_model_defaults(Vocab::Impl& v, const VocabSpec& spec) {
     } else if (m == "t5") {
         v.type = VocabType::Ugm;
         v.eos = 1, v.unk = 2, v.pad = 0;
-        v.add_eos = true;
-        v.add_space_prefix = true;  // SentencePiece default; metadata overrides
+        v.add_eos = true;  // add_space_prefix stays off unless the metadata turns it on
     } else {
         throw Error("unknown or unsupported tokenizer model '" + m + "' (tokenizer.ggml.model)");
     }
 }
 
+// DeepSeek's "<｜end▁of▁sentence｜>" (full-width bars, U+2581 spaces).
+constexpr const char* kDeepseekEnd = "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
+
 void detect_special_tokens(Vocab::Impl& v) {
     // Token texts that mean "end of turn" and friends, as llama.cpp guesses them.
     static const char* const kEot[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
                                        "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
-                                       "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+                                       kDeepseekEnd,
                                        "<end_of_utterance>"};
     static const char* const kEog[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
                                        "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>",
                                        "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>",
                                        "<turn|>", "<|tool_response>",
-                                       "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~["};
+                                       kDeepseekEnd, "[e~["};
     auto make_control = [&](TokenId id) { v.tokens[static_cast<size_t>(id)].attr |= attr::kControl; };
     // Walk ids in order so the choice among several candidates is deterministic.
     for (TokenId id = 0; id < static_cast<TokenId>(v.tokens.size()); ++id) {
