@@ -162,14 +162,13 @@ std::unique_ptr<File> File::open(const std::string& path, LoadMode mode, Progres
             }
             done = std::min(done, total);
         }
-        if (done < total) {
-            // Plain reads for whatever direct I/O did not deliver; keep page alignment of the rest.
+        // Whatever direct I/O did not deliver comes through the page cache.
+        const bool all_direct = done >= total;
+        if (!all_direct) {
             read_with_progress(fd.fd, buf->mutable_data() + done, total - done, aligned_start + done, path, progress,
                                done, total);
-        } else {
-            file->load_mode_ = LoadMode::Dio;
         }
-        if (done < total && dfd.fd < 0) file->load_mode_ = LoadMode::None;
+        file->load_mode_ = all_direct ? LoadMode::Dio : LoadMode::None;
         file->data_ = {buf->data() + (data_start - aligned_start), static_cast<size_t>(data_size)};
         file->storage_ = std::move(buf);
         return file;
