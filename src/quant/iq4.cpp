@@ -5,6 +5,7 @@
 // quantize_row_iq4_nl_impl as llama-quantize runs it (quantize_iq4_nl /
 // quantize_iq4_xs, 7 scale candidates either side), with or without imatrix.
 
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -19,15 +20,24 @@ namespace {
 constexpr int kBlock = 32;
 constexpr int kTries = 7;  // candidate inverse scales (k + values[0]) / max, k in [-7, 7]
 
+// kTwiceMidpoint[i] = kvalues_iq4nl[i-1] + kvalues_iq4nl[i]: twice the
+// boundary between levels i-1 and i (index 0 unused).
+constexpr auto kTwiceMidpoint = [] {
+    std::array<float, 16> m{};
+    for (int i = 1; i < 16; ++i) m[i] = static_cast<float>(kvalues_iq4nl[i - 1] + kvalues_iq4nl[i]);
+    return m;
+}();
+
 // Index of the code-book value nearest to x (ties go to the larger value).
 // The book is sorted, so x belongs to level i once it reaches the midpoint of
-// levels i-1 and i; comparing 2x with their sum keeps both sides exact.
+// levels i-1 and i; comparing 2x with twice the midpoint keeps both sides
+// exact. A branch-free binary search: the comparisons are unpredictable.
 int nearest_level(float x) {
     const float x2 = x + x;
     int idx = 0;
     for (int step = 8; step > 0; step >>= 1) {
         const int j = idx + step;
-        if (x2 >= static_cast<float>(kvalues_iq4nl[j - 1] + kvalues_iq4nl[j])) idx = j;
+        idx = x2 >= kTwiceMidpoint[j] ? j : idx;
     }
     return idx;
 }

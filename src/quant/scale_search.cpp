@@ -133,25 +133,26 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L, bool refine) {
 
 namespace {
 
-// Shared body of make_qkx2_quants / make_qkx3_quants. `robust` selects the
-// qkx3 behaviour: x^2 weights when none are given, max <= min as the
-// degenerate test, and levels computed without overflowing nearest_int.
+// Shared body of make_qkx2_quants / make_qkx3_quants. `Robust` selects the
+// qkx3 behaviour: max <= min as the degenerate test, and levels computed
+// without overflowing nearest_int. (A template, so that the hot loops carry
+// no run-time switch.)
+template <bool Robust>
 float make_qkx_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
-                      uint8_t* aux, float rmin, float rdelta, int nstep, bool use_mad, bool robust) {
-    auto weight = [&](int i) { return weights ? weights[i] : x[i] * x[i]; };
+                      uint8_t* aux, float rmin, float rdelta, int nstep, bool use_mad) {
     float min = x[0];
     float max = x[0];
-    float sum_w = weight(0);
+    float sum_w = weights[0];
     float sum_x = sum_w * x[0];
     for (int i = 1; i < n; ++i) {
         if (x[i] < min) min = x[i];
         if (x[i] > max) max = x[i];
-        const float w = weight(i);
+        const float w = weights[i];
         sum_w += w;
         sum_x += w * x[i];
     }
     if (min > 0) min = 0;  // the offset only ever shifts down
-    if (robust ? max <= min : max == min) {
+    if (Robust ? max <= min : max == min) {
         std::memset(L, 0, static_cast<size_t>(n));
         *neg_min = -min;
         return 0.f;
@@ -163,7 +164,7 @@ float make_qkx_quants(int n, int nmax, const float* x, const float* weights, uin
         L[i] = static_cast<uint8_t>(clamp_level(nearest_int(iscale * (x[i] - min)), 0, nmax));
         float diff = scale * static_cast<float>(L[i]) + min - x[i];
         diff = use_mad ? std::fabs(diff) : diff * diff;
-        best_error += weight(i) * diff;
+        best_error += weights[i] * diff;
     }
     if (nstep < 1) {
         *neg_min = -min;
@@ -174,7 +175,7 @@ float make_qkx_quants(int n, int nmax, const float* x, const float* weights, uin
         float sum_l = 0, sum_l2 = 0, sum_xl = 0;
         for (int i = 0; i < n; ++i) {
             int l;
-            if (robust) {
+            if constexpr (Robust) {
                 // min may sit at or near max by now: v can be inf, nan or huge.
                 const float v = iscale * (x[i] - min);
                 l = v > 0 ? nearest_int(std::min(v, static_cast<float>(nmax))) : 0;
@@ -182,7 +183,7 @@ float make_qkx_quants(int n, int nmax, const float* x, const float* weights, uin
                 l = clamp_level(nearest_int(iscale * (x[i] - min)), 0, nmax);
             }
             aux[i] = static_cast<uint8_t>(l);
-            const float w = weight(i);
+            const float w = weights[i];
             const float lf = static_cast<float>(l);
             sum_l += w * lf;
             sum_l2 += w * lf * lf;
@@ -201,7 +202,7 @@ float make_qkx_quants(int n, int nmax, const float* x, const float* weights, uin
             for (int i = 0; i < n; ++i) {
                 float diff = this_scale * static_cast<float>(aux[i]) + this_min - x[i];
                 diff = use_mad ? std::fabs(diff) : diff * diff;
-                error += weight(i) * diff;
+                error += weights[i] * diff;
             }
             if (error < best_error) {
                 std::memcpy(L, aux, static_cast<size_t>(n));
@@ -219,12 +220,12 @@ float make_qkx_quants(int n, int nmax, const float* x, const float* weights, uin
 
 float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
                        uint8_t* aux, float rmin, float rdelta, int nstep, bool use_mad) {
-    return make_qkx_quants(n, nmax, x, weights, L, neg_min, aux, rmin, rdelta, nstep, use_mad, false);
+    return make_qkx_quants<false>(n, nmax, x, weights, L, neg_min, aux, rmin, rdelta, nstep, use_mad);
 }
 
 float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
                        uint8_t* aux, float rmin, float rdelta, int nstep, bool use_mad) {
-    return make_qkx_quants(n, nmax, x, weights, L, neg_min, aux, rmin, rdelta, nstep, use_mad, true);
+    return make_qkx_quants<true>(n, nmax, x, weights, L, neg_min, aux, rmin, rdelta, nstep, use_mad);
 }
 
 float make_qp_quants(int n, int nmax, const float* x, uint8_t* L, const float* weights) {

@@ -30,12 +30,13 @@ float make_q3_quants(int n, int nmax, const float* x, int8_t* L, bool refine);
 // Asymmetric levels [0, nmax] with a non-positive offset, grid search over
 // nstep+1 scales (rmin + k*rdelta + nmax)/(max-min) with a least-squares
 // (scale, min) fit each; use_mad selects absolute instead of squared error.
-// Returns the scale and writes -min to *neg_min. `aux` holds n scratch levels.
+// Returns the scale and writes -min to *neg_min. `weights` (n values) must be
+// given; `aux` holds n scratch levels.
 float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
                        uint8_t* aux, float rmin, float rdelta, int nstep, bool use_mad);
 
-// Like make_qkx2_quants, but robust to a min that has moved close to max,
-// and with weights = x^2 when `weights` is null.
+// Like make_qkx2_quants, but robust to a min that has moved close to max.
+// (ggml's version also accepts null weights, meaning x^2; cria never needs it.)
 float make_qkx3_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
                        uint8_t* aux, float rmin, float rdelta, int nstep, bool use_mad);
 
