@@ -15,7 +15,6 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
-#include <unordered_set>
 
 #include "cria/core/error.h"
 #include "gguf/utf8.h"

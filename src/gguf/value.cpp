@@ -289,12 +289,19 @@ bool Value::operator==(const Value& other) const {
     return *array_ == *other.array_;
 }
 
-std::string Value::to_display_string(size_t max_items) const {
+std::string Value::to_display_string(size_t max_items, size_t max_chars) const {
     switch (type_) {
         case ValueType::STRING: {
             std::string out;
-            append_escaped(out, string_);
-            return out;
+            if (max_chars == 0 || string_.size() <= max_chars) {
+                append_escaped(out, string_);
+                return out;
+            }
+            // Cut on a character boundary: back off over UTF-8 continuation bytes.
+            size_t cut = max_chars;
+            while (cut > 0 && (static_cast<unsigned char>(string_[cut]) & 0xC0) == 0x80) --cut;
+            append_escaped(out, string_.substr(0, cut));
+            return out + "... (" + std::to_string(string_.size()) + " bytes)";
         }
         case ValueType::BOOL: return bits_ ? "true" : "false";
         case ValueType::F32: case ValueType::F64: return format_double(*as_f64());
@@ -306,7 +313,7 @@ std::string Value::to_display_string(size_t max_items) const {
             const size_t shown = n < max_items ? n : max_items;
             for (size_t i = 0; i < shown; ++i) {
                 if (i) out += ", ";
-                out += at(i).to_display_string(max_items);
+                out += at(i).to_display_string(max_items, max_chars);
             }
             if (shown < n) out += (shown ? ", ..." : "...");
             out += "]";

@@ -68,7 +68,7 @@ Totals totals_of(const File& file) {
     return t;
 }
 
-void print_text(const File& file, size_t max_items) {
+void print_text(const File& file, size_t max_items, size_t max_chars) {
     std::printf("file: %s\n", file.path().c_str());
     std::printf("GGUF version %u, alignment %llu, data section at byte %llu, file size %llu bytes, loaded with %s\n",
                 file.version(), static_cast<unsigned long long>(file.alignment()),
@@ -79,7 +79,7 @@ void print_text(const File& file, size_t max_items) {
     for (const auto& kv : file.metadata()) key_width = std::max(key_width, kv.first.size());
     for (const auto& [key, value] : file.metadata()) {
         std::printf("  %-*s  %-14s %s\n", static_cast<int>(key_width), key.c_str(), type_label(value).c_str(),
-                    value.to_display_string(max_items).c_str());
+                    value.to_display_string(max_items, max_chars).c_str());
     }
     std::printf("\ntensors: %zu\n", file.tensors().size());
     size_t name_width = 4;
@@ -151,6 +151,7 @@ std::function<int()> setup(CLI::App& cmd) {
         bool timing = false;
         std::string load_mode = "auto";
         size_t max_items = 8;
+        size_t max_chars = 120;
     };
     auto opt = std::make_shared<Options>();
     cmd.add_option("file", opt->path, "GGUF file to inspect")->required();
@@ -158,6 +159,8 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--load-mode", opt->load_mode, "auto, none, mmap, mlock, mmap+mlock or dio")
         ->capture_default_str();
     cmd.add_option("--max-items", opt->max_items, "Array items shown before abbreviating")->capture_default_str();
+    cmd.add_option("--max-chars", opt->max_chars, "String bytes shown in text output before cutting (0: all)")
+        ->capture_default_str();
     cmd.add_flag("--timing", opt->timing, "Print how long opening the file took to stderr");
     return [opt]() -> int {
         const auto mode = gguf::parse_load_mode(opt->load_mode);
@@ -172,7 +175,7 @@ std::function<int()> setup(CLI::App& cmd) {
         if (opt->json) {
             print_json(*file, opt->max_items);
         } else {
-            print_text(*file, opt->max_items);
+            print_text(*file, opt->max_items, opt->max_chars);
         }
         return 0;
     };

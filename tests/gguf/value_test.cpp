@@ -88,6 +88,9 @@ TEST(GgufValue, DisplayAbbreviatesLongArrays) {
     EXPECT_EQ(Value::string("a\"b\n").to_display_string(), "\"a\\\"b\\n\"");
     EXPECT_EQ(Value::boolean(false).to_display_string(), "false");
     EXPECT_EQ(Value::i16(-3).to_display_string(), "-3");
+    EXPECT_EQ(Value::string("abcdef").to_display_string(8, 3), "\"abc\"... (6 bytes)");
+    // "é" is two bytes: a cut inside it backs off to the character boundary.
+    EXPECT_EQ(Value::string("a\xc3\xa9z").to_display_string(8, 2), "\"a\"... (4 bytes)");
 }
 
 }  // namespace

@@ -115,8 +115,9 @@ public:
     bool operator==(const Value& other) const;
 
     // Short human-readable rendering; arrays longer than `max_items` show
-    // their length and the first items. Strings are quoted and escaped.
-    std::string to_display_string(size_t max_items = 8) const;
+    // their length and the first items. Strings are quoted and escaped, and
+    // cut after `max_chars` bytes (0: never) with their full length noted.
+    std::string to_display_string(size_t max_items = 8, size_t max_chars = 0) const;
 
 private:
     ValueType type_ = ValueType::U8;
