@@ -1,0 +1,51 @@
+#pragma once
+// Random-weight GGUF models with real architectures and shapes, for tests
+// (small fixtures of every supported architecture) and benchmarks (the shapes
+// of Llama-3.2-1B and Qwen3-0.6B in any weight type). Tensor names and
+// metadata keys are llama.cpp's, so the files load there too.
+//
+// Weights are N(0, stddev) from a seeded generator: the same spec always
+// gives the same file. Tensors are generated and quantized one at a time while
+// the file is written, so even a 2 GB model never sits in memory whole.
+
+#include <cstdint>
+#include <string>
+
+#include "cria/core/element_type.h"
+
+namespace cria::model {
+
+struct SyntheticModelSpec {
+    std::string arch = "llama";  // llama, qwen2, qwen3, gemma2, gemma3, phi3
+    std::string name = "synthetic";
+    uint32_t n_vocab = 512;
+    uint32_t n_embd = 64;
+    uint32_t n_layer = 2;
+    uint32_t n_head = 4;
+    uint32_t n_head_kv = 2;
+    uint32_t head_dim = 16;
+    uint32_t n_ff = 128;
+    uint32_t n_ctx = 2048;
+    bool tied_output = true;
+    float rope_freq_base = 10000.0f;
+    uint32_t sliding_window = 0;  // gemma2/gemma3/phi3: 0 = no sliding window key
+
+    ElementType weight_type = ElementType::F32;  // 2-D projection matrices
+    ElementType embd_type = ElementType::F32;    // token embedding (and tied output)
+    uint64_t seed = 1;
+    float stddev = 0.02f;
+
+    // A small model of `arch` for tests: a few layers, widths that exercise
+    // grouped-query attention and non-power-of-two sizes where the type allows.
+    static SyntheticModelSpec tiny(const std::string& arch);
+    // Llama-3.2-1B shapes: 2048 wide, 16 layers, 32/8 heads of 64, ffn 8192, vocab 128256, tied.
+    static SyntheticModelSpec llama_1b(ElementType type);
+    // Qwen3-0.6B shapes: 1024 wide, 28 layers, 16/8 heads of 128, ffn 3072, vocab 151936, tied.
+    static SyntheticModelSpec qwen3_0_6b(ElementType type);
+};
+
+// Writes the model to `path`. Throws cria::Error for an unknown architecture,
+// shapes a type cannot hold, or an I/O failure.
+void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path);
+
+}  // namespace cria::model

@@ -1,0 +1,224 @@
+#include "cria/model/synthetic_model.h"
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "cria/core/error.h"
+#include "cria/gguf/writer.h"
+#include "cria/quant/quantize.h"
+
+namespace cria::model {
+namespace {
+
+using gguf::Value;
+using gguf::ValueType;
+
+bool is_one_of(const std::string& arch, std::initializer_list<const char*> names) {
+    for (const char* n : names)
+        if (arch == n) return true;
+    return false;
+}
+
+// A SentencePiece-style vocabulary of the requested size: <unk> <s> </s>, the
+// 256 byte tokens, then made-up pieces. Enough for any loader to accept it.
+void add_vocab(gguf::Writer& w, uint32_t n_vocab) {
+    if (n_vocab < 3 + 256 + 1) throw Error("synthetic model: vocabulary needs at least 260 tokens");
+    std::vector<std::string> tokens;
+    std::vector<float> scores;
+    std::vector<int32_t> types;
+    tokens.reserve(n_vocab);
+    const char* specials[] = {"<unk>", "<s>", "</s>"};
+    for (int i = 0; i < 3; ++i) {
+        tokens.emplace_back(specials[i]);
+        scores.push_back(0.0f);
+        types.push_back(i == 0 ? 2 : 3);  // unknown, control
+    }
+    for (int b = 0; b < 256; ++b) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+        tokens.emplace_back(buf);
+        scores.push_back(0.0f);
+        types.push_back(6);  // byte
+    }
+    const std::string letters = "abcdefghijklmnopqrstuvwxyz";
+    for (uint32_t i = 0; tokens.size() < n_vocab; ++i) {
+        std::string piece = "\xE2\x96\x81";  // SentencePiece's word-start marker
+        for (uint32_t v = i; ; v /= 26) {
+            piece += letters[v % 26];
+            if (v < 26) break;
+        }
+        tokens.push_back(std::move(piece));
+        scores.push_back(-static_cast<float>(i));
+        types.push_back(1);  // normal
+    }
+    w.add_metadata("tokenizer.ggml.model", Value::string("llama"));
+    w.add_metadata("tokenizer.ggml.tokens", Value::array(ValueType::STRING, std::move(tokens)));
+    w.add_metadata("tokenizer.ggml.scores", Value::array(ValueType::F32, std::move(scores)));
+    w.add_metadata("tokenizer.ggml.token_type", Value::array(ValueType::I32, std::move(types)));
+    w.add_metadata("tokenizer.ggml.bos_token_id", Value::u32(1));
+    w.add_metadata("tokenizer.ggml.eos_token_id", Value::u32(2));
+    w.add_metadata("tokenizer.ggml.unknown_token_id", Value::u32(0));
+}
+
+// Generates and converts tensors lazily, one at a time, for the writer.
+class TensorFactory {
+public:
+    TensorFactory(gguf::Writer& writer, uint64_t seed, float stddev) : writer_(writer), seed_(seed), stddev_(stddev) {}
+
+    // A tensor of random values around `mean`, stored as `type`.
+    void add(const std::string& name, ElementType type, std::vector<uint64_t> shape, float mean = 0.0f) {
+        const uint64_t tensor_seed = seed_ * 1000003u + counter_++;
+        const float stddev = stddev_;
+        auto buffer = std::make_shared<std::vector<uint8_t>>();
+        const std::vector<uint64_t> dims = shape;
+        writer_.add_tensor(name, type, dims, [=]() -> std::span<const uint8_t> {
+            const int64_t n_per_row = static_cast<int64_t>(dims[0]);
+            int64_t n_rows = 1;
+            for (size_t i = 1; i < dims.size(); ++i) n_rows *= static_cast<int64_t>(dims[i]);
+            std::mt19937_64 rng(tensor_seed);
+            std::normal_distribution<float> normal(mean, stddev);
+            std::vector<float> values(static_cast<size_t>(n_per_row * n_rows));
+            for (float& v : values) v = normal(rng);
+            buffer->assign(*row_size_bytes(type, static_cast<uint64_t>(n_per_row)) * n_rows, 0);
+            quant::quantize_rows(type, values.data(), buffer->data(), n_rows, n_per_row);
+            return *buffer;
+        });
+    }
+
+private:
+    gguf::Writer& writer_;
+    uint64_t seed_;
+    float stddev_;
+    uint64_t counter_ = 0;
+};
+
+}  // namespace
+
+SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
+    SyntheticModelSpec s;
+    s.arch = arch;
+    s.name = "tiny-" + arch;
+    s.n_vocab = 320;
+    s.n_embd = 64;
+    s.n_layer = 3;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.head_dim = 16;
+    s.n_ff = 96;
+    s.tied_output = arch != "phi3";
+    if (is_one_of(arch, {"gemma2", "gemma3", "phi3"})) s.sliding_window = 8;
+    return s;
+}
+
+SyntheticModelSpec SyntheticModelSpec::llama_1b(ElementType type) {
+    SyntheticModelSpec s;
+    s.arch = "llama";
+    s.name = "random-llama-1b";
+    s.n_vocab = 128256;
+    s.n_embd = 2048;
+    s.n_layer = 16;
+    s.n_head = 32;
+    s.n_head_kv = 8;
+    s.head_dim = 64;
+    s.n_ff = 8192;
+    s.n_ctx = 4096;
+    s.rope_freq_base = 500000.0f;
+    s.weight_type = type;
+    s.embd_type = type;
+    return s;
+}
+
+SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
+    SyntheticModelSpec s;
+    s.arch = "qwen3";
+    s.name = "random-qwen3-0.6b";
+    s.n_vocab = 151936;
+    s.n_embd = 1024;
+    s.n_layer = 28;
+    s.n_head = 16;
+    s.n_head_kv = 8;
+    s.head_dim = 128;
+    s.n_ff = 3072;
+    s.n_ctx = 4096;
+    s.rope_freq_base = 1000000.0f;
+    s.weight_type = type;
+    s.embd_type = type;
+    return s;
+}
+
+void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
+    const std::string& arch = spec.arch;
+    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}))
+        throw Error("synthetic model: unknown architecture '" + arch + "'");
+    const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
+    const bool qk_norm = is_one_of(arch, {"qwen3", "gemma3"});
+    const bool post_norms = gemma;
+    const bool fused = arch == "phi3";
+
+    gguf::Writer w;
+    auto key = [&](const char* suffix) { return arch + "." + suffix; };
+    w.add_metadata("general.architecture", Value::string(arch));
+    w.add_metadata("general.name", Value::string(spec.name));
+    w.add_metadata(key("context_length"), Value::u32(spec.n_ctx));
+    w.add_metadata(key("embedding_length"), Value::u32(spec.n_embd));
+    w.add_metadata(key("block_count"), Value::u32(spec.n_layer));
+    w.add_metadata(key("feed_forward_length"), Value::u32(spec.n_ff));
+    w.add_metadata(key("attention.head_count"), Value::u32(spec.n_head));
+    w.add_metadata(key("attention.head_count_kv"), Value::u32(spec.n_head_kv));
+    w.add_metadata(key("attention.key_length"), Value::u32(spec.head_dim));
+    w.add_metadata(key("attention.value_length"), Value::u32(spec.head_dim));
+    w.add_metadata(key("rope.dimension_count"), Value::u32(spec.head_dim));
+    w.add_metadata(key("rope.freq_base"), Value::f32(spec.rope_freq_base));
+    w.add_metadata(key("attention.layer_norm_rms_epsilon"), Value::f32(1e-6f));
+    if (spec.sliding_window) w.add_metadata(key("attention.sliding_window"), Value::u32(spec.sliding_window));
+    if (arch == "gemma2") {
+        w.add_metadata(key("attn_logit_softcapping"), Value::f32(50.0f));
+        w.add_metadata(key("final_logit_softcapping"), Value::f32(30.0f));
+    }
+    add_vocab(w, spec.n_vocab);
+
+    // Norm weights sit around 1 (gemma files store 1 + w already, as
+    // llama.cpp's converter writes them), projections around 0.
+    TensorFactory t(w, spec.seed, spec.stddev);
+    const uint64_t d = spec.n_embd, q = uint64_t{spec.n_head} * spec.head_dim,
+                   kv = uint64_t{spec.n_head_kv} * spec.head_dim, ff = spec.n_ff, hd = spec.head_dim;
+    t.add("token_embd.weight", spec.embd_type, {d, spec.n_vocab});
+    for (uint32_t l = 0; l < spec.n_layer; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        t.add(p + "attn_norm.weight", ElementType::F32, {d}, 1.0f);
+        if (fused) {
+            t.add(p + "attn_qkv.weight", spec.weight_type, {d, q + 2 * kv});
+        } else {
+            t.add(p + "attn_q.weight", spec.weight_type, {d, q});
+            t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
+            t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
+        }
+        if (arch == "qwen2") {
+            t.add(p + "attn_q.bias", ElementType::F32, {q});
+            t.add(p + "attn_k.bias", ElementType::F32, {kv});
+            t.add(p + "attn_v.bias", ElementType::F32, {kv});
+        }
+        if (qk_norm) {
+            t.add(p + "attn_q_norm.weight", ElementType::F32, {hd}, 1.0f);
+            t.add(p + "attn_k_norm.weight", ElementType::F32, {hd}, 1.0f);
+        }
+        t.add(p + "attn_output.weight", spec.weight_type, {q, d});
+        if (post_norms) t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
+        t.add(p + "ffn_norm.weight", ElementType::F32, {d}, 1.0f);
+        if (fused) {
+            t.add(p + "ffn_up.weight", spec.weight_type, {d, 2 * ff});
+        } else {
+            t.add(p + "ffn_gate.weight", spec.weight_type, {d, ff});
+            t.add(p + "ffn_up.weight", spec.weight_type, {d, ff});
+        }
+        t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
+        if (post_norms) t.add(p + "post_ffw_norm.weight", ElementType::F32, {d}, 1.0f);
+    }
+    t.add("output_norm.weight", ElementType::F32, {d}, 1.0f);
+    if (!spec.tied_output) t.add("output.weight", spec.weight_type, {d, spec.n_vocab});
+    w.write(path);
+}
+
+}  // namespace cria::model
