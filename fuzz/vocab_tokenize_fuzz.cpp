@@ -99,7 +99,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     streamed += stream.flush();
     if (streamed != back) std::abort();
 
-    if (kVocabs[which].lossless && !add_special && !parse_special && valid_utf8(text)) {
+    // SentencePiece writes spaces as U+2581, so a literal U+2581 comes back as a space.
+    const bool spm_space_mark = v.type() == cria::vocab::VocabType::Spm && text.find("\xe2\x96\x81") != std::string::npos;
+    if (kVocabs[which].lossless && !add_special && !parse_special && valid_utf8(text) && !spm_space_mark) {
         if (back != text) std::abort();
     }
     return 0;

@@ -213,3 +213,14 @@ TEST(AustenVocab, CleanSpacesFollowsLlamaCpp) {
 }
 
 }  // namespace
+
+namespace {
+
+// Found by the fuzzer: SentencePiece cannot tell a literal U+2581 from the
+// space it stands for, so it detokenizes as a space (llama.cpp does the same).
+TEST(FuzzRegression, SpmLiteralSpaceMarkComesBackAsSpace) {
+    const auto ids = stories().tokenize("a\xe2\x96\x81of", false);
+    EXPECT_EQ(raw_detokenize(stories(), ids), "a of");
+}
+
+}  // namespace
