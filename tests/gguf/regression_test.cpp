@@ -28,8 +28,12 @@ std::vector<fs::path> inputs_in(const fs::path& dir) {
 }
 
 std::vector<uint8_t> slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    // One bulk read: byte-by-byte iteration is slow under the sanitizers.
+    std::ifstream in(p, std::ios::binary | std::ios::ate);
+    std::vector<uint8_t> out(static_cast<size_t>(in.tellg()));
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
+    return out;
 }
 
 // Returns true when `path` parsed; checks that every way of reading it agrees.
