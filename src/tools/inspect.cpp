@@ -18,6 +18,8 @@ using gguf::File;
 using gguf::TensorInfo;
 using gguf::Value;
 using gguf::ValueType;
+// Keys stay in the order written, so the document reads like the text output.
+using json = nlohmann::ordered_json;
 
 std::string type_label(const Value& v) {
     if (!v.is_array()) return std::string(gguf::value_type_name(v.type()));
@@ -32,14 +34,14 @@ std::string shape_text(const TensorInfo& t) {
 
 // A metadata value as JSON; arrays are cut to their first `max_items` items
 // and carry their full length.
-nlohmann::json value_json(const Value& v, size_t max_items) {
+json value_json(const Value& v, size_t max_items) {
     switch (v.type()) {
         case ValueType::STRING: return *v.as_string();
         case ValueType::BOOL: return *v.as_bool();
         case ValueType::F32: case ValueType::F64: return *v.as_f64();
         case ValueType::I8: case ValueType::I16: case ValueType::I32: case ValueType::I64: return *v.as_i64();
         case ValueType::ARRAY: {
-            nlohmann::json items = nlohmann::json::array();
+            json items = json::array();
             for (size_t i = 0; i < v.size() && i < max_items; ++i) items.push_back(value_json(v.at(i), max_items));
             return {{"element_type", gguf::value_type_name(v.array_type())},
                     {"length", v.size()},
@@ -102,19 +104,19 @@ void print_text(const File& file, size_t max_items, size_t max_chars) {
 }
 
 void print_json(const File& file, size_t max_items) {
-    nlohmann::json doc;
+    json doc;
     doc["file"] = file.path();
     doc["version"] = file.version();
     doc["alignment"] = file.alignment();
     doc["data_offset"] = file.data_offset();
     doc["file_size"] = file.file_size();
     doc["load_mode"] = gguf::load_mode_name(file.load_mode());
-    nlohmann::json meta = nlohmann::json::array();
+    json meta = json::array();
     for (const auto& [key, value] : file.metadata()) {
         meta.push_back({{"key", key}, {"type", type_label(value)}, {"value", value_json(value, max_items)}});
     }
     doc["metadata"] = meta;
-    nlohmann::json tensors = nlohmann::json::array();
+    json tensors = json::array();
     for (const TensorInfo& t : file.tensors()) {
         tensors.push_back({{"name", t.name},
                            {"type", element_type_name(t.type)},
@@ -124,11 +126,11 @@ void print_json(const File& file, size_t max_items) {
     }
     doc["tensors"] = tensors;
     const Totals totals = totals_of(file);
-    nlohmann::json by_type = nlohmann::json::object();
+    json by_type = json::object();
     for (const auto& [type, cb] : totals.by_type) by_type[type] = {{"tensors", cb.first}, {"bytes", cb.second}};
     doc["totals"] = {{"parameters", totals.parameters}, {"bytes", totals.bytes}, {"by_type", by_type}};
     // Strings from the file need not be UTF-8: replace bad bytes rather than fail.
-    std::puts(doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::puts(doc.dump(2, ' ', false, json::error_handler_t::replace).c_str());
 }
 
 // Prints read progress of non-mmap loads to stderr, once per percent.
