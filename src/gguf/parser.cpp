@@ -237,7 +237,7 @@ void Parser::parse_alignment(File& file) {
     // llama.cpp writes it as u32; any unsigned integer type that fits is accepted.
     const std::optional<uint64_t> a = v->as_u64();
     if (!a) {
-        throw Error(name_ + ": metadata key 'general.alignment': is a " + std::string(value_type_name(v->type())) +
+        throw Error(name_ + ": metadata key 'general.alignment': has type " + std::string(value_type_name(v->type())) +
                     ", expected an unsigned integer");
     }
     if (*a == 0 || !std::has_single_bit(*a) || *a > (uint64_t{1} << 30)) {
