@@ -34,7 +34,9 @@ struct BigramOrder {
 
 }  // namespace
 
-void tokenize_spm(const Vocab::Impl& v, std::string_view text, std::vector<TokenId>& out) {
+namespace {
+
+void tokenize_segment(const Vocab::Impl& v, std::string_view text, std::vector<TokenId>& out) {
     std::vector<Symbol> symbols;
     symbols.reserve(text.size());
     for (size_t offset = 0; offset < text.size();) {
@@ -82,6 +84,23 @@ void tokenize_spm(const Vocab::Impl& v, std::string_view text, std::vector<Token
             if (byte != kNoToken) out.push_back(byte);
         }
     }
+}
+
+}  // namespace
+
+void tokenize_spm(const Vocab::Impl& v, std::string_view text, std::vector<TokenId>& out) {
+    // A byte that no multi-character token contains can never merge with its
+    // neighbours, so the text on either side of it is tokenized on its own.
+    // (With Llama's vocab that is the newline: a 4 MB text becomes many short
+    // lines and the merge queue stays small.)
+    size_t start = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (!v.spm_isolated[static_cast<unsigned char>(text[i])]) continue;
+        if (i > start) tokenize_segment(v, text.substr(start, i - start), out);
+        tokenize_segment(v, text.substr(i, 1), out);
+        start = i + 1;
+    }
+    if (start < text.size()) tokenize_segment(v, text.substr(start), out);
 }
 
 }  // namespace cria::vocab

@@ -252,6 +252,13 @@ Vocab Vocab::build(VocabSpec spec) {
     });
     apply_model_token_rules(*v, spec);
 
+    if (v->type == VocabType::Spm) {
+        for (int c = 0; c < 128; ++c) v->spm_isolated[static_cast<size_t>(c)] = true;
+        for (const TokenData& t : v->tokens) {
+            if (t.text.size() < 2) continue;
+            for (char c : t.text) v->spm_isolated[static_cast<unsigned char>(c)] = false;
+        }
+    }
     if (v->type == VocabType::Ugm) v->ugm = std::make_unique<UgmModel>(*v, spec.precompiled_charsmap);
 
     Vocab vocab(std::move(v));

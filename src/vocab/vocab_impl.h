@@ -1,6 +1,7 @@
 #pragma once
 // The vocabulary's private state, shared by the tokenizer algorithms.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -42,6 +43,8 @@ struct Vocab::Impl {
     std::set<TokenId> eog;
     std::vector<TokenId> special_tokens;  // control / user-defined / unknown, longest text first
     std::vector<std::string> pieces;      // token_to_piece(id, special = true)
+    // SPM: ASCII bytes that occur in no token of more than one byte.
+    std::array<bool, 256> spm_isolated{};
 
     std::unique_ptr<PreTokenizer> pre_tokenizer;
     std::unique_ptr<BpeMerges> merges;
