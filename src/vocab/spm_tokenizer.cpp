@@ -93,12 +93,18 @@ void tokenize_spm(const Vocab::Impl& v, std::string_view text, std::vector<Token
     // neighbours, so the text on either side of it is tokenized on its own.
     // (With Llama's vocab that is the newline: a 4 MB text becomes many short
     // lines and the merge queue stays small.)
+    // Only symbol starts count: after a malformed lead byte the symbol spans
+    // the next bytes whatever they are, exactly as the unsplit text would.
     size_t start = 0;
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (!v.spm_isolated[static_cast<unsigned char>(text[i])]) continue;
+    for (size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (!v.spm_isolated[c]) {
+            i += std::min(utf8::sequence_length(c), text.size() - i);
+            continue;
+        }
         if (i > start) tokenize_segment(v, text.substr(start, i - start), out);
         tokenize_segment(v, text.substr(i, 1), out);
-        start = i + 1;
+        start = ++i;
     }
     if (start < text.size()) tokenize_segment(v, text.substr(start), out);
 }

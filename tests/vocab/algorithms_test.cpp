@@ -150,3 +150,18 @@ TEST(FuzzRegression, BytesWithoutTokensAreDropped) {
 }
 
 }  // namespace
+
+namespace {
+
+// A malformed lead byte swallows the following bytes into one symbol, even a
+// newline; splitting the text at newlines must not change that.
+TEST(Spm, TruncatedSequenceBeforeNewlineKeepsLlamaCppSymbols) {
+    const Vocab v = Vocab::load(cria::test::data_path("tokenizer/ggml-vocab-llama-spm.gguf").string());
+    const auto ids = v.tokenize("a\xe2\nbc", false);
+    // "▁a" then the 3-byte symbol E2 0A 62 (not a token) as bytes, then "c".
+    const std::vector<TokenId> want = {v.find("\xe2\x96\x81" "a"), v.find("<0xE2>"), v.find("<0x0A>"), v.find("<0x62>"),
+                                       v.find("c")};
+    EXPECT_EQ(ids, want);
+}
+
+}  // namespace
