@@ -1,5 +1,6 @@
 #include "cria/model/hparams.h"
 
+#include <cmath>
 #include <string_view>
 
 #include "cria/core/error.h"
@@ -27,7 +28,26 @@ Architecture parse_architecture(const gguf::File& file, const std::string& name)
     if (name == "llama") return Architecture::Llama;
     if (name == "qwen2") return Architecture::Qwen2;
     if (name == "qwen3") return Architecture::Qwen3;
-    fail(file, "architecture '" + name + "' is not supported (supported: llama, qwen2, qwen3)");
+    if (name == "gemma2") return Architecture::Gemma2;
+    if (name == "gemma3") return Architecture::Gemma3;
+    if (name == "phi3") return Architecture::Phi3;
+    fail(file, "architecture '" + name + "' is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3)");
+}
+
+// llama.cpp's set_swa_pattern(n): of every n layers, the first n-1 use the
+// sliding window and the last one attends globally.
+std::vector<bool> swa_pattern(uint32_t n_layer, uint32_t period) {
+    std::vector<bool> layers(n_layer);
+    for (uint32_t l = 0; l < n_layer; ++l) layers[l] = l % period < period - 1;
+    return layers;
+}
+
+// A per-dimension rope factor tensor must hold n_rot/2 f32 values.
+void check_rope_factors(const gguf::File& file, const std::string& name, uint32_t n_rot) {
+    const gguf::TensorInfo* t = file.find_tensor(name);
+    if (!t) return;
+    if (t->n_elements() != n_rot / 2 || t->type != ElementType::F32)
+        fail(file, "tensor '" + name + "' must hold " + std::to_string(n_rot / 2) + " f32 values");
 }
 
 // The vocabulary size: the key when present, else the token list, else the
@@ -92,8 +112,16 @@ HParams read_hparams(const gguf::File& file) {
         fail(file, "rope scaling '" + scaling + "' is not supported yet");
     }
 
+    hp.rope_attn_factor = file.get_f32(key("rope.scaling.attn_factor"), 1.0f);
+    hp.n_ctx_orig = file.get_u32(key("rope.scaling.original_context_length"), hp.n_ctx_train);
+    hp.attention_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+    hp.swa_layers.assign(hp.n_layer, false);
+
     switch (hp.arch) {
-        case Architecture::Llama: hp.rope_order = RopeOrder::Normal; break;
+        case Architecture::Llama:
+            hp.rope_order = RopeOrder::Normal;
+            if (file.find_tensor("rope_freqs.weight")) hp.rope_factors_tensor = "rope_freqs.weight";
+            break;
         case Architecture::Qwen2:
             hp.rope_order = RopeOrder::NeoX;
             hp.has_qkv_bias = true;
@@ -102,7 +130,48 @@ HParams read_hparams(const gguf::File& file) {
             hp.rope_order = RopeOrder::NeoX;
             hp.has_qk_norm = true;
             break;
+        case Architecture::Gemma2:
+            hp.rope_order = RopeOrder::NeoX;
+            hp.n_swa = file.get_u32(key("attention.sliding_window"), 4096);
+            hp.swa_layers = swa_pattern(hp.n_layer, 2);
+            hp.rope_freq_base_swa = hp.rope_freq_base;
+            hp.rope_freq_scale_swa = hp.rope_freq_scale;
+            hp.attn_softcap = file.get_f32(key("attn_logit_softcapping"), 50.0f);
+            hp.final_softcap = file.get_f32(key("final_logit_softcapping"), 30.0f);
+            hp.scale_embeddings = true;
+            hp.has_post_norms = true;
+            hp.ffn_activation = FfnActivation::GeluTanh;
+            // Gemma 2 27B scales queries by the model width per head, not the head width.
+            if (hp.n_layer == 46) hp.attention_scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd / hp.n_head));
+            break;
+        case Architecture::Gemma3: {
+            hp.rope_order = RopeOrder::NeoX;
+            const auto window = file.get_u32(key("attention.sliding_window"));
+            if (!window) fail(file, "missing hyperparameter '" + key("attention.sliding_window") + "'");
+            hp.n_swa = *window;
+            hp.swa_layers = swa_pattern(hp.n_layer, 6);
+            hp.rope_freq_base_swa = 10000.0f;  // local layers keep the original base
+            hp.rope_freq_scale_swa = 1.0f;
+            hp.scale_embeddings = true;
+            hp.has_post_norms = true;
+            hp.has_qk_norm = true;
+            hp.ffn_activation = FfnActivation::GeluTanh;
+            if (hp.n_layer == 62) hp.attention_scale = 1.0f / std::sqrt(static_cast<float>(hp.n_embd / hp.n_head));
+            break;
+        }
+        case Architecture::Phi3:
+            hp.rope_order = RopeOrder::NeoX;
+            hp.fused_gate_up = true;
+            // llama.cpp reads phi3's sliding_window but disables it (results
+            // differ from the reference implementation otherwise); so do we.
+            if (file.find_tensor("rope_factors_short.weight")) hp.rope_factors_tensor = "rope_factors_short.weight";
+            if (file.find_tensor("rope_factors_long.weight")) hp.rope_factors_long_tensor = "rope_factors_long.weight";
+            break;
     }
+    if (hp.n_swa == 0) hp.swa_layers.assign(hp.n_layer, false);
+    hp.fused_qkv = file.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+    check_rope_factors(file, hp.rope_factors_tensor, hp.n_rot);
+    check_rope_factors(file, hp.rope_factors_long_tensor, hp.n_rot);
 
     hp.n_vocab = read_vocab_size(file, hp.n_embd);
     hp.tied_output = file.find_tensor("output.weight") == nullptr;

@@ -1,4 +1,5 @@
 #include "cria/model/hparams.h"
+#include "cria/model/synthetic_model.h"
 
 #include <gtest/gtest.h>
 
@@ -48,6 +49,50 @@ TEST(HParams, VocabOnlyFileIsRejectedWithAClearError) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("ggml-vocab-llama-spm.gguf"), std::string::npos) << e.what();
     }
+}
+
+}  // namespace
+}  // namespace cria::model
+
+namespace cria::model {
+namespace {
+
+HParams hparams_of(const SyntheticModelSpec& spec) {
+    const std::string path = (test::temp_dir() / (spec.name + ".gguf")).string();
+    write_synthetic_model(spec, path);
+    return read_hparams(*gguf::File::open(path));
+}
+
+TEST(HParams, GemmaFamiliesFollowLlamaCpp) {
+    const HParams g2 = hparams_of(SyntheticModelSpec::tiny("gemma2"));
+    EXPECT_EQ(g2.rope_order, RopeOrder::NeoX);
+    EXPECT_EQ(g2.n_swa, 8u);
+    // Every other layer slides, starting with layer 0.
+    EXPECT_EQ(g2.swa_layers, (std::vector<bool>{true, false, true}));
+    EXPECT_FLOAT_EQ(g2.attn_softcap, 50.0f);
+    EXPECT_FLOAT_EQ(g2.final_softcap, 30.0f);
+    EXPECT_TRUE(g2.scale_embeddings);
+    EXPECT_TRUE(g2.has_post_norms);
+    EXPECT_EQ(g2.ffn_activation, FfnActivation::GeluTanh);
+    EXPECT_FLOAT_EQ(g2.attention_scale, 0.25f);  // 1/sqrt(head_dim 16)
+
+    SyntheticModelSpec spec = SyntheticModelSpec::tiny("gemma3");
+    spec.n_layer = 7;
+    const HParams g3 = hparams_of(spec);
+    // Five local layers, then a global one.
+    EXPECT_EQ(g3.swa_layers, (std::vector<bool>{true, true, true, true, true, false, true}));
+    EXPECT_TRUE(g3.has_qk_norm);
+    EXPECT_FLOAT_EQ(g3.rope_freq_base_swa, 10000.0f);
+    EXPECT_FLOAT_EQ(g3.final_softcap, 0.0f);
+}
+
+TEST(HParams, Phi3UsesFusedTensorsAndNoSlidingWindow) {
+    const HParams hp = hparams_of(SyntheticModelSpec::tiny("phi3"));
+    EXPECT_TRUE(hp.fused_qkv);
+    EXPECT_TRUE(hp.fused_gate_up);
+    EXPECT_EQ(hp.n_swa, 0u);
+    EXPECT_FALSE(hp.is_swa(0));
+    EXPECT_FALSE(hp.tied_output);
 }
 
 }  // namespace

@@ -72,3 +72,30 @@ TEST(ReferenceForward, RejectsTokenOutsideVocabulary) {
 
 }  // namespace
 }  // namespace cria::model
+
+#include "cria/model/synthetic_model.h"
+
+namespace cria::model {
+namespace {
+
+// On a one-layer gemma2 (its only layer slides, window 8) the last of 12
+// positions must not see tokens more than 7 positions back.
+TEST(ReferenceForward, SlidingWindowHidesOldTokens) {
+    SyntheticModelSpec spec = SyntheticModelSpec::tiny("gemma2");
+    spec.n_layer = 1;
+    spec.stddev = 0.2f;  // large enough weights that every input shows in the logits
+    const std::string path = (test::temp_dir() / "swa.gguf").string();
+    write_synthetic_model(spec, path);
+    auto file = gguf::File::open(path);
+    std::vector<int32_t> tokens = {1, 100, 200, 7, 300, 301, 5, 9, 17, 250, 260, 3};
+    const auto base = reference_forward(*file, tokens).back();
+    auto changed = tokens;
+    changed[3] = 8;  // position 3: outside the window of position 11
+    EXPECT_EQ(base, reference_forward(*file, changed).back());
+    changed = tokens;
+    changed[4] = 8;  // position 4: the oldest one inside the window
+    EXPECT_NE(base, reference_forward(*file, changed).back());
+}
+
+}  // namespace
+}  // namespace cria::model

@@ -15,7 +15,7 @@ namespace cria::model {
 namespace {
 
 TEST(SyntheticModel, TinyFixturesLoadWithTheirHyperparameters) {
-    for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+    for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}) {
         SCOPED_TRACE(arch);
         const SyntheticModelSpec spec = SyntheticModelSpec::tiny(arch);
         const std::string path = (test::temp_dir() / (std::string(arch) + ".gguf")).string();
@@ -30,8 +30,10 @@ TEST(SyntheticModel, TinyFixturesLoadWithTheirHyperparameters) {
         EXPECT_EQ(hp.tied_output, spec.tied_output);
         EXPECT_EQ(vocab::Vocab::from_gguf(*file).size(), spec.n_vocab);
         // The reference forward runs on it and gives finite, distinct logits.
-        const auto logits = reference_forward(*file, std::vector<int32_t>{1, 100, 200});
-        ASSERT_EQ(logits.size(), 3u);
+        // (12 tokens: longer than the sliding window of the gemma fixtures.)
+        const std::vector<int32_t> tokens = {1, 100, 200, 7, 300, 301, 5, 9, 17, 250, 260, 3};
+        const auto logits = reference_forward(*file, tokens);
+        ASSERT_EQ(logits.size(), tokens.size());
         for (const auto& row : logits)
             for (float v : row) ASSERT_TRUE(std::isfinite(v));
         EXPECT_NE(logits[1], logits[2]);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cria::gguf {
 class File;
@@ -14,11 +15,15 @@ class File;
 
 namespace cria::model {
 
-enum class Architecture { Llama, Qwen2, Qwen3 };
+enum class Architecture { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3 };
 
 // How RoPE pairs the dimensions of a head: ggml's "normal" mode rotates
 // adjacent pairs (x[2i], x[2i+1]); NeoX mode rotates (x[i], x[i + n_rot/2]).
 enum class RopeOrder { Normal, NeoX };
+
+// The activation of the gated feed-forward block: SwiGLU (silu(gate) * up) or
+// GeGLU with GELU's tanh approximation (gelu(gate) * up), as ggml_gelu computes it.
+enum class FfnActivation { Silu, GeluTanh };
 
 struct HParams {
     Architecture arch = Architecture::Llama;
@@ -38,12 +43,39 @@ struct HParams {
     float norm_rms_eps = 1e-5f;
     float rope_freq_base = 10000.0f;
     float rope_freq_scale = 1.0f;  // 1 / linear rope scaling factor
+    float rope_attn_factor = 1.0f; // scales cos/sin (LongRoPE's magnitude correction)
     RopeOrder rope_order = RopeOrder::Normal;
+    // Per-dimension divisors of the rope frequencies (n_rot/2 values), from
+    // rope_freqs.weight (Llama 3.1 scaling) or phi3's rope_factors_short/long.
+    // Empty when the model has none. Which phi3 set applies depends on the
+    // context size, so the runtime picks; this names the tensor to use for
+    // contexts up to n_ctx_orig.
+    std::string rope_factors_tensor;
+    std::string rope_factors_long_tensor;  // phi3: for contexts beyond n_ctx_orig
+    uint32_t n_ctx_orig = 0;               // rope.scaling.original_context_length (0: n_ctx_train)
 
-    bool has_qkv_bias = false;  // qwen2: biases on Q, K, V projections
-    bool has_qk_norm = false;   // qwen3: RMSNorm over each Q and K head
-    bool tied_output = false;   // output projection shares the token embedding
+    // Sliding-window attention: a query at position p sees keys at q with
+    // p - q < n_swa on the layers marked in swa_layers (llama.cpp's
+    // LLAMA_SWA_TYPE_STANDARD). Those layers may use their own rope base.
+    uint32_t n_swa = 0;
+    std::vector<bool> swa_layers;          // n_layer entries; all false without SWA
+    float rope_freq_base_swa = 10000.0f;
+    float rope_freq_scale_swa = 1.0f;
 
+    float attention_scale = 0.0f;  // multiplies Q before the dot products (1/sqrt(head_dim) unless the arch says)
+    float attn_softcap = 0.0f;     // gemma2: scores -> tanh(s / c) * c; 0 = off
+    float final_softcap = 0.0f;    // gemma2: logits -> tanh(l / c) * c; 0 = off
+    bool scale_embeddings = false; // gemma: token embeddings times sqrt(n_embd)
+    bool has_post_norms = false;   // gemma2/3: RMSNorm after attention and after the FFN, before the residual add
+    FfnActivation ffn_activation = FfnActivation::Silu;
+
+    bool has_qkv_bias = false;   // qwen2: biases on Q, K, V projections
+    bool has_qk_norm = false;    // qwen3, gemma3: RMSNorm over each Q and K head
+    bool fused_qkv = false;      // phi3: one attn_qkv matrix instead of attn_q/k/v
+    bool fused_gate_up = false;  // phi3: ffn_up holds [gate; up] (2 * n_ff rows), no ffn_gate
+    bool tied_output = false;    // output projection shares the token embedding
+
+    bool is_swa(uint32_t layer) const { return layer < swa_layers.size() && swa_layers[layer]; }
     uint32_t n_gqa() const { return n_head / n_head_kv; }
     uint32_t n_embd_q() const { return n_head * head_dim; }
     uint32_t n_embd_k() const { return n_head_kv * head_dim; }
