@@ -1,0 +1,112 @@
+#pragma once
+// The operations model code calls, eagerly, one after the other. `Ops` is the
+// backend-neutral interface; CpuOps (cpu_ops.h) implements it on the CPU with
+// the cria_cpu thread pool, and other backends (CUDA) implement the same calls
+// with tensors in their own memory, so model code never changes.
+//
+// Shapes follow ggml's convention: ne[0] is the innermost dimension. Unless an
+// op says otherwise, activations are F32, `out` has the shape the op documents
+// and may alias the input of element-wise ops. Every op checks types and shapes
+// and throws cria::Error on a mismatch.
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "cria/ops/tensor.h"
+
+namespace cria::ops {
+
+enum class RopeOrder {
+    Normal,  // rotates pairs (x[2i], x[2i+1]) (llama, GGML_ROPE_TYPE_NORMAL)
+    NeoX,    // rotates pairs (x[i], x[i + n_dims/2]) (GPT-NeoX, qwen, ...)
+    MRope,   // multi-section: NeoX pairs, position per section (qwen2-vl)
+};
+
+struct RopeParams {
+    int n_dims = 0;               // rotated dimensions (<= head size; the rest is copied)
+    RopeOrder order = RopeOrder::Normal;
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;      // 1 / context scaling factor (linear / YaRN)
+    int n_ctx_orig = 0;           // training context, for YaRN's correction dims
+    float ext_factor = 0.0f;      // YaRN extrapolation mix (0 disables YaRN)
+    float attn_factor = 1.0f;     // magnitude scale of cos/sin
+    float beta_fast = 32.0f;
+    float beta_slow = 1.0f;
+    const float* freq_factors = nullptr;  // n_dims/2 divisors of theta (llama3 / longrope), or null
+    int sections[4] = {0, 0, 0, 0};       // MRope: dims (in pairs) for t, h, w, extra positions
+};
+
+// Frequency factors for llama3 rope scaling ("rope_freqs"), computed the way
+// the Llama 3.1 reference does; pass the result as RopeParams::freq_factors.
+std::vector<float> llama3_frequency_factors(int n_dims, float freq_base, float factor, float low_freq_factor,
+                                            float high_freq_factor, int original_context);
+
+struct SoftmaxParams {
+    float scale = 1.0f;          // applied to x first
+    float softcap = 0.0f;        // > 0: x = softcap * tanh(x / softcap) after scaling
+    const TensorView* mask = nullptr;  // F32 or F16 [>= n, rows...]; row i1 uses mask row i1 % mask.ne[1]
+    float max_bias = 0.0f;       // > 0: ALiBi, mask scaled by a per-head (i2) slope
+    const float* sinks = nullptr;  // one logit per head (i2) that joins the normalisation only
+};
+
+struct AttentionParams {
+    float scale = 1.0f;          // usually 1/sqrt(head_dim)
+    bool causal = true;          // key j is visible to a query at position p when j <= p
+    int64_t window = 0;          // > 0: also only when p - j < window (sliding window)
+    float softcap = 0.0f;        // > 0: scores = softcap * tanh(scores / softcap)
+    const float* sinks = nullptr;  // one logit per query head, joins the normalisation only
+    const int32_t* positions = nullptr;  // position of each query token (null: n_kv - n_tokens + t)
+};
+
+class Ops {
+public:
+    virtual ~Ops() = default;
+
+    // out[:, i] = table row ids[i], converted to F32. table: any type the
+    // quant module can dequantize, [ne0, rows]; out: F32 [ne0, n_ids].
+    virtual void get_rows(const TensorView& table, const int32_t* ids, int64_t n_ids, const TensorView& out) = 0;
+
+    // y = x / sqrt(mean(x^2) + eps) * weight (weight F32 [ne0] or null).
+    virtual void rms_norm(const TensorView& x, const float* weight, float eps, const TensorView& out) = 0;
+    // y = (x - mean) / sqrt(var + eps) * weight + bias (either may be null).
+    virtual void layer_norm(const TensorView& x, const float* weight, const float* bias, float eps,
+                            const TensorView& out) = 0;
+
+    // x: F32 [head_dim, n_heads, n_tokens]; positions: n_tokens values
+    // (MRope: 4 * n_tokens, all t positions, then all h, w, extra).
+    virtual void rope(const TensorView& x, const int32_t* positions, const RopeParams& params,
+                      const TensorView& out) = 0;
+
+    // Softmax over each row of x (F32 [n, rows, heads, ...]).
+    virtual void softmax(const TensorView& x, const SoftmaxParams& params, const TensorView& out) = 0;
+
+    virtual void silu(const TensorView& x, const TensorView& out) = 0;
+    virtual void gelu(const TensorView& x, const TensorView& out) = 0;      // tanh approximation
+    virtual void gelu_erf(const TensorView& x, const TensorView& out) = 0;  // exact (erf)
+    virtual void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out) = 0;  // silu(g) * u
+    virtual void geglu(const TensorView& gate, const TensorView& up, const TensorView& out) = 0;   // gelu(g) * u
+
+    // Element-wise; b broadcasts over rows when it has one row of ne0 values.
+    virtual void add(const TensorView& a, const TensorView& b, const TensorView& out) = 0;
+    virtual void mul(const TensorView& a, const TensorView& b, const TensorView& out) = 0;
+    virtual void scale(const TensorView& x, float s, const TensorView& out) = 0;
+
+    // Index of the largest value in a row (lowest index on ties; NaN never wins).
+    virtual int64_t argmax(const TensorView& row) = 0;
+    // The k largest (index, value) pairs of a row, largest first, ties by index.
+    virtual std::vector<std::pair<int32_t, float>> top_k(const TensorView& row, int64_t k) = 0;
+
+    // Attention of queries q (F32 [head_dim, n_heads, n_tokens]) over a cache
+    // k ([head_dim, n_kv_heads, n_kv]) and v ([head_dim_v, n_kv_heads, n_kv])
+    // stored as F32, F16, BF16, Q8_0 or Q4_0; n_heads must be a multiple of
+    // n_kv_heads (grouped-query). out: F32 [head_dim_v, n_heads, n_tokens].
+    virtual void attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                           const AttentionParams& params, const TensorView& out) = 0;
+
+    // out = W x: W [k, rows] of any weight type the matmul module supports,
+    // x F32 [k, n], out F32 [rows, n].
+    virtual void matmul(const TensorView& w, const TensorView& x, const TensorView& out) = 0;
+};
+
+}  // namespace cria::ops

@@ -1,0 +1,152 @@
+// Attention of query tokens over a KV cache, flash style: keys are visited in
+// blocks, scores of a block are exponentiated against a running maximum, and
+// the running sum and output are rescaled whenever the maximum grows, so no
+// full score row is ever stored. One task per (query token, query head); a
+// query head reads the KV head it shares with its group (grouped-query).
+//
+// K and V rows in F32/F16/BF16 are read directly by the SIMD primitives;
+// Q8_0/Q4_0 rows are first expanded to floats with the quant module's
+// reference dequantizer (correct, not yet fast).
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cria/ops/cpu_ops.h"
+#include "cria/quant/quantize.h"
+#include "ops/checks.h"
+#include "ops/vec.h"
+
+namespace cria::ops {
+namespace {
+
+constexpr int64_t kBlock = 64;  // keys per block
+
+bool is_kv_type(ElementType t) {
+    return t == ElementType::F32 || t == ElementType::F16 || t == ElementType::BF16 || t == ElementType::Q8_0 ||
+           t == ElementType::Q4_0;
+}
+
+struct Scratch {
+    std::vector<float> scores;
+    std::vector<float> probs;
+    std::vector<float> acc;
+    std::vector<float> row;  // a dequantized K or V row
+};
+
+// dot(q, key row) for any cache type.
+float dot_key(const VecKernels& k, const float* q, const char* key, ElementType type, int64_t n, float* row) {
+    switch (type) {
+        case ElementType::F32: return k.dot(q, reinterpret_cast<const float*>(key), n);
+        case ElementType::F16: return k.dot_f16(q, reinterpret_cast<const uint16_t*>(key), n);
+        case ElementType::BF16: return k.dot_bf16(q, reinterpret_cast<const uint16_t*>(key), n);
+        default: quant::dequantize_row(type, key, row, n); return k.dot(q, row, n);
+    }
+}
+
+// acc += p * value row, for any cache type.
+void add_value(const VecKernels& k, float p, const char* value, ElementType type, int64_t n, float* acc, float* row) {
+    switch (type) {
+        case ElementType::F32: k.axpy(p, reinterpret_cast<const float*>(value), acc, n); break;
+        case ElementType::F16: k.axpy_f16(p, reinterpret_cast<const uint16_t*>(value), acc, n); break;
+        case ElementType::BF16: k.axpy_bf16(p, reinterpret_cast<const uint16_t*>(value), acc, n); break;
+        default:
+            quant::dequantize_row(type, value, row, n);
+            k.axpy(p, row, acc, n);
+            break;
+    }
+}
+
+}  // namespace
+
+void CpuOps::attention(const TensorView& q, const TensorView& kc, const TensorView& vc, const AttentionParams& params,
+                       const TensorView& out) {
+    const char* op = "attention";
+    require_f32(q, op, "q");
+    require_f32(out, op, "out");
+    require_data(kc, op, "k");
+    require_data(vc, op, "v");
+    require(is_kv_type(kc.type) && is_kv_type(vc.type), op, "k and v must be f32, f16, bf16, q8_0 or q4_0");
+    const int64_t head_dim = q.ne[0], n_heads = q.ne[1], n_tokens = q.ne[2];
+    const int64_t n_kv_heads = kc.ne[1], n_kv = kc.ne[2], head_dim_v = vc.ne[0];
+    require(q.ne[3] == 1 && kc.ne[3] == 1 && vc.ne[3] == 1 && out.ne[3] == 1, op, "4-D tensors are not supported");
+    require(kc.ne[0] == head_dim, op, "k head size " + std::to_string(kc.ne[0]) + " differs from q's " + std::to_string(head_dim));
+    require(vc.ne[1] == n_kv_heads && vc.ne[2] == n_kv, op, "v " + shape_string(vc) + " does not match k " + shape_string(kc));
+    require(n_kv_heads > 0 && n_heads % n_kv_heads == 0, op,
+            std::to_string(n_heads) + " query heads are not a multiple of " + std::to_string(n_kv_heads) + " kv heads");
+    require(out.ne[0] == head_dim_v && out.ne[1] == n_heads && out.ne[2] == n_tokens, op,
+            "out " + shape_string(out) + " must be [" + std::to_string(head_dim_v) + ", " + std::to_string(n_heads) + ", " +
+                std::to_string(n_tokens) + "]");
+    require(params.window >= 0 && params.softcap >= 0.0f, op, "window and softcap must not be negative");
+    require(params.positions != nullptr || n_tokens <= n_kv, op, "more query tokens than cache entries need positions");
+    require(out.data != q.data, op, "out must not alias q");
+
+    const int64_t group = n_heads / n_kv_heads;
+    const VecKernels& k = vec_kernels();
+    std::vector<Scratch> scratch(static_cast<size_t>(pool_.size()));
+
+    pool_.parallel_for(n_tokens * n_heads, [&](int64_t task, int thread) {
+        const int64_t t = task / n_heads;
+        const int64_t h = task % n_heads;
+        const int64_t kv_head = h / group;
+        const int64_t pos = params.positions != nullptr ? params.positions[t] : n_kv - n_tokens + t;
+        // Visible keys: [lo, hi].
+        int64_t hi = params.causal ? std::min(pos, n_kv - 1) : n_kv - 1;
+        int64_t lo = params.window > 0 ? std::max<int64_t>(0, pos - params.window + 1) : 0;
+
+        Scratch& s = scratch[static_cast<size_t>(thread)];
+        s.scores.resize(kBlock);
+        s.probs.resize(kBlock);
+        s.acc.assign(static_cast<size_t>(head_dim_v), 0.0f);
+        s.row.resize(static_cast<size_t>(std::max(head_dim, head_dim_v)));
+        const float* qrow = reinterpret_cast<const float*>(q.row(h, t));
+
+        float running_max = -std::numeric_limits<float>::infinity();
+        float running_sum = 0.0f;
+        for (int64_t start = lo; start <= hi; start += kBlock) {
+            const int64_t count = std::min(kBlock, hi - start + 1);
+            for (int64_t j = 0; j < count; ++j) {
+                float score = dot_key(k, qrow, kc.row(kv_head, start + j), kc.type, head_dim, s.row.data()) * params.scale;
+                if (params.softcap > 0.0f) score = params.softcap * std::tanh(score / params.softcap);
+                s.scores[static_cast<size_t>(j)] = score;
+            }
+            const float block_max = k.max(s.scores.data(), count);
+            if (block_max > running_max) {
+                // Rescale what was accumulated against the old maximum.
+                const float factor = std::exp(running_max - block_max);
+                if (running_sum != 0.0f) {
+                    k.scale(s.acc.data(), factor, s.acc.data(), head_dim_v);
+                }
+                running_sum *= factor;
+                running_max = block_max;
+            }
+            running_sum += k.exp_shift_sum(s.scores.data(), running_max, s.probs.data(), count);
+            for (int64_t j = 0; j < count; ++j) {
+                const float p = s.probs[static_cast<size_t>(j)];
+                if (p != 0.0f) add_value(k, p, vc.row(kv_head, start + j), vc.type, head_dim_v, s.acc.data(), s.row.data());
+            }
+        }
+        if (params.sinks != nullptr) {
+            // The sink joins the denominator only.
+            const float sink = params.sinks[h];
+            if (sink > running_max) {
+                const float factor = std::exp(running_max - sink);
+                k.scale(s.acc.data(), factor, s.acc.data(), head_dim_v);
+                running_sum *= factor;
+                running_max = sink;
+            }
+            running_sum += std::exp(sink - running_max);
+        }
+        float* y = reinterpret_cast<float*>(out.row(h, t));
+        if (running_sum > 0.0f) {
+            k.scale(s.acc.data(), 1.0f / running_sum, y, head_dim_v);
+        } else {
+            // No visible key (and no sink): zeros rather than 0/0.
+            std::fill(y, y + head_dim_v, 0.0f);
+        }
+    });
+}
+
+}  // namespace cria::ops

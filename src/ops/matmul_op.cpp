@@ -1,0 +1,33 @@
+// The op API's matmul: the cria_matmul kernels over the pool.
+
+#include <string>
+
+#include "cria/matmul/matmul.h"
+#include "cria/ops/cpu_ops.h"
+#include "ops/checks.h"
+
+namespace cria::ops {
+
+void CpuOps::matmul(const TensorView& w, const TensorView& x, const TensorView& out) {
+    require_data(w, "matmul", "w");
+    require_f32(x, "matmul", "x");
+    require_f32(out, "matmul", "out");
+    require(w.ne[2] == 1 && w.ne[3] == 1, "matmul", "w must be 2-D, got " + shape_string(w));
+    require(x.ne[0] == w.ne[0], "matmul", "x " + shape_string(x) + " does not match w " + shape_string(w));
+    require(x.ne[2] == 1 && x.ne[3] == 1 && out.ne[2] == 1 && out.ne[3] == 1, "matmul", "x and out must be 2-D");
+    require(out.ne[0] == w.ne[1] && out.ne[1] == x.ne[1], "matmul",
+            "out " + shape_string(out) + " must be [" + std::to_string(w.ne[1]) + ", " + std::to_string(x.ne[1]) + "]");
+    require(x.nb[1] % sizeof(float) == 0 && out.nb[1] % sizeof(float) == 0, "matmul", "row strides must be whole floats");
+    matmul::MatmulArgs args;
+    args.w = matmul::WeightMatrix{w.type, w.data, w.ne[1], w.ne[0], w.nb[1]};
+    args.x = reinterpret_cast<const float*>(x.data);
+    args.n = x.ne[1];
+    args.x_stride = static_cast<int64_t>(x.nb[1] / sizeof(float));
+    args.y = reinterpret_cast<float*>(out.data);
+    args.y_stride = static_cast<int64_t>(out.nb[1] / sizeof(float));
+    args.r0 = 0;
+    args.r1 = w.ne[1];
+    matmul::matmul(args, pool_);
+}
+
+}  // namespace cria::ops

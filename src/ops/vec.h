@@ -1,0 +1,44 @@
+#pragma once
+// Row primitives the op kernels are built from, one table per instruction-set
+// level. The scalar table is plain C++; the AVX2 and AVX-512 tables come from
+// the same generic code (vec_generic.h) instantiated with 8- and 16-wide
+// vector types in files compiled for those instruction sets.
+
+#include <cstdint>
+
+#include "cria/cpu/features.h"
+
+namespace cria::ops {
+
+struct VecKernels {
+    float (*dot)(const float* a, const float* b, int64_t n);
+    float (*dot_f16)(const float* a, const uint16_t* b, int64_t n);   // b in IEEE half
+    float (*dot_bf16)(const float* a, const uint16_t* b, int64_t n);  // b in bfloat16
+    float (*sum_squares)(const float* x, int64_t n);
+    float (*sum)(const float* x, int64_t n);
+    float (*max)(const float* x, int64_t n);  // -inf for n == 0
+    void (*scale)(const float* x, float s, float* y, int64_t n);                 // y = s * x
+    void (*scale_mul)(const float* x, float s, const float* w, float* y, int64_t n);  // y = s * x * w
+    void (*axpy)(float a, const float* x, float* y, int64_t n);                  // y += a * x
+    void (*axpy_f16)(float a, const uint16_t* x, float* y, int64_t n);
+    void (*axpy_bf16)(float a, const uint16_t* x, float* y, int64_t n);
+    void (*add)(const float* a, const float* b, float* y, int64_t n);
+    void (*mul)(const float* a, const float* b, float* y, int64_t n);
+    // y = exp(x - shift); returns the sum of y (for softmax).
+    float (*exp_shift_sum)(const float* x, float shift, float* y, int64_t n);
+    void (*silu)(const float* x, float* y, int64_t n);                    // x * sigmoid(x)
+    void (*swiglu)(const float* gate, const float* up, float* y, int64_t n);  // silu(gate) * up
+    void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+    void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
+};
+
+// The table for `isa` (levels without their own table use the next lower).
+const VecKernels& vec_kernels(cpu::Isa isa);
+inline const VecKernels& vec_kernels() { return vec_kernels(cpu::best_isa()); }
+
+// Defined in vec_scalar.cpp / vec_avx2.cpp / vec_avx512.cpp.
+const VecKernels& vec_kernels_scalar();
+const VecKernels* vec_kernels_avx2();    // nullptr when not compiled for x86
+const VecKernels* vec_kernels_avx512();
+
+}  // namespace cria::ops
