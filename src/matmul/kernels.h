@@ -17,7 +17,17 @@ enum class ActivationFormat : uint8_t {
     Q8_0,  // block_q8_0 per 32 values
     Q8_1,  // block_q8_1 per 32 values (Q8_0 plus d * sum)
     Q8_K,  // block_q8_K per 256 values
+    // Q8_0 values (same rounding) laid out for the AVX-512 kernels, per pair
+    // of blocks: 64 quants, then after all pairs 16 int32 lane corrections
+    // (-128 * sum of each 4 quants) per pair, then 16 floats per pair (the
+    // first block's scale 8 times, then the second's). See q8_0_split_*.
+    Q8_0Split,
 };
+
+// Offsets inside one Q8_0Split activation vector of k values.
+inline int64_t q8_0_split_pairs(int64_t k) { return (k / 32 + 1) / 2; }
+inline size_t q8_0_split_corr_offset(int64_t k) { return static_cast<size_t>(q8_0_split_pairs(k)) * 64; }
+inline size_t q8_0_split_scale_offset(int64_t k) { return static_cast<size_t>(q8_0_split_pairs(k)) * 128; }
 
 // Bytes of one activation vector of k values in `format`, padded to 64 bytes.
 size_t activation_row_bytes(ActivationFormat format, int64_t k);
@@ -45,6 +55,7 @@ struct TypeKernel {
     TileFn tile = nullptr;  // nullptr: this ISA has no kernel for the type
     int max_rows = 1;
     int max_cols = 1;
+    ActivationFormat act = ActivationFormat::F32;  // what the tile function reads
 };
 
 ActivationFormat activation_format(ElementType t);

@@ -125,11 +125,9 @@ void tile_reference(const Tile& t) {
 }
 
 template <DotFn Dot>
-constexpr TypeKernel reference_kernel() { return {tile_reference<Dot>, 1, 1}; }
+constexpr TypeKernel reference_kernel() { return {tile_reference<Dot>, 1, 1, ActivationFormat::F32}; }
 
-}  // namespace
-
-TypeKernel scalar_kernel(ElementType t) {
+TypeKernel scalar_kernel_for(ElementType t) {
     switch (t) {
         case ElementType::F32: return reference_kernel<dot_f32>();
         case ElementType::F16: return reference_kernel<dot_f16>();
@@ -149,6 +147,14 @@ TypeKernel scalar_kernel(ElementType t) {
         case ElementType::IQ4_XS: return reference_kernel<dot_superblocks<block_iq4_xs>>();
         default: return {};
     }
+}
+
+}  // namespace
+
+TypeKernel scalar_kernel(ElementType t) {
+    TypeKernel k = scalar_kernel_for(t);
+    k.act = activation_format(t);
+    return k;
 }
 
 }  // namespace cria::matmul::detail

@@ -84,7 +84,7 @@ MatmulPlan::MatmulPlan(const MatmulArgs& args, Isa isa) : impl_(new Impl) {
     Impl& p = *impl_;
     p.args = args;
     p.kernel = kernel_for(args.w.type, isa);
-    p.format = activation_format(args.w.type);
+    p.format = p.kernel.act;
     p.act_row_bytes = activation_row_bytes(p.format, args.w.k);
     const size_t total = p.act_row_bytes * static_cast<size_t>(args.n);
     p.act.reset(static_cast<uint8_t*>(::operator new[](total, std::align_val_t{64})));
