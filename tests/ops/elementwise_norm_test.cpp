@@ -12,39 +12,14 @@
 #include "cria/cpu/thread_pool.h"
 #include "cria/ops/cpu_ops.h"
 #include "ops/reference_ops.h"
-#include "ops_test_util.h"
+#include "ops_fixture.h"
 
 namespace cria::ops {
 namespace {
 
 using test::all_close;
 using test::random_floats;
-
-struct Case {
-    cpu::Isa isa;
-    int threads;
-};
-
-std::vector<Case> cases() {
-    std::vector<Case> out;
-    for (cpu::Isa isa : test::runnable_isas()) {
-        for (int threads : {1, 3}) out.push_back({isa, threads});
-    }
-    return out;
-}
-
-class OpsTest : public ::testing::TestWithParam<Case> {
-protected:
-    void SetUp() override {
-        limit_ = std::make_unique<cpu::ScopedIsaLimit>(GetParam().isa);
-        pool_ = std::make_unique<cpu::ThreadPool>(GetParam().threads);
-        ops_ = std::make_unique<CpuOps>(*pool_);
-    }
-    std::unique_ptr<cpu::ScopedIsaLimit> limit_;
-    std::unique_ptr<cpu::ThreadPool> pool_;
-    std::unique_ptr<CpuOps> ops_;
-    ReferenceOps ref_;
-};
+using OpsTest = test::OpsFixture;
 
 // Shapes: {ne0, rows}.
 const std::vector<std::pair<int64_t, int64_t>> kShapes{{1, 1}, {7, 3}, {31, 2}, {33, 5}, {255, 1}, {257, 4}, {4097, 2}};
@@ -151,9 +126,7 @@ TEST_P(OpsTest, RejectsBadShapes) {
     EXPECT_THROW(ops_->scale(vh, 2.0f, vh), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, OpsTest, ::testing::ValuesIn(cases()), [](const auto& info) {
-    return std::string(cpu::isa_name(info.param.isa)) + "_threads" + std::to_string(info.param.threads);
-});
+CRIA_OPS_INSTANTIATE(OpsTest);
 
 }  // namespace
 }  // namespace cria::ops
