@@ -47,6 +47,7 @@ std::function<int()> setup(CLI::App& cmd) {
         if (prompt->count() == 0 && file->count() == 0) throw cria::Error("give the text with -p TEXT or -f FILE");
         const std::string text = file->count() ? read_text_file(opt->file) : opt->prompt;
         const cria::vocab::Vocab vocab = cria::vocab::Vocab::load(opt->model);
+        for (const std::string& w : vocab.warnings()) std::fprintf(stderr, "cria tokenize: warning: %s\n", w.c_str());
         const auto ids = vocab.tokenize(text, !opt->no_bos, opt->parse_special);
 
         std::string out;

@@ -278,6 +278,7 @@ bool Vocab::add_eos() const { return impl_->add_eos; }
 bool Vocab::add_sep() const { return impl_->add_sep; }
 bool Vocab::add_space_prefix() const { return impl_->add_space_prefix; }
 bool Vocab::clean_spaces() const { return impl_->clean_spaces; }
+const std::vector<std::string>& Vocab::warnings() const { return impl_->warnings; }
 bool Vocab::is_eog(TokenId id) const { return id != kNoToken && impl_->eog.count(id) > 0; }
 bool Vocab::is_control(TokenId id) const {
     return id >= 0 && static_cast<size_t>(id) < impl_->tokens.size() && impl_->has(attr::kControl, id);

@@ -65,6 +65,11 @@ void set_model_defaults(Vocab::Impl& v, const VocabSpec& spec) {
         v.add_space_prefix = false;
         v.escape_whitespaces = false;
         const std::string pre = spec.pre.empty() ? "default" : spec.pre;
+        if (spec.pre.empty()) {
+            // llama.cpp does the same, with the same warning: old conversions lack the key.
+            v.warnings.push_back("no pre-tokenizer type (tokenizer.ggml.pre) in the file; using 'default'. "
+                                 "Tokenization may differ from the original model: consider reconverting it");
+        }
         const PreTokenizerConfig* config = find_pre_tokenizer(pre);
         if (config == nullptr) {
             throw Error("unknown or unsupported pre-tokenizer '" + pre +

@@ -41,6 +41,7 @@ struct Vocab::Impl {
     bool strip_accents = false;  // WordPiece normaliser
 
     std::set<TokenId> eog;
+    std::vector<std::string> warnings;
     std::vector<TokenId> special_tokens;  // control / user-defined / unknown, longest text first
     std::vector<std::string> pieces;      // token_to_piece(id, special = true)
     // SPM: ASCII bytes that occur in no token of more than one byte.

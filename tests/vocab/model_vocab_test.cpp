@@ -224,3 +224,18 @@ TEST(FuzzRegression, SpmLiteralSpaceMarkComesBackAsSpace) {
 }
 
 }  // namespace
+
+namespace {
+
+// gpt-neox's vocab file predates tokenizer.ggml.pre: like llama.cpp we fall
+// back to the "default" pre-tokenizer, and say so.
+TEST(MissingPreTokenizer, FallsBackToDefaultWithAWarning) {
+    const Vocab v = Vocab::load(cria::test::data_path("tokenizer/ggml-vocab-gpt-neox.gguf").string());
+    EXPECT_EQ(v.pre(), "default");
+    ASSERT_EQ(v.warnings().size(), 1u);
+    EXPECT_NE(v.warnings()[0].find("default"), std::string::npos);
+    EXPECT_TRUE(stories().warnings().empty());
+    EXPECT_TRUE(austen().warnings().empty());
+}
+
+}  // namespace

@@ -105,6 +105,8 @@ public:
     bool add_space_prefix() const;
     bool clean_spaces() const;
     bool is_eog(TokenId id) const;    // ends generation (EOS, EOT, <|im_end|>, ...)
+    // Non-fatal notes from loading (e.g. no pre-tokenizer named: "default" used).
+    const std::vector<std::string>& warnings() const;
     bool is_control(TokenId id) const;
 
     // Text to ids. add_special adds BOS / EOS / SEP as the vocab asks;
