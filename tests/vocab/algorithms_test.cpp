@@ -165,3 +165,48 @@ TEST(Spm, TruncatedSequenceBeforeNewlineKeepsLlamaCppSymbols) {
 }
 
 }  // namespace
+
+namespace {
+
+// A precompiled character map (SentencePiece's XOR-compressed double array)
+// built by hand with one rule, "A" -> "a": root base 0, so byte 0x41 leads
+// to node 65, a leaf whose base 3 points at node 65 ^ 3 = 66, which holds
+// offset 0 into the replacement strings "a\0".
+std::vector<uint8_t> one_rule_charsmap() {
+    std::vector<uint32_t> nodes(256, 0);  // every first byte must land inside the array
+    nodes[65] = (3u << 10) | (1u << 8) | 0x41u;  // base 3, leaf, label 'A'
+    nodes[66] = (1u << 31) | 0u;                 // replacement at offset 0
+    std::vector<uint8_t> blob;
+    const uint32_t size = static_cast<uint32_t>(nodes.size() * 4);
+    for (int i = 0; i < 4; ++i) blob.push_back(static_cast<uint8_t>(size >> (8 * i)));
+    for (uint32_t n : nodes) {
+        for (int i = 0; i < 4; ++i) blob.push_back(static_cast<uint8_t>(n >> (8 * i)));
+    }
+    blob.push_back('a');
+    blob.push_back(0);
+    return blob;
+}
+
+TEST(Ugm, PrecompiledCharsmapNormalises) {
+    VocabSpec s;
+    s.model = "t5";
+    s.tokens = {"<pad>", "</s>", "<unk>", "▁", "a", "B", "▁a"};
+    s.types = {kControl, kControl, kUnknown, kNormal, kNormal, kNormal, kNormal};
+    s.scores = {0, 0, 0, -2, -2, -2, -1};
+    s.add_space_prefix = 1;
+    s.precompiled_charsmap = one_rule_charsmap();
+    const Vocab v = Vocab::build(s);
+    EXPECT_EQ(v.tokenize("A", false), (std::vector<TokenId>{6}));      // "▁a"
+    EXPECT_EQ(v.tokenize("a", false), (std::vector<TokenId>{6}));
+    EXPECT_EQ(v.tokenize("B", false), (std::vector<TokenId>{3, 5}));   // no rule for "B"
+}
+
+TEST(Ugm, MalformedCharsmapIsAnError) {
+    VocabSpec s;
+    s.model = "t5";
+    s.tokens = {"<pad>", "</s>", "<unk>", "a"};
+    s.precompiled_charsmap = {0xFF, 0xFF, 0x00, 0x00, 1, 2, 3};  // claims 65535 bytes
+    EXPECT_THROW(Vocab::build(s), cria::Error);
+}
+
+}  // namespace
