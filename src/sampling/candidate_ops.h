@@ -12,10 +12,14 @@
 namespace cria::sampling::detail {
 
 // Descending logit; equal logits by ascending id, so that every ordering is
-// total and results never depend on the sorting algorithm.
-inline bool higher_logit(const Candidate& a, const Candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-}
+// total and results never depend on the sorting algorithm. A function object
+// (not a function pointer) so that the sorts inline the comparison.
+struct HigherLogit {
+    bool operator()(const Candidate& a, const Candidate& b) const {
+        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+    }
+};
+inline constexpr HigherLogit higher_logit{};
 
 // Sorts the k best candidates to the front and keeps only them (k <= size).
 // Small k uses a heap-based partial sort (one cheap comparison per rejected

@@ -86,10 +86,24 @@ void MirostatV2::apply(Candidates& candidates) {
         // The best always survives (llama.cpp keeps one candidate when none
         // passes); if it fails the test, so does everything less likely.
         std::swap(candidates[0], candidates[best]);
+        // surprise <= mu  <=>  p >= 2^-mu: compare with one threshold instead of
+        // a log2 per candidate, deciding with the exact test only near the edge.
+        const float edge = std::exp2(-mu_);
+        auto passes = [&](float p) {
+            if (p > edge * 1.0001f) {
+                return true;
+            }
+            if (p < edge * 0.9999f) {
+                return false;
+            }
+            return !(-std::log2(p) > mu_);
+        };
         size_t w = 1;
-        for (size_t i = 1; i < candidates.size(); ++i) {
-            if (!(-std::log2(candidates[i].p) > mu_)) {
-                std::swap(candidates[w++], candidates[i]);
+        if (passes(candidates[0].p)) {
+            for (size_t i = 1; i < candidates.size(); ++i) {
+                if (passes(candidates[i].p)) {
+                    std::swap(candidates[w++], candidates[i]);
+                }
             }
         }
         std::sort(candidates.begin(), candidates.begin() + w, detail::higher_logit);
