@@ -25,6 +25,27 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+namespace cria::matmul::detail {
+namespace {
+
+// 16-entry byte tables (code -> value + 128) for vpshufb, built once.
+struct Tables {
+    alignas(16) uint8_t q4_0[16], iq4nl[16], mxfp4[16];
+    constexpr Tables() : q4_0(), iq4nl(), mxfp4() {
+        for (int i = 0; i < 16; ++i) {
+            q4_0[i] = static_cast<uint8_t>(i - 8 + 128);
+            iq4nl[i] = static_cast<uint8_t>(cria::quant::kvalues_iq4nl[i] + 128);
+            mxfp4[i] = static_cast<uint8_t>(cria::quant::kvalues_mxfp4[i] + 128);
+        }
+    }
+};
+// Constant-initialised (constexpr), so no code of this file runs before the
+// CPU has been checked.
+constexpr Tables kTables;
+
+}  // namespace
+}  // namespace cria::matmul::detail
+
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
 // GCC 12's own _mm512_castsi256_si512 trips -Wuninitialized (its upper half is
@@ -91,23 +112,25 @@ inline __m512i nibbles_of_pair(const uint8_t* q0, const uint8_t* q1) {
     return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
 }
 
-// A 16-entry byte table, replicated in every 128-bit lane for vpshufb.
-inline __m512i table_plus_128(const int8_t* values) {
-    alignas(16) uint8_t t[16];
-    for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(values[i] + 128);
+// A table replicated in every 128-bit lane.
+inline __m512i lane_table(const uint8_t* t) {
     return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
 }
 
-inline __m512 pair_scales(float d0, float d1) {
+// [d0 x 8, d1 x 8] from two f16 scales.
+inline __m512 pair_scales(f16_bits d0, f16_bits d1) {
+    return _mm512_cvtph_ps(_mm256_mask_set1_epi16(_mm256_set1_epi16(static_cast<short>(d0)), 0xFF00, static_cast<short>(d1)));
+}
+
+inline __m512 pair_scales_f32(float d0, float d1) {
     return _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
 }
 
 struct DecodeQ4_0 {
     using Block = block_q4_0;
     static __m512i pair(const Block* b, bool two, __m512& d) {
-        static const int8_t shifted[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
-        const __m512i table = table_plus_128(shifted);
-        d = pair_scales(half(b[0].d), two ? half(b[1].d) : 0.0f);
+        const __m512i table = lane_table(kTables.q4_0);
+        d = pair_scales(b[0].d, two ? b[1].d : f16_bits{0});
         return _mm512_shuffle_epi8(table, nibbles_of_pair(b[0].qs, two ? b[1].qs : nullptr));
     }
 };
@@ -115,8 +138,8 @@ struct DecodeQ4_0 {
 struct DecodeIq4Nl {
     using Block = block_iq4_nl;
     static __m512i pair(const Block* b, bool two, __m512& d) {
-        const __m512i table = table_plus_128(kvalues_iq4nl);
-        d = pair_scales(half(b[0].d), two ? half(b[1].d) : 0.0f);
+        const __m512i table = lane_table(kTables.iq4nl);
+        d = pair_scales(b[0].d, two ? b[1].d : f16_bits{0});
         return _mm512_shuffle_epi8(table, nibbles_of_pair(b[0].qs, two ? b[1].qs : nullptr));
     }
 };
@@ -124,8 +147,8 @@ struct DecodeIq4Nl {
 struct DecodeMxfp4 {
     using Block = block_mxfp4;
     static __m512i pair(const Block* b, bool two, __m512& d) {
-        const __m512i table = table_plus_128(kvalues_mxfp4);
-        d = pair_scales(e8m0_to_f32_half(b[0].e), two ? e8m0_to_f32_half(b[1].e) : 0.0f);
+        const __m512i table = lane_table(kTables.mxfp4);
+        d = pair_scales_f32(e8m0_to_f32_half(b[0].e), two ? e8m0_to_f32_half(b[1].e) : 0.0f);
         return _mm512_shuffle_epi8(table, nibbles_of_pair(b[0].qs, two ? b[1].qs : nullptr));
     }
 };
@@ -133,7 +156,7 @@ struct DecodeMxfp4 {
 struct DecodeQ5_0 {
     using Block = block_q5_0;
     static __m512i pair(const Block* b, bool two, __m512& d) {
-        d = pair_scales(half(b[0].d), two ? half(b[1].d) : 0.0f);
+        d = pair_scales(b[0].d, two ? b[1].d : f16_bits{0});
         __m512i u = nibbles_of_pair(b[0].qs, two ? b[1].qs : nullptr);
         const uint64_t high = high_bits(b[0].qh) | (two ? uint64_t{high_bits(b[1].qh)} << 32 : 0);
         u = _mm512_mask_add_epi8(u, high, u, _mm512_set1_epi8(16));
@@ -144,7 +167,7 @@ struct DecodeQ5_0 {
 struct DecodeQ8_0 {
     using Block = block_q8_0;
     static __m512i pair(const Block* b, bool two, __m512& d) {
-        d = pair_scales(half(b[0].d), two ? half(b[1].d) : 0.0f);
+        d = pair_scales(b[0].d, two ? b[1].d : f16_bits{0});
         const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
         const __m256i x1 = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
         // Same register layout as the nibble types: 16 values per 128-bit lane.
@@ -324,7 +347,7 @@ struct DecodeIq4Xs {
     static __m512i chunk(const Block& b, int j) {
         const __m512i z = low_high_nibbles(b.qs + 32 * j);  // [x0 lo, x1 lo, x0 hi, x1 hi]
         const __m512i ordered = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
-        return _mm512_shuffle_epi8(table_plus_128(kvalues_iq4nl), ordered);
+        return _mm512_shuffle_epi8(lane_table(kTables.iq4nl), ordered);
     }
 };
 

@@ -1,0 +1,164 @@
+// Matrix x matrix (prompt processing): 512 activation vectors (tokens) times
+// each Llama-3.2-1B weight shape, per weight type, on 1 and 2 threads.
+// Shapes are K x rows as ggml's ne0 x ne1 (see bench_matmul_vec).
+// Counters: GFLOP/s = 2 * rows * K * 512 / time (10^9); peak_GFLOP/s = the
+// machine's measured peak for the instruction the kernel is built on, on the
+// same threads: vpdpbusd zmm for quantised types (64 multiply-adds each),
+// vfmadd zmm for F32/F16/BF16 (16 each), each counted as 2 flops per
+// multiply-add; frac_peak = the ratio.
+//
+//   ./bench_matmul_mat --benchmark_filter='q4_0|q8_0' --benchmark_min_time=1
+
+#include <benchmark/benchmark.h>
+
+#include <immintrin.h>
+
+// GCC 12 flags its own AVX-512 reduction intrinsics (-Wuninitialized, a known
+// false positive: the cast intrinsics leave upper halves undefined on purpose).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cria/core/element_type.h"
+#include "cria/core/float16.h"
+#include "cria/cpu/features.h"
+#include "cria/cpu/thread_pool.h"
+#include "cria/matmul/matmul.h"
+
+namespace {
+
+using cria::ElementType;
+
+constexpr int64_t kTokens = 512;
+
+cria::cpu::ThreadPool& pool_of(int threads) {
+    static cria::cpu::ThreadPool one(1), two(2);
+    return threads == 1 ? one : two;
+}
+
+void fill(ElementType t, std::vector<uint8_t>& w, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    auto next = [&s] { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; };
+    if (t == ElementType::F32 || t == ElementType::F16 || t == ElementType::BF16) {
+        const size_t size = t == ElementType::F32 ? 4 : 2;
+        for (size_t i = 0; i + size <= w.size(); i += size) {
+            const float v = static_cast<float>(static_cast<int32_t>(next() & 0xFFFF) - 32768) / 32768.0f;
+            if (size == 4) std::memcpy(&w[i], &v, 4);
+            else {
+                const uint16_t h = t == ElementType::F16 ? cria::f32_to_f16(v) : cria::f32_to_bf16(v);
+                std::memcpy(&w[i], &h, 2);
+            }
+        }
+        return;
+    }
+    for (size_t i = 0; i + 8 <= w.size(); i += 8) {
+        uint64_t v = next() & 0x3BFF3BFF3BFF3BFFull;  // any f16 scale finite and below 1
+        std::memcpy(&w[i], &v, 8);
+    }
+}
+
+// ---- peaks: independent chains of one instruction --------------------------------------
+__attribute__((target("avx512f,avx512vnni"))) int64_t vnni_loop(int64_t iters) {
+    __m512i acc[12];
+    for (auto& a : acc) a = _mm512_set1_epi32(1);
+    const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
+    for (int64_t i = 0; i < iters; ++i)
+        for (auto& a : acc) a = _mm512_dpbusd_epi32(a, u, s);
+    __m512i t = acc[0];
+    for (int j = 1; j < 12; ++j) t = _mm512_add_epi32(t, acc[j]);
+    return _mm512_reduce_add_epi32(t);
+}
+
+__attribute__((target("avx512f"))) float fma_loop(int64_t iters) {
+    __m512 acc[12];
+    for (auto& a : acc) a = _mm512_set1_ps(1.0f);
+    const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
+    for (int64_t i = 0; i < iters; ++i)
+        for (auto& a : acc) a = _mm512_fmadd_ps(a, m, c);
+    __m512 t = acc[0];
+    for (int j = 1; j < 12; ++j) t = _mm512_add_ps(t, acc[j]);
+    return _mm512_reduce_add_ps(t);
+}
+
+// Peak GFLOP/s of vpdpbusd (vnni = true) or vfmadd (false) on `threads` threads.
+double peak(bool vnni, int threads) {
+    static double measured[2][3] = {};
+    double& m = measured[vnni][threads];
+    if (m > 0) return m;
+    auto& pool = pool_of(threads);
+    const int64_t iters = 2000000;
+    double best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+        int64_t sink[2];
+        const auto t0 = std::chrono::steady_clock::now();
+        pool.parallel_for(threads, [&](int64_t task, int) {
+            sink[task] = vnni ? vnni_loop(iters) : static_cast<int64_t>(fma_loop(iters));
+        }, 1);
+        const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        benchmark::DoNotOptimize(sink);
+        const double flops_per_instr = vnni ? 128.0 : 32.0;
+        best = std::max(best, static_cast<double>(threads) * iters * 12 * flops_per_instr / sec / 1e9);
+    }
+    return m = best;
+}
+
+void BM_MatMat(benchmark::State& state, ElementType type, int64_t k, int64_t rows) {
+    const int threads = static_cast<int>(state.range(0));
+    const bool is_float = type == ElementType::F32 || type == ElementType::F16 || type == ElementType::BF16;
+    const double machine_peak = cria::cpu::isa_supported(cria::cpu::Isa::Avx512Vnni) ? peak(!is_float, threads) : 0.0;
+    const size_t row_bytes = *cria::row_size_bytes(type, static_cast<uint64_t>(k));
+    std::vector<uint8_t> w(row_bytes * static_cast<size_t>(rows));
+    fill(type, w, 3);
+    std::vector<float> x(static_cast<size_t>(k * kTokens)), y(static_cast<size_t>(rows * kTokens));
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal;
+    for (float& v : x) v = normal(rng);
+    cria::matmul::MatmulArgs a;
+    a.w = {type, w.data(), rows, k, row_bytes};
+    a.x = x.data();
+    a.n = kTokens;
+    a.x_stride = k;
+    a.y = y.data();
+    a.y_stride = rows;
+    a.r1 = rows;
+    auto& pool = pool_of(threads);
+    for (auto _ : state) {
+        cria::matmul::matmul(a, pool);
+        benchmark::ClobberMemory();
+    }
+    const double flops = 2.0 * static_cast<double>(rows) * k * kTokens * static_cast<double>(state.iterations());
+    state.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsRate);
+    state.counters["peak_GFLOP/s"] = machine_peak;
+    if (machine_peak > 0)
+        state.counters["frac_peak"] = benchmark::Counter(flops / 1e9 / machine_peak, benchmark::Counter::kIsRate);
+    state.SetLabel(std::string(cria::cpu::isa_name(cria::cpu::best_isa())));
+}
+
+const ElementType kTypes[] = {
+    ElementType::F32,  ElementType::F16,  ElementType::BF16, ElementType::Q4_0,   ElementType::Q4_1,   ElementType::Q5_0,
+    ElementType::Q5_1, ElementType::Q8_0, ElementType::Q2_K, ElementType::Q3_K,   ElementType::Q4_K,   ElementType::Q5_K,
+    ElementType::Q6_K, ElementType::IQ4_NL, ElementType::IQ4_XS, ElementType::MXFP4,
+};
+const int64_t kShapes[][2] = {{2048, 2048}, {2048, 512}, {2048, 8192}, {8192, 2048}, {2048, 128256}};
+
+const bool registered = [] {
+    for (ElementType t : kTypes)
+        for (const auto& s : kShapes) {
+            const std::string name = "matmat512/" + std::string(cria::element_type_name(t)) + "/" +
+                                     std::to_string(s[0]) + "x" + std::to_string(s[1]);
+            benchmark::RegisterBenchmark(name.c_str(), BM_MatMat, t, s[0], s[1])
+                ->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+        }
+    return true;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();
