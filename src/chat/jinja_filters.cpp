@@ -355,21 +355,7 @@ Value f_wordcount(Renderer&, const Value& v, Args&) {
     return Value(n);
 }
 
-Value f_escape(Renderer&, const Value& v, Args&) {
-    if (v.is_safe()) return v;
-    std::string out;
-    for (char c : v.str()) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&#34;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
-        }
-    }
-    return Value(out).mark_safe();
-}
+Value f_escape(Renderer&, const Value& v, Args&) { return Value(html_escape(v)).mark_safe(); }
 
 Value f_center(Renderer& r, const Value& v, Args& a) {
     const int64_t width = a.get(0, "width", Value(int64_t{80})).is_int() ? a.get(0, "width").as_int() : 80;
@@ -425,6 +411,7 @@ Value select_like(Renderer& r, const Value& v, Args& a, bool with_attr, bool kee
     test_args.renderer = &r;
     for (size_t i = argi + 1; i < a.positional.size(); ++i) test_args.positional.push_back(a.positional[i]);
     ValueList out;
+    if (!v.truthy()) return Value::list().mark_generator();  // Jinja2: `if value:` guards the loop
     for (const auto& it : as_items(r, v)) {
         r.step();
         const Value x = with_attr ? resolve_attribute(r, it, attribute) : it;
@@ -451,6 +438,7 @@ Value f_map(Renderer& r, const Value& v, Args& a) {
         }
     }
     if (!by_attr && a.positional.empty()) throw TemplateError("FilterArgumentError", "map requires a filter argument");
+    if (!v.truthy()) return Value::list().mark_generator();  // Jinja2: `if value:` guards the loop
     for (const auto& it : as_items(r, v)) {
         r.step();
         if (by_attr) {

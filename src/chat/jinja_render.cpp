@@ -152,6 +152,22 @@ Value python_slice(const Value& v, const Value& start_v, const Value& stop_v, co
     return Value(std::move(s));
 }
 
+std::string html_escape(const Value& v) {
+    if (v.is_safe()) return v.as_string();
+    std::string out;
+    for (char c : v.str()) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&#34;"; break;
+            case '\'': out += "&#39;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
 // --- Renderer ----------------------------------------------------------------------
 
 struct Renderer::DepthGuard {
@@ -249,7 +265,7 @@ Renderer::Flow Renderer::exec(const Stmt& s, std::string& out) {
                 DepthGuard guard(*this);
                 render_body(s.body, inner);
             }
-            Value v = Value(std::move(inner)).mark_safe();
+            Value v = Value(std::move(inner));
             if (s.expr2) {
                 // The filter chain has a null innermost input: substitute the body.
                 std::vector<const Expr*> chain;
@@ -347,7 +363,7 @@ Value Renderer::make_macro(const Stmt& s) {
         }
         std::string out;
         self->render_body(def->body, out);
-        return Value(std::move(out)).mark_safe();
+        return Value(std::move(out));  // Markup only under autoescape, which chat templates run without
     });
 }
 
@@ -694,6 +710,10 @@ Value Renderer::binary(const std::string& op, const Value& a, const Value& b) {
         if (a.is_number() && b.is_number()) return Value(a.as_float() + b.as_float());
         if (a.is_string() && b.is_string()) {
             check_size(a.as_string().size() + b.as_string().size());
+            if (a.is_safe() || b.is_safe()) {
+                // markupsafe.Markup.__add__/__radd__: the plain side is HTML-escaped.
+                return Value(html_escape(a) + html_escape(b)).mark_safe();
+            }
             return Value(a.as_string() + b.as_string());
         }
         if (a.is_list() && b.is_list() && !a.is_generator() && !b.is_generator()) {

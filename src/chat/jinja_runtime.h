@@ -70,7 +70,9 @@ void add_builtin_globals(Dict& globals);
 [[noreturn]] void type_error(const std::string& message);
 int python_compare(const Value& a, const Value& b);  // <0, 0, >0; TypeError when unorderable
 bool python_in(const Value& needle, const Value& haystack);
-std::string python_str(const Value& v);  // str(); Undefined -> ""
+std::string python_str(const Value& v);
+// markupsafe.escape(): a safe string is returned unchanged.
+std::string html_escape(const Value& v);  // str(); Undefined -> ""
 // UTF-8 code points of a string (Python indexes str by code point).
 std::vector<std::string> code_points(const std::string& s);
 size_t code_point_count(const std::string& s);
