@@ -33,7 +33,7 @@ Automaton::Automaton(std::shared_ptr<const Grammar> grammar) : grammar_(std::mov
         if (pos->type == ElementType::End) break;
         ++pos;
     }
-    initial_ = intern(std::move(stacks), 0, 0);
+    initial_ = intern(std::move(stacks), 0, 0, 0);
 }
 
 // Expands rule references on top of `stack` until every resulting stack
@@ -67,13 +67,14 @@ void Automaton::advance(Stack stack, std::vector<Stack>& out) const {
     }
 }
 
-StateId Automaton::intern(std::vector<Stack> stacks, uint32_t partial_value, uint8_t partial_left) {
+StateId Automaton::intern(std::vector<Stack> stacks, uint32_t partial_value, uint8_t partial_left, uint8_t partial_len) {
     std::sort(stacks.begin(), stacks.end());
     stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
     if (stacks.empty()) return kDeadState;
     std::string key;
     key.append(reinterpret_cast<const char*>(&partial_value), sizeof partial_value);
     key += static_cast<char>(partial_left);
+    key += static_cast<char>(partial_len);
     for (const Stack& s : stacks) {
         key.append(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(const Element*));
         const Element* sep = nullptr;
@@ -84,6 +85,7 @@ StateId Automaton::intern(std::vector<Stack> stacks, uint32_t partial_value, uin
     State st;
     st.partial_value = partial_value;
     st.partial_left = partial_left;
+    st.partial_len = partial_len;
     for (const Stack& s : stacks) {
         if (s.empty()) st.can_end = partial_left == 0;
         else if (s.back()->type == ElementType::Token || s.back()->type == ElementType::TokenNot) st.has_token_tops = true;
@@ -118,32 +120,38 @@ StateId Automaton::step(StateId state, std::string_view bytes) {
     return state;
 }
 
+// Smallest code point each sequence length may encode (shorter forms are
+// overlong and invalid).
+static uint32_t min_code_point(uint8_t len) { return len == 2 ? 0x80 : len == 3 ? 0x800 : len == 4 ? 0x10000 : 0; }
+
 StateId Automaton::compute_step(StateId state, uint8_t b) {
     const State& s = states_[static_cast<size_t>(state)];
+    uint32_t value = 0;
+    uint8_t left = 0, len = 0;
     if (s.partial_left == 0) {
         if (b < 0x80) return accept_code_point(s, b);
         int extra = (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xE ? 2 : (b >> 3) == 0x1E ? 3 : -1;
         if (extra < 0) return kDeadState;  // stray continuation byte or invalid lead
-        uint32_t value = b & (0x3Fu >> extra);
-        uint32_t low = value << (6 * extra);
-        uint32_t high = low | ((1u << (6 * extra)) - 1);
-        if (extra == 1 && value < 2) return kDeadState;  // overlong (C0, C1)
-        if (low > 0x10FFFF) return kDeadState;
-        if (!partial_possible(s, low, std::min(high, 0x10FFFFu))) return kDeadState;
-        std::vector<Stack> stacks = s.stacks;
-        return intern(std::move(stacks), value, static_cast<uint8_t>(extra));
+        value = b & (0x3Fu >> extra);
+        left = static_cast<uint8_t>(extra);
+        len = static_cast<uint8_t>(extra + 1);
+    } else {
+        if ((b & 0xC0) != 0x80) return kDeadState;
+        value = (s.partial_value << 6) | (b & 0x3Fu);
+        left = static_cast<uint8_t>(s.partial_left - 1);
+        len = s.partial_len;
+        if (left == 0) {
+            if (value > 0x10FFFF || value < min_code_point(len) || (value >= 0xD800 && value <= 0xDFFF)) return kDeadState;
+            return accept_code_point(s, value);
+        }
     }
-    if ((b & 0xC0) != 0x80) return kDeadState;
-    uint32_t value = (s.partial_value << 6) | (b & 0x3Fu);
-    uint8_t left = static_cast<uint8_t>(s.partial_left - 1);
-    if (left == 0) {
-        if (value > 0x10FFFF) return kDeadState;
-        return accept_code_point(s, value);
-    }
-    uint32_t low = value << (6 * left), high = low | ((1u << (6 * left)) - 1);
-    if (low > 0x10FFFF || !partial_possible(s, low, std::min(high, 0x10FFFFu))) return kDeadState;
+    // Still inside a character: alive only if some completion can match.
+    uint32_t low = std::max(value << (6 * left), min_code_point(len));
+    uint32_t high = std::min(value << (6 * left) | ((1u << (6 * left)) - 1), 0x10FFFFu);
+    if (low > high || (low >= 0xD800 && high <= 0xDFFF)) return kDeadState;  // surrogates are not UTF-8
+    if (!partial_possible(s, low, high)) return kDeadState;
     std::vector<Stack> stacks = s.stacks;
-    return intern(std::move(stacks), value, left);
+    return intern(std::move(stacks), value, left, len);
 }
 
 // Can some code point in [low, high] be matched by a class on top of a stack?
@@ -190,7 +198,7 @@ StateId Automaton::accept_code_point(const State& s, uint32_t cp) {
         if (!is_alt_end(after)) moved.push_back(after);
         advance(std::move(moved), next);
     }
-    return intern(std::move(next), 0, 0);
+    return intern(std::move(next), 0, 0, 0);
 }
 
 bool Automaton::token_element_accepts(StateId state, int32_t token) const {
@@ -219,7 +227,7 @@ StateId Automaton::step_token(StateId state, int32_t token) {
         if (!is_alt_end(top + 1)) moved.push_back(top + 1);
         advance(std::move(moved), next);
     }
-    return intern(std::move(next), 0, 0);
+    return intern(std::move(next), 0, 0, 0);
 }
 
 StateId Automaton::merge(StateId a, StateId b) {
@@ -229,7 +237,7 @@ StateId Automaton::merge(StateId a, StateId b) {
     std::vector<Stack> stacks = sa.stacks;
     const auto& sb = states_[static_cast<size_t>(b)].stacks;
     stacks.insert(stacks.end(), sb.begin(), sb.end());
-    return intern(std::move(stacks), sa.partial_value, sa.partial_left);
+    return intern(std::move(stacks), sa.partial_value, sa.partial_left, sa.partial_len);
 }
 
 StateId Automaton::reset_cache(StateId keep) {
@@ -240,9 +248,9 @@ StateId Automaton::reset_cache(StateId keep) {
     states_.clear();
     index_.clear();
     ++generation_;
-    StateId new_initial = intern(std::move(init.stacks), init.partial_value, init.partial_left);
+    StateId new_initial = intern(std::move(init.stacks), init.partial_value, init.partial_left, init.partial_len);
     StateId new_keep = keep == initial_ ? new_initial : kDeadState;
-    if (keep_alive) new_keep = intern(std::move(kept.stacks), kept.partial_value, kept.partial_left);
+    if (keep_alive) new_keep = intern(std::move(kept.stacks), kept.partial_value, kept.partial_left, kept.partial_len);
     initial_ = new_initial;
     return new_keep;
 }

@@ -31,33 +31,35 @@ bool test_bit(const std::vector<uint64_t>& mask, vocab::TokenId id) {
 }  // namespace
 
 GrammarSampler::GrammarSampler(const vocab::Vocab& vocab, std::string_view gbnf, SamplerOptions options)
-    : GrammarSampler(VocabIndex::build(vocab), nullptr, std::move(options)) {
+    : index_(VocabIndex::build(vocab)), options_(std::move(options)) {
     const VocabIndex& index = *index_;
     TokenResolver resolve = [&](std::string_view text) -> int32_t { return index.find(text); };
     grammar_ = std::make_shared<const Grammar>(parse_gbnf(gbnf, options_.root_rule, resolve));
-    automaton_ = std::make_unique<Automaton>(grammar_);
-    reset();
+    init();
 }
 
 GrammarSampler::GrammarSampler(std::shared_ptr<const VocabIndex> index, std::shared_ptr<const Grammar> grammar, SamplerOptions options)
     : index_(std::move(index)), grammar_(std::move(grammar)), options_(std::move(options)) {
+    if (!index_ || !grammar_) throw Error("grammar: sampler needs a vocabulary index and a grammar");
+    init();
+}
+
+void GrammarSampler::init() {
     if (options_.lazy && options_.triggers.empty()) throw Error("grammar: a lazy grammar needs at least one trigger");
     for (vocab::TokenId t : options_.triggers.tokens) {
         if (t < 0 || static_cast<size_t>(t) >= index_->size()) throw Error("grammar: trigger token " + std::to_string(t) + " is not in the vocabulary");
     }
     patterns_ = compile(options_.triggers.patterns);
     full_patterns_ = compile(options_.triggers.full_patterns);
-    for (const auto& grammar_element_rules : grammar_ ? grammar_->rules : std::vector<std::vector<Element>>{}) {
-        for (const Element& e : grammar_element_rules) {
+    for (const auto& rule : grammar_->rules) {
+        for (const Element& e : rule) {
             if ((e.type == ElementType::Token || e.type == ElementType::TokenNot) && e.value >= index_->size()) {
                 throw Error("grammar: token <[" + std::to_string(e.value) + "]> is not in the vocabulary");
             }
         }
     }
-    if (grammar_) {
-        automaton_ = std::make_unique<Automaton>(grammar_);
-        reset();
-    }
+    automaton_ = std::make_unique<Automaton>(grammar_);
+    reset();
 }
 
 void GrammarSampler::reset() {

@@ -60,13 +60,14 @@ private:
         std::vector<Stack> stacks;  // sorted, unique
         uint32_t partial_value = 0;
         uint8_t partial_left = 0;   // continuation bytes still expected
+        uint8_t partial_len = 0;    // length of the whole sequence (for the overlong check)
         bool can_end = false;
         bool has_token_tops = false;
         std::unique_ptr<std::array<StateId, 256>> next;  // -2: not computed yet
     };
     static constexpr StateId kUnknown = -2;
 
-    StateId intern(std::vector<Stack> stacks, uint32_t partial_value, uint8_t partial_left);
+    StateId intern(std::vector<Stack> stacks, uint32_t partial_value, uint8_t partial_left, uint8_t partial_len);
     void advance(Stack stack, std::vector<Stack>& out) const;
     StateId compute_step(StateId state, uint8_t byte);
     StateId accept_code_point(const State& s, uint32_t cp);

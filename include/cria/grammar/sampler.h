@@ -98,6 +98,7 @@ public:
     const Automaton& automaton() const { return *automaton_; }
 
 private:
+    void init();
     const std::vector<uint64_t>& mask();
     void feed_text(std::string_view text);
     void check_triggers();
