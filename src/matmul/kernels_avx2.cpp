@@ -1,7 +1,349 @@
+// AVX2 kernels (with FMA and F16C), for the Avx2 and Avx512 levels. Compiled
+// for that target with a pragma and only called after runtime detection.
+//
+// Quantised types multiply bytes with vpmaddubsw (u8 x s8 -> pairs summed in
+// int16) and vpmaddwd (int16 pairs -> int32):
+// - 32-value blocks (Q4_0, Q8_0, IQ4_NL, MXFP4) against Q8_0: the weights are
+//   decoded to signed bytes w and the sign is moved onto the activation
+//   (|w| x sign(a, w)), so no int16 sum can saturate;
+// - super-blocks (Q2_K..Q6_K) against Q8_K: the weights are decoded to small
+//   unsigned values (< 64, so the int16 pair sums stay below 2^15); vpmaddwd
+//   applies the 16-value group scales; offsets and mins come out through
+//   Q8_K's group sums (bsums) in float.
+// Q4_1, Q5_0, Q5_1 and IQ4_XS have no AVX2 kernel: they run the scalar one.
+
+#include <cstdint>
+#include <cstring>
+
+#include "cria/core/float16.h"
+#include "cria/quant/blocks.h"
 #include "matmul/kernels.h"
+#include "matmul/scales.h"
+#include "matmul/tile_dispatch.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
 
 namespace cria::matmul::detail {
+namespace {
+// Signed code books for vpshufb, constant-initialised (no code runs before the
+// CPU has been checked).
+struct Avx2Tables {
+    alignas(16) int8_t q4_0[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+};
+constexpr Avx2Tables kAvx2Tables{};
+}  // namespace
+}  // namespace cria::matmul::detail
 
-TypeKernel avx2_kernel(ElementType) { return {}; }
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace cria::matmul::detail {
+namespace {
+
+using namespace cria::quant;
+
+inline float hsum(__m256 v) {
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+// ---- float weights ---------------------------------------------------------------------
+enum class FloatKind { F32, F16, BF16 };
+
+template <FloatKind Kind>
+inline __m256 load8(const uint8_t* row, int64_t i) {
+    if constexpr (Kind == FloatKind::F32) {
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
+    } else if constexpr (Kind == FloatKind::F16) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
+    } else {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+}
+
+template <FloatKind Kind>
+inline float load1(const uint8_t* row, int64_t i) {
+    if constexpr (Kind == FloatKind::F32) {
+        float v;
+        std::memcpy(&v, row + 4 * i, 4);
+        return v;
+    } else {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * i, 2);
+        return Kind == FloatKind::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
+}
+
+template <FloatKind Kind>
+struct FloatKernel {
+    static constexpr int MR = 3, NC = 4;
+    template <int R, int C>
+    static void run(const Tile& t) {
+        __m256 acc[R][C];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+        const int64_t k8 = t.k / 8 * 8;
+        for (int64_t i = 0; i < k8; i += 8) {
+            __m256 w[R];
+            for (int r = 0; r < R; ++r) w[r] = load8<Kind>(t.w + r * t.w_stride, i);
+            for (int c = 0; c < C; ++c) {
+                const __m256 x = _mm256_loadu_ps(reinterpret_cast<const float*>(t.a + c * t.a_stride) + i);
+                for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(w[r], x, acc[r][c]);
+            }
+        }
+        for (int c = 0; c < C; ++c)
+            for (int r = 0; r < R; ++r) {
+                float s = hsum(acc[r][c]);
+                const float* x = reinterpret_cast<const float*>(t.a + c * t.a_stride);
+                for (int64_t i = k8; i < t.k; ++i) s += load1<Kind>(t.w + r * t.w_stride, i) * x[i];
+                t.y[c * t.y_stride + r] = s;
+            }
+    }
+};
+
+// ---- 32-value blocks against Q8_0 -------------------------------------------------------
+inline __m256i nibbles(const uint8_t* qs) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m256i y = _mm256_inserti128_si256(_mm256_castsi128_si256(x), _mm_srli_epi16(x, 4), 1);
+    return _mm256_and_si256(y, _mm256_set1_epi8(0x0F));
+}
+inline __m256i lookup(const int8_t* table, __m256i idx) {
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table))), idx);
+}
+
+struct DecodeQ4_0 {
+    using Block = block_q4_0;
+    static __m256i values(const Block& b) { return lookup(kAvx2Tables.q4_0, nibbles(b.qs)); }
+    static float scale(const Block& b) { return _cvtsh_ss(b.d); }
+};
+struct DecodeIq4Nl {
+    using Block = block_iq4_nl;
+    static __m256i values(const Block& b) { return lookup(kvalues_iq4nl, nibbles(b.qs)); }
+    static float scale(const Block& b) { return _cvtsh_ss(b.d); }
+};
+struct DecodeMxfp4 {
+    using Block = block_mxfp4;
+    static __m256i values(const Block& b) { return lookup(kvalues_mxfp4, nibbles(b.qs)); }
+    static float scale(const Block& b) { return e8m0_to_f32_half(b.e); }
+};
+struct DecodeQ8_0 {
+    using Block = block_q8_0;
+    static __m256i values(const Block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+    static float scale(const Block& b) { return _cvtsh_ss(b.d); }
+};
+
+template <class Decode>
+struct BlockKernel {
+    static constexpr int MR = 2, NC = 4;
+    template <int R, int C>
+    static void run(const Tile& t) {
+        using Block = typename Decode::Block;
+        const int64_t nb = t.k / 32;
+        const __m256i ones = _mm256_set1_epi16(1);
+        __m256 acc[R][C];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            __m256i w[R], wabs[R];
+            float dw[R];
+            for (int r = 0; r < R; ++r) {
+                const Block& blk = reinterpret_cast<const Block*>(t.w + r * t.w_stride)[b];
+                w[r] = Decode::values(blk);
+                wabs[r] = _mm256_sign_epi8(w[r], w[r]);
+                dw[r] = Decode::scale(blk);
+            }
+            for (int c = 0; c < C; ++c) {
+                const block_q8_0& act = reinterpret_cast<const block_q8_0*>(t.a + c * t.a_stride)[b];
+                const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.qs));
+                const float da = _cvtsh_ss(act.d);
+                for (int r = 0; r < R; ++r) {
+                    const __m256i p = _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(a, w[r]));
+                    const __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+                    acc[r][c] = _mm256_fmadd_ps(s, _mm256_set1_ps(dw[r] * da), acc[r][c]);
+                }
+            }
+        }
+        for (int c = 0; c < C; ++c)
+            for (int r = 0; r < R; ++r) t.y[c * t.y_stride + r] = hsum(acc[r][c]);
+    }
+};
+
+// ---- super-blocks against Q8_K ---------------------------------------------------------
+// prepare: 16 int16 group scales, 16 float group offsets/mins (what each group
+// subtracts per unit of activation sum) and d; chunk(j): values 32j..32j+31
+// as unsigned bytes below 64.
+struct Prepared {
+    alignas(32) int16_t scale[16];
+    alignas(32) float mins[16];
+    float d;
+};
+
+inline __m256i two_halves(__m128i lo, __m128i hi) { return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1); }
+inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+// 0x01 where bit `bit` of each byte of h is set, else 0.
+inline __m256i bit_of(__m256i h, int bit) {
+    const __m256i m = _mm256_set1_epi8(static_cast<char>(1u << bit));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, m), m), _mm256_set1_epi8(1));
+}
+
+inline void prepare_k4(const uint8_t* packed, float d, float dmin, Prepared& p) {
+    for (int j = 0; j < 8; ++j) {
+        int sc, m;
+        scale_min_k4(j, packed, sc, m);
+        p.scale[2 * j] = p.scale[2 * j + 1] = static_cast<int16_t>(sc);
+        p.mins[2 * j] = p.mins[2 * j + 1] = dmin * static_cast<float>(m);
+    }
+    p.d = d;
+}
+
+struct DecodeQ4_K {
+    using Block = block_q4_K;
+    static void prepare(const Block& b, Prepared& p) { prepare_k4(b.scales, _cvtsh_ss(b.d), _cvtsh_ss(b.dmin), p); }
+    static __m256i chunk(const Block& b, int j) {
+        __m256i x = load32(b.qs + 32 * (j / 2));
+        if (j % 2) x = _mm256_srli_epi16(x, 4);
+        return _mm256_and_si256(x, _mm256_set1_epi8(0x0F));
+    }
+};
+struct DecodeQ5_K {
+    using Block = block_q5_K;
+    static void prepare(const Block& b, Prepared& p) { prepare_k4(b.scales, _cvtsh_ss(b.d), _cvtsh_ss(b.dmin), p); }
+    static __m256i chunk(const Block& b, int j) {
+        __m256i x = load32(b.qs + 32 * (j / 2));
+        if (j % 2) x = _mm256_srli_epi16(x, 4);
+        x = _mm256_and_si256(x, _mm256_set1_epi8(0x0F));
+        return _mm256_or_si256(x, _mm256_slli_epi16(bit_of(load32(b.qh), j), 4));
+    }
+};
+struct DecodeQ6_K {
+    using Block = block_q6_K;
+    static void prepare(const Block& b, Prepared& p) {
+        p.d = _cvtsh_ss(b.d);
+        for (int g = 0; g < 16; ++g) {
+            p.scale[g] = b.scales[g];
+            p.mins[g] = 32.0f * p.d * static_cast<float>(b.scales[g]);  // quants stored +32
+        }
+    }
+    static __m256i chunk(const Block& b, int j) {
+        const int n = j / 4, part = j % 4;
+        __m256i l = load32(b.ql + 64 * n + 32 * (part % 2));
+        if (part >= 2) l = _mm256_srli_epi16(l, 4);
+        l = _mm256_and_si256(l, _mm256_set1_epi8(0x0F));
+        const __m256i h = _mm256_and_si256(_mm256_srli_epi16(load32(b.qh + 32 * n), 2 * part), _mm256_set1_epi8(3));
+        return _mm256_or_si256(l, _mm256_slli_epi16(h, 4));
+    }
+};
+inline __m256i two_bits(const uint8_t* qs, int j) {
+    return _mm256_and_si256(_mm256_srli_epi16(load32(qs + 32 * (j / 4)), 2 * (j % 4)), _mm256_set1_epi8(3));
+}
+struct DecodeQ3_K {
+    using Block = block_q3_K;
+    static void prepare(const Block& b, Prepared& p) {
+        p.d = _cvtsh_ss(b.d);
+        q3_k_scales(b.scales, p.scale);
+        for (int g = 0; g < 16; ++g) p.mins[g] = 4.0f * p.d * static_cast<float>(p.scale[g]);  // quants stored +4
+    }
+    static __m256i chunk(const Block& b, int j) {
+        const __m256i high = bit_of(load32(b.hmask), j);  // bit 4n + shift of hmask is bit j
+        return _mm256_add_epi8(two_bits(b.qs, j), _mm256_slli_epi16(high, 2));
+    }
+};
+struct DecodeQ2_K {
+    using Block = block_q2_K;
+    static void prepare(const Block& b, Prepared& p) {
+        p.d = _cvtsh_ss(b.d);
+        const float dmin = _cvtsh_ss(b.dmin);
+        for (int g = 0; g < 16; ++g) {
+            p.scale[g] = b.scales[g] & 0x0F;
+            p.mins[g] = dmin * static_cast<float>(b.scales[g] >> 4);
+        }
+    }
+    static __m256i chunk(const Block& b, int j) { return two_bits(b.qs, j); }
+};
+
+template <class Decode>
+struct SuperBlockKernel {
+    static constexpr int MR = 2, NC = 2;
+    template <int R, int C>
+    static void run(const Tile& t) {
+        using Block = typename Decode::Block;
+        const int64_t nb = t.k / QK_K;
+        __m256 acc[R][C];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            const Block* wb[R];
+            Prepared prep[R];
+            for (int r = 0; r < R; ++r) {
+                wb[r] = reinterpret_cast<const Block*>(t.w + r * t.w_stride) + b;
+                Decode::prepare(*wb[r], prep[r]);
+            }
+            __m256i isum[R][C];
+            for (int r = 0; r < R; ++r)
+                for (int c = 0; c < C; ++c) isum[r][c] = _mm256_setzero_si256();
+            for (int j = 0; j < 8; ++j) {
+                __m256i u[R], s[R];
+                for (int r = 0; r < R; ++r) {
+                    u[r] = Decode::chunk(*wb[r], j);
+                    // int16 lanes 0-7 (values 0..15) use group 2j, lanes 8-15 group 2j+1.
+                    s[r] = two_halves(_mm_set1_epi16(prep[r].scale[2 * j]), _mm_set1_epi16(prep[r].scale[2 * j + 1]));
+                }
+                for (int c = 0; c < C; ++c) {
+                    const auto* act = reinterpret_cast<const block_q8_K*>(t.a + c * t.a_stride) + b;
+                    const __m256i a = load32(reinterpret_cast<const uint8_t*>(act->qs) + 32 * j);
+                    for (int r = 0; r < R; ++r)
+                        isum[r][c] = _mm256_add_epi32(isum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(u[r], a), s[r]));
+                }
+            }
+            for (int c = 0; c < C; ++c) {
+                const auto* act = reinterpret_cast<const block_q8_K*>(t.a + c * t.a_stride) + b;
+                const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act->bsums));
+                const __m256 dy = _mm256_set1_ps(act->d);
+                const __m256 g0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(bs))), dy);
+                const __m256 g1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(bs, 1))), dy);
+                for (int r = 0; r < R; ++r) {
+                    acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][c]), _mm256_set1_ps(prep[r].d * act->d), acc[r][c]);
+                    acc[r][c] = _mm256_fnmadd_ps(_mm256_load_ps(prep[r].mins), g0, acc[r][c]);
+                    acc[r][c] = _mm256_fnmadd_ps(_mm256_load_ps(prep[r].mins + 8), g1, acc[r][c]);
+                }
+            }
+        }
+        for (int c = 0; c < C; ++c)
+            for (int r = 0; r < R; ++r) t.y[c * t.y_stride + r] = hsum(acc[r][c]);
+    }
+};
+
+}  // namespace
+
+TypeKernel avx2_kernel(ElementType t) {
+    switch (t) {
+        case ElementType::F32: return make_kernel<FloatKernel<FloatKind::F32>>(ActivationFormat::F32);
+        case ElementType::F16: return make_kernel<FloatKernel<FloatKind::F16>>(ActivationFormat::F32);
+        case ElementType::BF16: return make_kernel<FloatKernel<FloatKind::BF16>>(ActivationFormat::F32);
+        case ElementType::Q4_0: return make_kernel<BlockKernel<DecodeQ4_0>>(ActivationFormat::Q8_0);
+        case ElementType::Q8_0: return make_kernel<BlockKernel<DecodeQ8_0>>(ActivationFormat::Q8_0);
+        case ElementType::IQ4_NL: return make_kernel<BlockKernel<DecodeIq4Nl>>(ActivationFormat::Q8_0);
+        case ElementType::MXFP4: return make_kernel<BlockKernel<DecodeMxfp4>>(ActivationFormat::Q8_0);
+        case ElementType::Q2_K: return make_kernel<SuperBlockKernel<DecodeQ2_K>>(ActivationFormat::Q8_K);
+        case ElementType::Q3_K: return make_kernel<SuperBlockKernel<DecodeQ3_K>>(ActivationFormat::Q8_K);
+        case ElementType::Q4_K: return make_kernel<SuperBlockKernel<DecodeQ4_K>>(ActivationFormat::Q8_K);
+        case ElementType::Q5_K: return make_kernel<SuperBlockKernel<DecodeQ5_K>>(ActivationFormat::Q8_K);
+        case ElementType::Q6_K: return make_kernel<SuperBlockKernel<DecodeQ6_K>>(ActivationFormat::Q8_K);
+        default: return {};  // Q4_1, Q5_0, Q5_1, IQ4_XS: scalar kernels
+    }
+}
 
 }  // namespace cria::matmul::detail
+
+#pragma GCC pop_options
+
+#else
+
+namespace cria::matmul::detail {
+TypeKernel avx2_kernel(ElementType) { return {}; }
+}  // namespace cria::matmul::detail
+
+#endif
