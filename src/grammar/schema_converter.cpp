@@ -166,6 +166,7 @@ std::string SchemaConverter::visit(const json& schema, const std::string& name) 
         if (!schema["$ref"].is_string()) fail("$ref must be a string");
         return resolve_ref(schema["$ref"].get<std::string>());
     }
+    if (schema.contains("const") || schema.contains("enum")) primitive("space");
     if (schema.contains("const")) return add_rule(name, json_literal(schema["const"]));
     if (schema.contains("enum")) {
         const json& e = schema["enum"];
