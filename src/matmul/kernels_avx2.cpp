@@ -190,11 +190,11 @@ inline __m256i bit_of(__m256i h, int bit) {
 }
 
 inline void prepare_k4(const uint8_t* packed, float d, float dmin, Prepared& p) {
+    alignas(16) uint8_t sm[16];
+    scales_mins_k4(packed, sm);
     for (int j = 0; j < 8; ++j) {
-        int sc, m;
-        scale_min_k4(j, packed, sc, m);
-        p.scale[2 * j] = p.scale[2 * j + 1] = static_cast<int16_t>(sc);
-        p.mins[2 * j] = p.mins[2 * j + 1] = dmin * static_cast<float>(m);
+        p.scale[2 * j] = p.scale[2 * j + 1] = sm[j];
+        p.mins[2 * j] = p.mins[2 * j + 1] = dmin * static_cast<float>(sm[8 + j]);
     }
     p.d = d;
 }

@@ -229,16 +229,6 @@ inline __m512i bit_select(int b0, int b1) {
     return two_halves(_mm256_set1_epi8(static_cast<char>(1u << b0)), _mm256_set1_epi8(static_cast<char>(1u << b1)));
 }
 
-inline void k4_scales_mins(const uint8_t* packed, uint8_t out[16]) {
-    // 8 six-bit scales then 8 six-bit mins (ggml's get_scale_min_k4 layout).
-    for (int j = 0; j < 8; ++j) {
-        int sc, m;
-        scale_min_k4(j, packed, sc, m);
-        out[j] = static_cast<uint8_t>(sc);
-        out[8 + j] = static_cast<uint8_t>(m);
-    }
-}
-
 inline __m512i low_high_nibbles(const uint8_t* q) {
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
     const __m256i m = _mm256_set1_epi8(0x0F);
@@ -249,7 +239,7 @@ struct DecodeQ4_K {
     using Block = block_q4_K;
     static void prepare(const Block& b, __m512i& scales, __m512& mins, float& d) {
         alignas(16) uint8_t sm[16];
-        k4_scales_mins(b.scales, sm);
+        scales_mins_k4(b.scales, sm);
         const __m512i v = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sm)));
         scales = dup_pairs(v, 0);
         mins = _mm512_mul_ps(_mm512_cvtepi32_ps(dup_pairs(v, 8)), _mm512_set1_ps(half(b.dmin)));
@@ -262,7 +252,7 @@ struct DecodeQ5_K {
     using Block = block_q5_K;
     static void prepare(const Block& b, __m512i& scales, __m512& mins, float& d) {
         alignas(16) uint8_t sm[16];
-        k4_scales_mins(b.scales, sm);
+        scales_mins_k4(b.scales, sm);
         const __m512i v = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sm)));
         scales = dup_pairs(v, 0);
         mins = _mm512_mul_ps(_mm512_cvtepi32_ps(dup_pairs(v, 8)), _mm512_set1_ps(half(b.dmin)));

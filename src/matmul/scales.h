@@ -94,6 +94,20 @@ inline void scale_min_k4(int j, const uint8_t* s, int& sc, int& m) {
     }
 }
 
+// All 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of Q4_K/Q5_K at once, by
+// word-wide bit moves (the same as scale_min_k4 for j = 0..7).
+inline void scales_mins_k4(const uint8_t* packed, uint8_t out[16]) {
+    constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    uint32_t u[4];
+    std::memcpy(u, packed, 12);
+    u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
+    const uint32_t mins_low = u[1] & low6;
+    u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
+    u[2] = mins_low;
+    u[0] &= low6;
+    std::memcpy(out, u, 16);
+}
+
 // The 16 signed 6-bit scales of Q3_K (stored biased by 32 in 12 bytes).
 inline void q3_k_scales(const uint8_t* packed, int16_t* out) {
     for (int j = 0; j < 16; ++j) {
