@@ -131,15 +131,20 @@ public:
             return;
         }
         detail::softmax(candidates, true);
+        // A banned candidate (p = 0) adds nothing to the entropy (the limit of
+        // p ln p) and is the least typical; llama.cpp would compute 0 * inf = NaN here.
         float entropy = 0.0f;
         for (const Candidate& c : candidates) {
-            entropy += -c.p * std::log(c.p);
+            if (c.p > 0.0f) {
+                entropy += -c.p * std::log(c.p);
+            }
         }
         // Locally typical: closest surprise (-log p) to the entropy first.
         const size_t n = candidates.size();
         shifted_.resize(n);
         for (size_t i = 0; i < n; ++i) {
-            shifted_[i] = std::fabs(-std::log(candidates[i].p) - entropy);
+            const float p = candidates[i].p;
+            shifted_[i] = p > 0.0f ? std::fabs(-std::log(p) - entropy) : std::numeric_limits<float>::infinity();
         }
         order_.resize(n);
         std::iota(order_.begin(), order_.end(), size_t{0});

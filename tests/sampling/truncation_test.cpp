@@ -168,6 +168,17 @@ TEST(Typical, FlatterDistributionKeepsTheTypicalOnes) {
     EXPECT_FALSE(c.sorted());
 }
 
+TEST(Typical, BannedCandidatesDoNotPoisonTheEntropy) {
+    // The same 0.4 / 0.2 / 0.2 / 0.2 case with a banned token added: same survivors.
+    std::vector<float> logits = {std::log(0.4f), std::log(0.2f), std::log(0.2f), std::log(0.2f), kNegInf};
+    auto c = from_logits(logits);
+    make_typical(0.5f)->apply(c);
+    EXPECT_EQ(ids(c), (std::vector<TokenId>{1, 2, 3}));
+    c = from_logits(logits);
+    make_typical(0.99f)->apply(c);  // running sum 0.2, 0.4, 0.6, 1.0 > 0.99: the four live ones
+    EXPECT_EQ(ids(c), (std::vector<TokenId>{1, 2, 3, 0}));
+}
+
 TEST(Typical, OneDisables) {
     auto c = from_probs({0.4f, 0.2f, 0.2f, 0.2f});
     make_typical(1.0f)->apply(c);
