@@ -89,18 +89,23 @@ void quantize_q8_K(const float* x, int64_t k, void* out) {
     }
 }
 
-// Q8_0 quants regrouped for vpdpbusd: see ActivationFormat::Q8_0Split.
-void quantize_q8_0_split(const float* x, int64_t k, void* out) {
+// Q8_0 (Q8_1) quants regrouped for vpdpbusd: see ActivationFormat::Q8_0Split
+// and Q8_1Split.
+template <bool WithSum>
+void quantize_q8_split(const float* x, int64_t k, void* out) {
     const int64_t nb = k / QK8_0;
     const int64_t np = q8_0_split_pairs(k);
     auto* base = static_cast<uint8_t*>(out);
     auto* qs = reinterpret_cast<int8_t*>(base);
     auto* corr = reinterpret_cast<int32_t*>(base + q8_0_split_corr_offset(k));
     auto* scale = reinterpret_cast<float*>(base + q8_0_split_scale_offset(k));
-    std::memset(out, 0, static_cast<size_t>(np) * 192);
+    auto* sums = reinterpret_cast<float*>(base + q8_1_split_sum_offset(k));
+    std::memset(out, 0, static_cast<size_t>(np) * (WithSum ? 256 : 192));
     for (int64_t b = 0; b < nb; ++b) {
-        block_q8_0 blk;
-        quantize_q8_0_like<false>(x + b * QK8_0, QK8_0, &blk);
+        block_q8_1 blk;
+        quantize_q8_0_like<true>(x + b * QK8_0, QK8_0, &blk);
+        if constexpr (WithSum)
+            for (int lane = 0; lane < 8; ++lane) sums[b * 8 + lane] = f16_to_f32(blk.s);
         std::memcpy(qs + b * 32, blk.qs, 32);
         for (int lane = 0; lane < 8; ++lane) {
             int sum = 0;
@@ -120,6 +125,7 @@ size_t activation_row_bytes(ActivationFormat format, int64_t k) {
         case ActivationFormat::Q8_1: return round_up_64(static_cast<size_t>(k / QK8_1) * sizeof(block_q8_1));
         case ActivationFormat::Q8_K: return round_up_64(static_cast<size_t>(k / QK_K) * sizeof(block_q8_K));
         case ActivationFormat::Q8_0Split: return static_cast<size_t>(q8_0_split_pairs(k)) * 192;
+        case ActivationFormat::Q8_1Split: return static_cast<size_t>(q8_0_split_pairs(k)) * 256;
     }
     return 0;
 }
@@ -130,7 +136,8 @@ void prepare_activation_row(ActivationFormat format, const float* x, int64_t k, 
         case ActivationFormat::Q8_0: quantize_q8_0_like<false>(x, k, out); return;
         case ActivationFormat::Q8_1: quantize_q8_0_like<true>(x, k, out); return;
         case ActivationFormat::Q8_K: quantize_q8_K(x, k, out); return;
-        case ActivationFormat::Q8_0Split: quantize_q8_0_split(x, k, out); return;
+        case ActivationFormat::Q8_0Split: quantize_q8_split<false>(x, k, out); return;
+        case ActivationFormat::Q8_1Split: quantize_q8_split<true>(x, k, out); return;
     }
 }
 

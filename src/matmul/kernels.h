@@ -22,12 +22,16 @@ enum class ActivationFormat : uint8_t {
     // (-128 * sum of each 4 quants) per pair, then 16 floats per pair (the
     // first block's scale 8 times, then the second's). See q8_0_split_*.
     Q8_0Split,
+    // Q8_0Split followed by 16 floats per pair: Q8_1's s = d * sum(quants)
+    // (rounded to f16 as Q8_1 stores it), 8 times per block.
+    Q8_1Split,
 };
 
 // Offsets inside one Q8_0Split activation vector of k values.
 inline int64_t q8_0_split_pairs(int64_t k) { return (k / 32 + 1) / 2; }
 inline size_t q8_0_split_corr_offset(int64_t k) { return static_cast<size_t>(q8_0_split_pairs(k)) * 64; }
 inline size_t q8_0_split_scale_offset(int64_t k) { return static_cast<size_t>(q8_0_split_pairs(k)) * 128; }
+inline size_t q8_1_split_sum_offset(int64_t k) { return static_cast<size_t>(q8_0_split_pairs(k)) * 192; }
 
 // Bytes of one activation vector of k values in `format`, padded to 64 bytes.
 size_t activation_row_bytes(ActivationFormat format, int64_t k);

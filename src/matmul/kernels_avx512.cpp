@@ -4,7 +4,7 @@
 // Quantised types: weights are decoded to unsigned bytes u = q + offset and
 // multiplied with the signed 8-bit activations by vpdpbusd (u8 x s8, four
 // products summed per 32-bit lane); the offset is taken back out exactly:
-// - 32-value blocks (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4): offset 128, removed
+// - 32-value blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4): offset 128, removed
 //   by starting each vpdpbusd from the precomputed -128 * (lane sum of the
 //   activations) (ActivationFormat::Q8_0Split), two blocks per zmm register.
 // - super-blocks (Q2_K..Q6_K, IQ4_XS) against Q8_K: 64 values per zmm; lane
@@ -127,6 +127,7 @@ inline __m512 pair_scales_f32(float d0, float d1) {
 }
 
 struct DecodeQ4_0 {
+    static constexpr bool has_min = false;
     using Block = block_q4_0;
     static __m512i pair(const Block* b, bool two, __m512& d) {
         const __m512i table = lane_table(kTables.q4_0);
@@ -136,6 +137,7 @@ struct DecodeQ4_0 {
 };
 
 struct DecodeIq4Nl {
+    static constexpr bool has_min = false;
     using Block = block_iq4_nl;
     static __m512i pair(const Block* b, bool two, __m512& d) {
         const __m512i table = lane_table(kTables.iq4nl);
@@ -145,6 +147,7 @@ struct DecodeIq4Nl {
 };
 
 struct DecodeMxfp4 {
+    static constexpr bool has_min = false;
     using Block = block_mxfp4;
     static __m512i pair(const Block* b, bool two, __m512& d) {
         const __m512i table = lane_table(kTables.mxfp4);
@@ -154,6 +157,7 @@ struct DecodeMxfp4 {
 };
 
 struct DecodeQ5_0 {
+    static constexpr bool has_min = false;
     using Block = block_q5_0;
     static __m512i pair(const Block* b, bool two, __m512& d) {
         d = pair_scales(b[0].d, two ? b[1].d : f16_bits{0});
@@ -165,6 +169,7 @@ struct DecodeQ5_0 {
 };
 
 struct DecodeQ8_0 {
+    static constexpr bool has_min = false;
     using Block = block_q8_0;
     static __m512i pair(const Block* b, bool two, __m512& d) {
         d = pair_scales(b[0].d, two ? b[1].d : f16_bits{0});
@@ -173,6 +178,37 @@ struct DecodeQ8_0 {
         // Same register layout as the nibble types: 16 values per 128-bit lane.
         const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(x0), x1, 1);
         return _mm512_xor_si512(z, _mm512_set1_epi8(static_cast<char>(0x80)));
+    }
+};
+
+// Q4_1 / Q5_1: value = d*q + m with unsigned q; the kernel adds m * s for
+// each block, s = d_a * sum(a) from Q8_1Split. `m` holds m/8 in the 8 lanes
+// of each block, since the final lane sum adds 8 of them.
+inline __m512 pair_mins(f16_bits m0, f16_bits m1) {
+    return _mm512_mul_ps(pair_scales(m0, m1), _mm512_set1_ps(0.125f));
+}
+
+struct DecodeQ4_1 {
+    static constexpr bool has_min = true;
+    using Block = block_q4_1;
+    static __m512i pair(const Block* b, bool two, __m512& d, __m512& m) {
+        d = pair_scales(b[0].d, two ? b[1].d : f16_bits{0});
+        m = pair_mins(b[0].m, two ? b[1].m : f16_bits{0});
+        const __m512i u = nibbles_of_pair(b[0].qs, two ? b[1].qs : nullptr);
+        return _mm512_or_si512(u, _mm512_set1_epi8(static_cast<char>(0x80)));  // q + 128
+    }
+};
+
+struct DecodeQ5_1 {
+    static constexpr bool has_min = true;
+    using Block = block_q5_1;
+    static __m512i pair(const Block* b, bool two, __m512& d, __m512& m) {
+        d = pair_scales(b[0].d, two ? b[1].d : f16_bits{0});
+        m = pair_mins(b[0].m, two ? b[1].m : f16_bits{0});
+        __m512i u = nibbles_of_pair(b[0].qs, two ? b[1].qs : nullptr);
+        const uint64_t high = high_bits(b[0].qh) | (two ? uint64_t{high_bits(b[1].qh)} << 32 : 0);
+        u = _mm512_mask_add_epi8(u, high, u, _mm512_set1_epi8(16));
+        return _mm512_or_si512(u, _mm512_set1_epi8(static_cast<char>(0x80)));  // q + 128
     }
 };
 
@@ -185,15 +221,19 @@ struct PairKernel {
         const int64_t nb = t.k / 32;
         const int64_t np = q8_0_split_pairs(t.k);
         const size_t corr_off = q8_0_split_corr_offset(t.k), scale_off = q8_0_split_scale_offset(t.k);
+        const size_t sum_off = q8_1_split_sum_offset(t.k);
         __m512 acc[R][C];
         for (int r = 0; r < R; ++r)
             for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
         for (int64_t p = 0; p < np; ++p) {
             const bool two = 2 * p + 1 < nb;
             __m512i u[R];
-            __m512 dw[R];
-            for (int r = 0; r < R; ++r)
-                u[r] = Decode::pair(reinterpret_cast<const Block*>(t.w + r * t.w_stride) + 2 * p, two, dw[r]);
+            __m512 dw[R], mw[R];
+            for (int r = 0; r < R; ++r) {
+                const Block* blocks = reinterpret_cast<const Block*>(t.w + r * t.w_stride) + 2 * p;
+                if constexpr (Decode::has_min) u[r] = Decode::pair(blocks, two, dw[r], mw[r]);
+                else u[r] = Decode::pair(blocks, two, dw[r]);
+            }
             for (int c = 0; c < C; ++c) {
                 const uint8_t* act = t.a + c * t.a_stride;
                 const __m512i a = _mm512_load_si512(act + 64 * p);
@@ -202,6 +242,10 @@ struct PairKernel {
                 for (int r = 0; r < R; ++r) {
                     const __m512i dot = _mm512_dpbusd_epi32(corr, u[r], a);
                     acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw[r], da), acc[r][c]);
+                }
+                if constexpr (Decode::has_min) {
+                    const __m512 sa = _mm512_load_ps(reinterpret_cast<const float*>(act + sum_off) + 16 * p);
+                    for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(mw[r], sa, acc[r][c]);
                 }
             }
         }
@@ -415,7 +459,9 @@ TypeKernel avx512_kernel(ElementType t) {
         case ElementType::Q5_K: return make_kernel<SuperBlockKernel<DecodeQ5_K>>(ActivationFormat::Q8_K);
         case ElementType::Q6_K: return make_kernel<SuperBlockKernel<DecodeQ6_K>>(ActivationFormat::Q8_K);
         case ElementType::IQ4_XS: return make_kernel<SuperBlockKernel<DecodeIq4Xs>>(ActivationFormat::Q8_K);
-        default: return {};  // Q4_1, Q5_1: the lower levels' kernels
+        case ElementType::Q4_1: return make_kernel<PairKernel<DecodeQ4_1>>(ActivationFormat::Q8_1Split);
+        case ElementType::Q5_1: return make_kernel<PairKernel<DecodeQ5_1>>(ActivationFormat::Q8_1Split);
+        default: return {};
     }
 }
 
