@@ -9,6 +9,7 @@
 #include <random>
 
 #include "cria/core/error.h"
+#include "cria/gguf/writer.h"
 #include "cria/gguf/gguf.h"
 #include "cria/quant/quantize.h"
 #include "cria/quantizer/quantize_model.h"
@@ -245,6 +246,41 @@ TEST(QuantizeModel, ImatrixIsUsedPerTensor) {
     const ImportanceMatrix wrong = load_imatrix(path);
     o.imatrix = &wrong;
     EXPECT_THROW(quantize_model(kAusten, temp("austen-im2.gguf"), o), Error);
+}
+
+}  // namespace
+}  // namespace cria::quantizer
+
+namespace cria::quantizer {
+namespace {
+
+// A multimodal projector (arch "clip"): every 2-D weight gets the one type,
+// except the tables llama.cpp never quantizes (position and patch embeddings).
+TEST(QuantizeModel, ProjectorFile) {
+    gguf::Writer w;
+    w.add_metadata("general.architecture", gguf::Value::string("clip"));
+    static std::vector<float> data(64 * 64, 0.25f);
+    auto add = [&](const std::string& name, std::vector<uint64_t> shape) {
+        uint64_t n = 4;
+        for (uint64_t d : shape) n *= d;
+        w.add_tensor(name, ElementType::F32, shape,
+                     [n]() { return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data.data()), n); });
+    };
+    add("v.position_embd.weight", {64, 16});
+    add("v.patch_embd.weight", {4, 4, 3, 64});
+    add("v.blk.0.attn_v.weight", {64, 64});
+    add("v.blk.0.ln1.weight", {64});
+    add("mm.0.weight", {64, 32});
+    const std::string in = temp("mmproj.gguf"), out = temp("mmproj-q8.gguf");
+    w.write(in);
+    quantize_model(in, out, options_for(FileType::MOSTLY_Q8_0));
+    auto f = gguf::File::open(out);
+    EXPECT_EQ(f->find_tensor("v.position_embd.weight")->type, ElementType::F32);
+    EXPECT_EQ(f->find_tensor("v.patch_embd.weight")->type, ElementType::F32);
+    EXPECT_EQ(f->find_tensor("v.blk.0.ln1.weight")->type, ElementType::F32);
+    EXPECT_EQ(f->find_tensor("v.blk.0.attn_v.weight")->type, ElementType::Q8_0);
+    EXPECT_EQ(f->find_tensor("mm.0.weight")->type, ElementType::Q8_0);
+    EXPECT_EQ(f->get_u32("general.file_type"), 7u);
 }
 
 }  // namespace
