@@ -92,23 +92,13 @@ StateId Automaton::intern(std::vector<Stack> stacks, uint32_t partial_value, uin
     }
     st.stacks = std::move(stacks);
     states_.push_back(std::move(st));
+    next_.resize(states_.size() * 256, kUnknown);
     return it->second;
 }
 
-StateId Automaton::step(StateId state, uint8_t byte) {
-    if (state < 0) return kDeadState;
-    State& s = states_[static_cast<size_t>(state)];
-    if (s.next) {
-        StateId cached = (*s.next)[byte];
-        if (cached != kUnknown) return cached;
-    }
+StateId Automaton::step_slow(StateId state, uint8_t byte) {
     StateId result = compute_step(state, byte);
-    State& s2 = states_[static_cast<size_t>(state)];  // states_ may have grown
-    if (!s2.next) {
-        s2.next = std::make_unique<std::array<StateId, 256>>();
-        s2.next->fill(kUnknown);
-    }
-    (*s2.next)[byte] = result;
+    next_[static_cast<size_t>(state) * 256 + byte] = result;
     return result;
 }
 
@@ -246,6 +236,7 @@ StateId Automaton::reset_cache(StateId keep) {
     bool keep_alive = keep >= 0 && keep != initial_;
     if (keep_alive) kept = std::move(states_[static_cast<size_t>(keep)]);
     states_.clear();
+    next_.clear();
     index_.clear();
     ++generation_;
     StateId new_initial = intern(std::move(init.stacks), init.partial_value, init.partial_left, init.partial_len);

@@ -34,23 +34,23 @@ std::shared_ptr<const VocabIndex> VocabIndex::build(const vocab::Vocab& vocab) {
     // bytes; its children are the runs of equal byte at position `depth`.
     struct Pending { size_t lo, hi, depth; };
     std::vector<Pending> queue{{0, sorted.size(), 0}};
-    index->edge_begin_.push_back(0);
-    index->ends_begin_.push_back(0);
     for (size_t q = 0; q < queue.size(); ++q) {
         auto [lo, hi, depth] = queue[q];
+        index->nodes_.push_back({static_cast<uint32_t>(index->edges_.size()), static_cast<uint32_t>(index->ends_.size())});
         while (lo < hi && pieces[static_cast<size_t>(sorted[lo])].size() == depth) index->ends_.push_back(sorted[lo++]);
         while (lo < hi) {
             auto byte = static_cast<uint8_t>(pieces[static_cast<size_t>(sorted[lo])][depth]);
             size_t end = lo;
             while (end < hi && static_cast<uint8_t>(pieces[static_cast<size_t>(sorted[end])][depth]) == byte) ++end;
-            index->edge_byte_.push_back(byte);
-            index->edge_node_.push_back(static_cast<uint32_t>(queue.size()));
+            index->edges_.push_back({static_cast<uint32_t>(queue.size()), byte});
             queue.push_back({lo, end, depth + 1});
             lo = end;
         }
-        index->edge_begin_.push_back(static_cast<uint32_t>(index->edge_byte_.size()));
-        index->ends_begin_.push_back(static_cast<uint32_t>(index->ends_.size()));
     }
+    // Nodes record where their edges and ends start; the edges were appended
+    // while the node was processed, so a sentinel closes the last one.
+    // (Each node's edges are appended right after it is pushed, in order.)
+    index->nodes_.push_back({static_cast<uint32_t>(index->edges_.size()), static_cast<uint32_t>(index->ends_.size())});
     return index;
 }
 
@@ -67,15 +67,18 @@ void VocabIndex::allowed_by_text(Automaton& automaton, StateId state, std::vecto
     while (!todo.empty()) {
         auto [node, st] = todo.back();
         todo.pop_back();
-        for (uint32_t e = edge_begin_[node]; e < edge_begin_[node + 1]; ++e) {
-            StateId next = automaton.step(st, edge_byte_[e]);
+        const uint32_t edge_end = nodes_[node + 1].edges;
+        for (uint32_t e = nodes_[node].edges; e < edge_end; ++e) {
+            StateId next = automaton.step(st, edges_[e].byte);
             if (next == kDeadState) continue;
-            uint32_t child = edge_node_[e];
-            for (uint32_t t = ends_begin_[child]; t < ends_begin_[child + 1]; ++t) {
+            const uint32_t child = edges_[e].node;
+            const Node& c = nodes_[child];
+            const Node& c_next = nodes_[child + 1];
+            for (uint32_t t = c.ends; t < c_next.ends; ++t) {
                 auto id = static_cast<uint32_t>(ends_[t]);
                 mask[id / 64] |= uint64_t{1} << (id % 64);
             }
-            if (edge_begin_[child] != edge_begin_[child + 1]) todo.push_back({child, next});
+            if (c.edges != c_next.edges) todo.push_back({child, next});
         }
     }
 }

@@ -9,7 +9,6 @@
 // vocabulary is mostly table lookups: the same (state, byte) pair is
 // expanded once however many tokens share it.
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,7 +33,11 @@ public:
     // The state after one more byte, or kDeadState when no string of the
     // grammar continues that way (partial characters are checked too: a
     // lead byte is dead when no class can accept any of its completions).
-    StateId step(StateId state, uint8_t byte);
+    StateId step(StateId state, uint8_t byte) {
+        if (state < 0) return kDeadState;
+        StateId cached = next_[static_cast<size_t>(state) * 256 + byte];
+        return cached != kUnknown ? cached : step_slow(state, byte);
+    }
     StateId step(StateId state, std::string_view bytes);
     // Matches a whole token against <[id]> / !<[id]> elements on top of the stacks.
     StateId step_token(StateId state, int32_t token);
@@ -63,18 +66,21 @@ private:
         uint8_t partial_len = 0;    // length of the whole sequence (for the overlong check)
         bool can_end = false;
         bool has_token_tops = false;
-        std::unique_ptr<std::array<StateId, 256>> next;  // -2: not computed yet
     };
     static constexpr StateId kUnknown = -2;
 
     StateId intern(std::vector<Stack> stacks, uint32_t partial_value, uint8_t partial_left, uint8_t partial_len);
     void advance(Stack stack, std::vector<Stack>& out) const;
+    StateId step_slow(StateId state, uint8_t byte);
     StateId compute_step(StateId state, uint8_t byte);
     StateId accept_code_point(const State& s, uint32_t cp);
     bool partial_possible(const State& s, uint32_t low, uint32_t high) const;
 
     std::shared_ptr<const Grammar> grammar_;
     std::vector<State> states_;
+    // Transitions of all states in one table (state * 256 + byte), kUnknown
+    // until computed: the sampler's inner loop is a load from here.
+    std::vector<StateId> next_;
     std::unordered_map<std::string, StateId> index_;
     StateId initial_ = kDeadState;
     uint64_t generation_ = 0;

@@ -43,12 +43,20 @@ private:
     std::vector<std::string> pieces_;
     std::vector<bool> eog_;
     std::vector<vocab::TokenId> by_text_;  // ids sorted by text
-    // Trie in compressed rows: node n's edges are [edge_begin[n], edge_begin[n+1]).
-    std::vector<uint32_t> edge_begin_;
-    std::vector<uint8_t> edge_byte_;
-    std::vector<uint32_t> edge_node_;
-    // Tokens whose text ends at node n: ends_[ends_begin_[n] .. ends_begin_[n+1]).
-    std::vector<uint32_t> ends_begin_;
+    // Trie in compressed rows: node n's edges are edges_[nodes_[n].edges ..
+    // nodes_[n + 1].edges), the tokens whose text ends at node n are
+    // ends_[nodes_[n].ends .. nodes_[n + 1].ends). Children of a node are
+    // numbered consecutively (breadth-first), so the walk is mostly sequential.
+    struct Node {
+        uint32_t edges;
+        uint32_t ends;
+    };
+    struct Edge {
+        uint32_t node;
+        uint8_t byte;
+    };
+    std::vector<Node> nodes_;
+    std::vector<Edge> edges_;
     std::vector<vocab::TokenId> ends_;
 };
 
