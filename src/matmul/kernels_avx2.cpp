@@ -3,14 +3,14 @@
 //
 // Quantised types multiply bytes with vpmaddubsw (u8 x s8 -> pairs summed in
 // int16) and vpmaddwd (int16 pairs -> int32):
-// - 32-value blocks (Q4_0, Q8_0, IQ4_NL, MXFP4) against Q8_0: the weights are
+// - 32-value blocks (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4) against Q8_0: the weights are
 //   decoded to signed bytes w and the sign is moved onto the activation
 //   (|w| x sign(a, w)), so no int16 sum can saturate;
 // - super-blocks (Q2_K..Q6_K) against Q8_K: the weights are decoded to small
 //   unsigned values (< 64, so the int16 pair sums stay below 2^15); vpmaddwd
 //   applies the 16-value group scales; offsets and mins come out through
 //   Q8_K's group sums (bsums) in float.
-// Q4_1, Q5_0, Q5_1 and IQ4_XS have no AVX2 kernel: they run the scalar one.
+// Q4_1, Q5_1 and IQ4_XS have no AVX2 kernel: they run the scalar one.
 
 #include <cstdint>
 #include <cstring>
@@ -128,6 +128,21 @@ struct DecodeMxfp4 {
     using Block = block_mxfp4;
     static __m256i values(const Block& b) { return lookup(kvalues_mxfp4, nibbles(b.qs)); }
     static float scale(const Block& b) { return e8m0_to_f32_half(b.e); }
+};
+// 0xFF in byte i where bit i of the 32-bit word is set.
+inline __m256i bits_to_bytes(uint32_t bits) {
+    const __m256i which_byte = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), which_byte);
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+}
+struct DecodeQ5_0 {
+    using Block = block_q5_0;
+    static __m256i values(const Block& b) {
+        const __m256i high = _mm256_and_si256(bits_to_bytes(high_bits(b.qh)), _mm256_set1_epi8(0x10));
+        return _mm256_sub_epi8(_mm256_or_si256(nibbles(b.qs), high), _mm256_set1_epi8(16));
+    }
+    static float scale(const Block& b) { return _cvtsh_ss(b.d); }
 };
 struct DecodeQ8_0 {
     using Block = block_q8_0;
@@ -324,6 +339,7 @@ TypeKernel avx2_kernel(ElementType t) {
         case ElementType::F16: return make_kernel<FloatKernel<FloatKind::F16>>(ActivationFormat::F32);
         case ElementType::BF16: return make_kernel<FloatKernel<FloatKind::BF16>>(ActivationFormat::F32);
         case ElementType::Q4_0: return make_kernel<BlockKernel<DecodeQ4_0>>(ActivationFormat::Q8_0);
+        case ElementType::Q5_0: return make_kernel<BlockKernel<DecodeQ5_0>>(ActivationFormat::Q8_0);
         case ElementType::Q8_0: return make_kernel<BlockKernel<DecodeQ8_0>>(ActivationFormat::Q8_0);
         case ElementType::IQ4_NL: return make_kernel<BlockKernel<DecodeIq4Nl>>(ActivationFormat::Q8_0);
         case ElementType::MXFP4: return make_kernel<BlockKernel<DecodeMxfp4>>(ActivationFormat::Q8_0);
@@ -332,7 +348,7 @@ TypeKernel avx2_kernel(ElementType t) {
         case ElementType::Q4_K: return make_kernel<SuperBlockKernel<DecodeQ4_K>>(ActivationFormat::Q8_K);
         case ElementType::Q5_K: return make_kernel<SuperBlockKernel<DecodeQ5_K>>(ActivationFormat::Q8_K);
         case ElementType::Q6_K: return make_kernel<SuperBlockKernel<DecodeQ6_K>>(ActivationFormat::Q8_K);
-        default: return {};  // Q4_1, Q5_0, Q5_1, IQ4_XS: scalar kernels
+        default: return {};  // Q4_1, Q5_1, IQ4_XS: scalar kernels
     }
 }
 
