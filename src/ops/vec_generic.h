@@ -34,24 +34,38 @@ float dot(const float* a, const float* b, int64_t n) {
 
 template <class S, bool kBf16>
 float dot_half(const float* a, const uint16_t* b, int64_t n) {
-    typename S::V acc = S::zero();
-    for (int64_t i = 0; i < n; i += S::kWidth) {
+    typename S::V acc0 = S::zero(), acc1 = S::zero();
+    int64_t i = 0;
+    for (; i + 2 * S::kWidth <= n; i += 2 * S::kWidth) {
+        const typename S::V b0 = kBf16 ? S::load_bf16_partial(b + i, S::kWidth) : S::load_f16_partial(b + i, S::kWidth);
+        const typename S::V b1 = kBf16 ? S::load_bf16_partial(b + i + S::kWidth, S::kWidth)
+                                       : S::load_f16_partial(b + i + S::kWidth, S::kWidth);
+        acc0 = S::fma(S::load(a + i), b0, acc0);
+        acc1 = S::fma(S::load(a + i + S::kWidth), b1, acc1);
+    }
+    for (; i < n; i += S::kWidth) {
         const int64_t m = n - i < S::kWidth ? n - i : S::kWidth;
         const typename S::V vb = kBf16 ? S::load_bf16_partial(b + i, m) : S::load_f16_partial(b + i, m);
-        acc = S::fma(S::load_partial(a + i, m, 0.0f), vb, acc);
+        acc0 = S::fma(m == S::kWidth ? S::load(a + i) : S::load_partial(a + i, m, 0.0f), vb, acc0);
     }
-    return S::reduce_add(acc);
+    return S::reduce_add(S::add(acc0, acc1));
 }
 
 template <class S>
 float sum_squares(const float* x, int64_t n) {
-    typename S::V acc = S::zero();
-    for (int64_t i = 0; i < n; i += S::kWidth) {
-        const int64_t m = n - i < S::kWidth ? n - i : S::kWidth;
-        const typename S::V v = S::load_partial(x + i, m, 0.0f);
-        acc = S::fma(v, v, acc);
+    typename S::V acc0 = S::zero(), acc1 = S::zero();
+    int64_t i = 0;
+    for (; i + 2 * S::kWidth <= n; i += 2 * S::kWidth) {
+        const typename S::V v0 = S::load(x + i), v1 = S::load(x + i + S::kWidth);
+        acc0 = S::fma(v0, v0, acc0);
+        acc1 = S::fma(v1, v1, acc1);
     }
-    return S::reduce_add(acc);
+    for (; i < n; i += S::kWidth) {
+        const int64_t m = n - i < S::kWidth ? n - i : S::kWidth;
+        const typename S::V v = m == S::kWidth ? S::load(x + i) : S::load_partial(x + i, m, 0.0f);
+        acc0 = S::fma(v, v, acc0);
+    }
+    return S::reduce_add(S::add(acc0, acc1));
 }
 
 template <class S>
@@ -59,7 +73,7 @@ float sum(const float* x, int64_t n) {
     typename S::V acc = S::zero();
     for (int64_t i = 0; i < n; i += S::kWidth) {
         const int64_t m = n - i < S::kWidth ? n - i : S::kWidth;
-        acc = S::add(acc, S::load_partial(x + i, m, 0.0f));
+        acc = S::add(acc, m == S::kWidth ? S::load(x + i) : S::load_partial(x + i, m, 0.0f));
     }
     return S::reduce_add(acc);
 }
@@ -70,7 +84,7 @@ float max(const float* x, int64_t n) {
     typename S::V acc = S::set1(lowest);
     for (int64_t i = 0; i < n; i += S::kWidth) {
         const int64_t m = n - i < S::kWidth ? n - i : S::kWidth;
-        acc = S::max(acc, S::load_partial(x + i, m, lowest));
+        acc = S::max(acc, m == S::kWidth ? S::load(x + i) : S::load_partial(x + i, m, lowest));
     }
     return S::reduce_max(acc);
 }

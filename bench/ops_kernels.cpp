@@ -1,0 +1,115 @@
+// Op kernels per instruction-set level (0 = scalar, 1 = avx2, 2 = avx512),
+// single-threaded, on sizes of a 1-3B model's generation step:
+//   BM_RmsNorm/isa        one 4096-wide row
+//   BM_Softmax/isa        one 32k-wide row with a mask
+//   BM_SwiGlu/isa         one 11008-wide row
+//   BM_Attention/isa/kv   one query token, 32 heads over 8 kv heads, head dim
+//                         128, 2048 cached tokens, kv type 0 = f32, 1 = f16,
+//                         8 = q8_0 (ggml type ids)
+//
+//   ./bench_ops_kernels --benchmark_min_time=0.2
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "cria/cpu/features.h"
+#include "cria/cpu/thread_pool.h"
+#include "cria/ops/cpu_ops.h"
+#include "cria/quant/quantize.h"
+
+namespace {
+
+using cria::ElementType;
+using cria::ops::TensorView;
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-2.0f, 2.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+cria::ops::CpuOps& single_thread_ops() {
+    static cria::cpu::ThreadPool pool(1);
+    static cria::ops::CpuOps ops(pool);
+    return ops;
+}
+
+bool set_isa(benchmark::State& state) {
+    const auto isa = static_cast<cria::cpu::Isa>(state.range(0));
+    if (!cria::cpu::isa_supported(isa)) {
+        state.SkipWithError("ISA not supported here");
+        return false;
+    }
+    cria::cpu::set_isa_limit(isa);
+    return true;
+}
+
+void BM_RmsNorm(benchmark::State& state) {
+    if (!set_isa(state)) return;
+    auto x = random_floats(4096, 1), w = random_floats(4096, 2);
+    std::vector<float> y(4096);
+    const auto vx = TensorView::contiguous(ElementType::F32, x.data(), {4096});
+    const auto vy = TensorView::contiguous(ElementType::F32, y.data(), {4096});
+    for (auto _ : state) single_thread_ops().rms_norm(vx, w.data(), 1e-6f, vy);
+    state.SetBytesProcessed(state.iterations() * 4096 * 4);
+}
+BENCHMARK(BM_RmsNorm)->DenseRange(0, 2);
+
+void BM_Softmax(benchmark::State& state) {
+    if (!set_isa(state)) return;
+    const int64_t n = 32768;
+    auto x = random_floats(static_cast<size_t>(n), 3), mask = random_floats(static_cast<size_t>(n), 4);
+    std::vector<float> y(static_cast<size_t>(n));
+    const auto vx = TensorView::contiguous(ElementType::F32, x.data(), {n});
+    const auto vm = TensorView::contiguous(ElementType::F32, mask.data(), {n});
+    const auto vy = TensorView::contiguous(ElementType::F32, y.data(), {n});
+    cria::ops::SoftmaxParams p;
+    p.mask = &vm;
+    for (auto _ : state) single_thread_ops().softmax(vx, p, vy);
+    state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_Softmax)->DenseRange(0, 2);
+
+void BM_SwiGlu(benchmark::State& state) {
+    if (!set_isa(state)) return;
+    const int64_t n = 11008;
+    auto g = random_floats(static_cast<size_t>(n), 5), u = random_floats(static_cast<size_t>(n), 6);
+    std::vector<float> y(static_cast<size_t>(n));
+    const auto vg = TensorView::contiguous(ElementType::F32, g.data(), {n});
+    const auto vu = TensorView::contiguous(ElementType::F32, u.data(), {n});
+    const auto vy = TensorView::contiguous(ElementType::F32, y.data(), {n});
+    for (auto _ : state) single_thread_ops().swiglu(vg, vu, vy);
+    state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_SwiGlu)->DenseRange(0, 2);
+
+void BM_Attention(benchmark::State& state) {
+    if (!set_isa(state)) return;
+    const auto type = static_cast<ElementType>(state.range(1));
+    const int64_t d = 128, heads = 32, kv_heads = 8, n_kv = 2048;
+    const auto q = random_floats(static_cast<size_t>(d * heads), 7);
+    const auto kf = random_floats(static_cast<size_t>(d * kv_heads * n_kv), 8);
+    const size_t row = *cria::row_size_bytes(type, d);
+    std::vector<uint8_t> k(row * static_cast<size_t>(kv_heads * n_kv)), v(k.size());
+    cria::quant::quantize_rows(type, kf.data(), k.data(), kv_heads * n_kv, d);
+    cria::quant::quantize_rows(type, kf.data(), v.data(), kv_heads * n_kv, d);
+    std::vector<float> out(static_cast<size_t>(d * heads));
+    const auto vq = TensorView::contiguous(ElementType::F32, q.data(), {d, heads, 1});
+    const auto vk = TensorView::contiguous(type, k.data(), {d, kv_heads, n_kv});
+    const auto vv = TensorView::contiguous(type, v.data(), {d, kv_heads, n_kv});
+    const auto vo = TensorView::contiguous(ElementType::F32, out.data(), {d, heads, 1});
+    cria::ops::AttentionParams p;
+    p.scale = 0.088f;
+    for (auto _ : state) single_thread_ops().attention(vq, vk, vv, p, vo);
+    state.SetItemsProcessed(state.iterations() * heads * n_kv);
+}
+BENCHMARK(BM_Attention)->ArgsProduct({{0, 1, 2}, {0, 1, 8}});
+
+}  // namespace
+
+BENCHMARK_MAIN();
