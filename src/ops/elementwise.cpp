@@ -1,6 +1,6 @@
 // Element-wise ops and activations: add, mul, scale, SiLU, GELU, SwiGLU, GeGLU.
-// SiLU/SwiGLU and the arithmetic use the SIMD row primitives; GELU stays in
-// scalar code for now (tanh/erf have no vector implementation here yet).
+// All use the SIMD row primitives except GELU-erf, which stays scalar (erfc
+// has no vector implementation here).
 
 #include <cmath>
 
@@ -12,16 +12,8 @@
 namespace cria::ops {
 namespace {
 
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-constexpr float kGeluCoef = 0.044715f;
-
-// 0.5 x (1 + tanh(z)) written as x * sigmoid(2z): the same value, without the
-// cancellation of 1 + tanh(z) for negative x (which would flush to 0).
-float gelu_tanh_scalar(float x) {
-    const float z = kSqrt2OverPi * x * (1.0f + kGeluCoef * x * x);
-    return x / (1.0f + std::exp(-2.0f * z));
-}
-// 0.5 x (1 + erf(x / sqrt 2)) as 0.5 x erfc(-x / sqrt 2), for the same reason.
+// 0.5 x (1 + erf(x / sqrt 2)) as 0.5 x erfc(-x / sqrt 2): the same value
+// without the cancellation of 1 + erf for negative x (which would flush to 0).
 float gelu_erf_scalar(float x) { return 0.5f * x * std::erfc(-x * 0.70710678118654752440f); }
 
 void check_unary(const TensorView& x, const TensorView& out, const char* op) {
@@ -81,9 +73,8 @@ void CpuOps::silu(const TensorView& x, const TensorView& out) {
 }
 
 void CpuOps::gelu(const TensorView& x, const TensorView& out) {
-    unary(pool_, x, out, "gelu", [](const float* in, float* y, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh_scalar(in[i]);
-    });
+    const VecKernels& k = vec_kernels();
+    unary(pool_, x, out, "gelu", k.gelu);
 }
 
 void CpuOps::gelu_erf(const TensorView& x, const TensorView& out) {
@@ -100,9 +91,8 @@ void CpuOps::swiglu(const TensorView& gate, const TensorView& up, const TensorVi
 
 void CpuOps::geglu(const TensorView& gate, const TensorView& up, const TensorView& out) {
     require_same_shape(gate, up, "geglu");
-    binary(pool_, gate, up, out, "geglu", [](const float* g, const float* u, float* y, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh_scalar(g[i]) * u[i];
-    });
+    const VecKernels& k = vec_kernels();
+    binary(pool_, gate, up, out, "geglu", k.geglu);
 }
 
 }  // namespace cria::ops

@@ -28,6 +28,11 @@ struct VecKernels {
     float (*exp_shift_sum)(const float* x, float shift, float* y, int64_t n);
     void (*silu)(const float* x, float* y, int64_t n);                    // x * sigmoid(x)
     void (*swiglu)(const float* gate, const float* up, float* y, int64_t n);  // silu(gate) * up
+    // GELU, tanh approximation, written as x * sigmoid(2z) with
+    // z = sqrt(2/pi) (x + 0.044715 x^3): equal to 0.5 x (1 + tanh z) without
+    // its cancellation for negative x.
+    void (*gelu)(const float* x, float* y, int64_t n);
+    void (*geglu)(const float* gate, const float* up, float* y, int64_t n);  // gelu(gate) * up
     void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
     void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
 };

@@ -193,6 +193,26 @@ void swiglu(const float* gate, const float* up, float* y, int64_t n) {
     map2<S>(gate, up, y, n, [](typename S::V g, typename S::V u) { return S::mul(silu_v<S>(g), u); });
 }
 
+template <class S>
+typename S::V gelu_v(typename S::V x) {
+    // -2 * sqrt(2/pi) and -2 * sqrt(2/pi) * 0.044715.
+    const typename S::V c1 = S::set1(-1.5957691216057308f);
+    const typename S::V c3 = S::set1(-0.0713548162726009f);
+    const typename S::V x2 = S::mul(x, x);
+    const typename S::V minus_2z = S::mul(x, S::fma(c3, x2, c1));
+    return S::div(x, S::add(S::set1(1.0f), S::exp(minus_2z)));
+}
+
+template <class S>
+void gelu(const float* x, float* y, int64_t n) {
+    map1<S>(x, y, n, [](typename S::V v) { return gelu_v<S>(v); });
+}
+
+template <class S>
+void geglu(const float* gate, const float* up, float* y, int64_t n) {
+    map2<S>(gate, up, y, n, [](typename S::V g, typename S::V u) { return S::mul(gelu_v<S>(g), u); });
+}
+
 template <class S, bool kBf16>
 void half_to_f32(const uint16_t* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; i += S::kWidth) {
@@ -219,7 +239,7 @@ constexpr VecKernels make_table() {
         &dot<S>,          &dot_half<S, false>, &dot_half<S, true>,  &sum_squares<S>,   &sum<S>,
         &max<S>,          &scale<S>,           &scale_mul<S>,       &axpy<S>,          &axpy_half<S, false>,
         &axpy_half<S, true>, &add<S>,          &mul<S>,             &exp_shift_sum<S>, &silu<S>,
-        &swiglu<S>,       &half_to_f32<S, false>, &half_to_f32<S, true>,
+        &swiglu<S>,       &gelu<S>,            &geglu<S>,           &half_to_f32<S, false>, &half_to_f32<S, true>,
     };
 }
 

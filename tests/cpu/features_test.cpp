@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -106,6 +110,48 @@ TEST(IsaNames, RoundTrip) {
     EXPECT_EQ(isa_from_name("AVX512VNNI"), Isa::Avx512Vnni);
     EXPECT_FALSE(isa_from_name("sse2").has_value());
     EXPECT_FALSE(isa_from_name("").has_value());
+}
+
+}  // namespace
+}  // namespace cria::cpu
+
+namespace cria::cpu {
+namespace {
+
+// CRIA_ISA is read once per process, so it is checked in a child: this test
+// binary runs itself with the variable set and a filter selecting
+// IsaEnv.PrintLevel, which prints the level it sees.
+TEST(IsaEnv, PrintLevel) {
+    if (std::getenv("CRIA_ISA") == nullptr) GTEST_SKIP() << "only meaningful in the child process";
+    try {
+        std::printf("LEVEL=%s\n", std::string(isa_name(best_isa())).c_str());
+    } catch (const std::exception& e) {
+        std::printf("ERROR=%s\n", e.what());
+    }
+}
+
+std::string run_child(const std::string& env_value) {
+    const std::string cmd = "CRIA_ISA='" + env_value + "' /proc/" + std::to_string(getpid()) +
+                            "/exe --gtest_filter=IsaEnv.PrintLevel 2>&1";
+    std::string output;
+    if (FILE* pipe = popen(cmd.c_str(), "r")) {
+        char buf[512];
+        while (std::fgets(buf, sizeof buf, pipe) != nullptr) output += buf;
+        pclose(pipe);
+    }
+    return output;
+}
+
+TEST(IsaEnv, EnvironmentLowersTheLevel) {
+    if (std::getenv("CRIA_ISA") != nullptr) GTEST_SKIP() << "already in a child";
+    EXPECT_NE(run_child("scalar").find("LEVEL=scalar\n"), std::string::npos);
+    if (isa_supported(Isa::Avx2)) {
+        EXPECT_NE(run_child("AVX2").find("LEVEL=avx2\n"), std::string::npos);
+    }
+    // More than the machine has: clamped to the machine's level.
+    const std::string clamped = "LEVEL=" + std::string(isa_name(detected_isa())) + "\n";
+    EXPECT_NE(run_child("amx").find(clamped), std::string::npos);
+    EXPECT_NE(run_child("sse9").find("ERROR=CRIA_ISA=sse9 is not a known"), std::string::npos);
 }
 
 }  // namespace

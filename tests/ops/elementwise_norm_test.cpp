@@ -114,6 +114,30 @@ TEST_P(OpsTest, Norms) {
     }
 }
 
+// Views whose rows are not adjacent (a column slice of a wider matrix): the
+// ops must follow the byte strides and leave the gaps alone.
+TEST_P(OpsTest, StridedRows) {
+    const int64_t n = 33, rows = 5, pitch = 40;
+    auto x = random_floats(static_cast<size_t>(pitch * rows), 17);
+    auto b = random_floats(static_cast<size_t>(pitch * rows), 18);
+    std::vector<float> got(static_cast<size_t>(pitch * rows), 99.0f), want = got;
+    auto strided = [&](std::vector<float>& data) {
+        auto v = TensorView::contiguous(ElementType::F32, data.data(), {n, rows});
+        v.nb[1] = pitch * sizeof(float);
+        v.nb[2] = v.nb[3] = v.nb[1] * rows;
+        return v;
+    };
+    ops_->rms_norm(strided(x), nullptr, 1e-6f, strided(got));
+    ref_.rms_norm(strided(x), nullptr, 1e-6f, strided(want));
+    EXPECT_TRUE(all_close(got, want, 1e-6, 1e-5));
+    ops_->add(strided(x), strided(b), strided(got));
+    ref_.add(strided(x), strided(b), strided(want));
+    EXPECT_TRUE(all_close(got, want, 0, 1e-7));
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t i = n; i < pitch; ++i) ASSERT_EQ(got[static_cast<size_t>(r * pitch + i)], 99.0f);
+    }
+}
+
 TEST_P(OpsTest, RejectsBadShapes) {
     std::vector<float> a(12, 1.0f), b(8, 1.0f);
     const auto va = TensorView::contiguous(ElementType::F32, a.data(), {4, 3});

@@ -112,6 +112,16 @@ TEST_P(VecKernelsTest, MapsMatchDouble) {
         for (size_t i = 0; i < un; ++i) want[i] = static_cast<float>(b[i] * a[i] / (1.0 + std::exp(-static_cast<double>(a[i]))));
         EXPECT_TRUE(all_close(y, want, 1e-7, 3e-6));
 
+        auto gelu_ref = [](double v) {
+            return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+        };
+        k.gelu(a.data(), y.data(), n);
+        for (size_t i = 0; i < un; ++i) want[i] = static_cast<float>(gelu_ref(a[i]));
+        EXPECT_TRUE(all_close(y, want, 1e-7, 3e-6));
+        k.geglu(a.data(), b.data(), y.data(), n);
+        for (size_t i = 0; i < un; ++i) want[i] = static_cast<float>(gelu_ref(a[i]) * b[i]);
+        EXPECT_TRUE(all_close(y, want, 1e-7, 3e-6));
+
         k.f16_to_f32(bh.data(), y.data(), n);
         for (size_t i = 0; i < un; ++i) want[i] = f16_to_f32(bh[i]);
         EXPECT_TRUE(all_close(y, want, 0, 0));
