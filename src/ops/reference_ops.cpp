@@ -70,6 +70,21 @@ void ReferenceOps::get_rows(const TensorView& table, const int32_t* ids, int64_t
     }
 }
 
+void ReferenceOps::convert(const TensorView& src, const TensorView& dst) {
+    for (int64_t r = 0; r < src.n_rows(); ++r) {
+        const float* in = frow(src, r);
+        if (dst.type == ElementType::F32) {
+            std::memcpy(dst.row_at(r), in, static_cast<size_t>(src.ne[0]) * sizeof(float));
+        } else if (dst.type == ElementType::F16) {
+            for (int64_t i = 0; i < src.ne[0]; ++i) reinterpret_cast<uint16_t*>(dst.row_at(r))[i] = f32_to_f16(in[i]);
+        } else if (dst.type == ElementType::BF16) {
+            for (int64_t i = 0; i < src.ne[0]; ++i) reinterpret_cast<uint16_t*>(dst.row_at(r))[i] = f32_to_bf16(in[i]);
+        } else {
+            quant::quantize_row(dst.type, in, dst.row_at(r), src.ne[0]);
+        }
+    }
+}
+
 void ReferenceOps::rms_norm(const TensorView& x, const float* weight, float eps, const TensorView& out) {
     const int64_t n = x.ne[0];
     for (int64_t r = 0; r < x.n_rows(); ++r) {

@@ -11,6 +11,7 @@ namespace cria::ops {
 class ReferenceOps final : public Ops {
 public:
     void get_rows(const TensorView& table, const int32_t* ids, int64_t n_ids, const TensorView& out) override;
+    void convert(const TensorView& src, const TensorView& dst) override;
     void rms_norm(const TensorView& x, const float* weight, float eps, const TensorView& out) override;
     void layer_norm(const TensorView& x, const float* weight, const float* bias, float eps,
                     const TensorView& out) override;

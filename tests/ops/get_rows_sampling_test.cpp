@@ -53,6 +53,34 @@ TEST_P(GetRowsTest, EveryTypeMatchesDequantize) {
     }
 }
 
+// convert writes cache rows: bytes identical to the reference conversion,
+// including into a strided slice of a larger cache.
+TEST_P(GetRowsTest, ConvertIntoCacheRows) {
+    for (ElementType type : {ElementType::F32, ElementType::F16, ElementType::BF16, ElementType::Q8_0, ElementType::Q4_0}) {
+        SCOPED_TRACE(element_type_name(type));
+        const int64_t n = 96, rows = 6;
+        const auto x = random_floats(static_cast<size_t>(n * rows), 42);
+        const size_t row_bytes = *row_size_bytes(type, n);
+        std::vector<uint8_t> got(row_bytes * 2 * rows, 0xAB), want = got;
+        auto slice = [&](std::vector<uint8_t>& data) {
+            auto v = TensorView::contiguous(type, data.data(), {n, rows});
+            v.nb[1] = 2 * row_bytes;  // every other row of the cache
+            v.nb[2] = v.nb[3] = v.nb[1] * rows;
+            return v;
+        };
+        const auto vx = TensorView::contiguous(ElementType::F32, x.data(), {n, rows});
+        ops_->convert(vx, slice(got));
+        ref_.convert(vx, slice(want));
+        EXPECT_EQ(got, want);
+        EXPECT_EQ(got[row_bytes], 0xAB);  // the gap is untouched
+    }
+    std::vector<float> x(10);
+    std::vector<uint8_t> q(64);
+    EXPECT_THROW(ops_->convert(TensorView::contiguous(ElementType::F32, x.data(), {10}),
+                               TensorView::contiguous(ElementType::F32, q.data(), {16})),
+                 Error);
+}
+
 TEST_P(GetRowsTest, RejectsBadIds) {
     std::vector<float> table(12, 1.0f), out(4);
     const std::vector<int32_t> bad{3}, negative{-1};

@@ -67,6 +67,11 @@ public:
     // quant module can dequantize, [ne0, rows]; out: F32 [ne0, n_ids].
     virtual void get_rows(const TensorView& table, const int32_t* ids, int64_t n_ids, const TensorView& out) = 0;
 
+    // Writes the F32 rows of `src` into `dst` converted to dst's type (F32,
+    // F16, BF16 or any type the quant module can quantize; for the KV cache).
+    // Shapes must match; dst rows may be strided (a slice of a larger cache).
+    virtual void convert(const TensorView& src, const TensorView& dst) = 0;
+
     // y = x / sqrt(mean(x^2) + eps) * weight (weight F32 [ne0] or null).
     virtual void rms_norm(const TensorView& x, const float* weight, float eps, const TensorView& out) = 0;
     // y = (x - mean) / sqrt(var + eps) * weight + bias (either may be null).
