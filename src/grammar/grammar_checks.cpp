@@ -100,7 +100,9 @@ bool class_matches(const Element* pos, uint32_t cp, const Element** after) {
 namespace {
 
 void print_char(std::string& out, uint32_t cp, bool in_class) {
-    if (cp == '\\' || cp == '"' || (in_class && (cp == ']' || cp == '-' || cp == '^' || cp == '['))) {
+    if (in_class && cp == '^') {
+        out += "\\x5E";  // a leading ^ would negate the class
+    } else if (cp == '\\' || cp == '"' || (in_class && (cp == ']' || cp == '-' || cp == '['))) {
         out += '\\';
         out += static_cast<char>(cp);
     } else if (cp == '\n') {

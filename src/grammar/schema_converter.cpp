@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "cria/core/error.h"
+#include "cria/grammar/gbnf.h"
 #include "cria/grammar/json_schema.h"
 
 namespace cria::grammar {
@@ -134,7 +135,7 @@ std::string SchemaConverter::resolve_ref(const std::string& ref) {
         }
     }
     size_t slash = ref.find_last_of('/');
-    std::string name = "ref-" + sanitize(slash == std::string::npos ? "root" : ref.substr(slash + 1));
+    std::string name = ref_prefix_ + "ref-" + sanitize(slash == std::string::npos ? "root" : ref.substr(slash + 1));
     // Reserve the name before visiting so a recursive reference finds it.
     while (rules_.count(name)) name += "-";
     rules_.emplace(name, "\"\"");
@@ -395,9 +396,23 @@ std::string SchemaConverter::integer_rule(const json& schema, const std::string&
 
 std::string json_schema_to_gbnf(const nlohmann::json& schema) {
     SchemaConverter converter(schema);
-    std::string top = converter.visit(schema, "root-value");
-    converter.add_rule("root", top);
-    return converter.gbnf();
+    try {
+        std::string top = converter.visit(schema, "root-value");
+        converter.add_rule("root", top);
+    } catch (const json::exception& e) {
+        // A keyword with a value of the wrong JSON type.
+        throw Error(std::string("json schema: bad value: ") + e.what());
+    }
+    std::string gbnf = converter.gbnf();
+    // Some patterns translate into grammars the matcher cannot run (a
+    // repetition of something that can be empty, e.g. "(a|)*", is left
+    // recursive): refuse them here, with the grammar's reason.
+    try {
+        (void)parse_gbnf(gbnf);
+    } catch (const Error& e) {
+        throw Error(std::string("json schema: cannot be expressed as a grammar: ") + e.what());
+    }
+    return gbnf;
 }
 
 }  // namespace cria::grammar

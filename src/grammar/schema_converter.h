@@ -13,7 +13,9 @@ namespace cria::grammar {
 
 class SchemaConverter {
 public:
-    explicit SchemaConverter(const nlohmann::json& root) : root_(root) {}
+    // `ref_prefix` starts the names of $ref rules, so several converters'
+    // rules can share one grammar.
+    explicit SchemaConverter(const nlohmann::json& root, std::string ref_prefix = "") : root_(root), ref_prefix_(std::move(ref_prefix)) {}
 
     // Adds the rules for `schema` and returns the name of its rule.
     std::string visit(const nlohmann::json& schema, const std::string& name);
@@ -35,6 +37,7 @@ private:
     std::string resolve_ref(const std::string& ref);
 
     const nlohmann::json& root_;
+    std::string ref_prefix_;
     std::map<std::string, std::string> rules_;
     std::map<std::string, std::string> ref_rules_;  // $ref -> rule name (set before visiting: recursion)
 };

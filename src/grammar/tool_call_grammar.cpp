@@ -1,6 +1,7 @@
 // Grammars for tool calls, built from OpenAI-style tool definitions.
 
 #include "cria/core/error.h"
+#include "cria/grammar/gbnf.h"
 #include "cria/grammar/json_schema.h"
 #include "grammar/schema_converter.h"
 
@@ -23,10 +24,15 @@ ToolCallGrammar tool_call_grammar(const nlohmann::json& tools, ToolCallFormat fo
         }
         std::string name = (*fn)["name"].get<std::string>();
         const json params = fn->contains("parameters") ? (*fn)["parameters"] : json{{"type", "object"}};
-        keep.push_back(std::make_unique<SchemaConverter>(params));
-        SchemaConverter* converter = keep.back().get();
         std::string prefix = "tool" + std::to_string(i);
-        std::string args = converter->visit(params, prefix + "-args");
+        keep.push_back(std::make_unique<SchemaConverter>(params, prefix + "-"));
+        SchemaConverter* converter = keep.back().get();
+        std::string args;
+        try {
+            args = converter->visit(params, prefix + "-args");
+        } catch (const json::exception& e) {
+            throw Error(std::string("tool calls: bad parameters of '") + name + "': " + e.what());
+        }
         std::string call = converter->add_rule(prefix + "-call",
             "\"{\" space " + SchemaConverter::literal("\"name\"") + " space \":\" space " +
             SchemaConverter::literal(json(name).dump()) + " space \",\" space " + SchemaConverter::literal("\"arguments\"") +
@@ -56,6 +62,11 @@ ToolCallGrammar tool_call_grammar(const nlohmann::json& tools, ToolCallFormat fo
     }
     merged["root"] = root;
     for (const auto& [name, body] : merged) out.gbnf += name + " ::= " + body + "\n";
+    try {
+        (void)parse_gbnf(out.gbnf);
+    } catch (const Error& e) {
+        throw Error(std::string("tool calls: parameters cannot be expressed as a grammar: ") + e.what());
+    }
     return out;
 }
 
