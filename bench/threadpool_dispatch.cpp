@@ -1,6 +1,7 @@
 // Thread pool dispatch cost, and how it holds up on a busy machine.
 //
 //   BM_EmptyDispatch/T      parallel_for over T empty tasks: pure dispatch latency
+//   BM_EmptyDispatchNoSpin  the same with spin_us = 0 (always sleep)
 //   BM_SmallDispatches/T    a dispatch of 4T tasks of ~1 µs each, as one
 //                           layer of a small model's generation step issues them
 //   BM_SpinStaticBaseline/T the same work on a pool in the style of llama.cpp's:
@@ -48,6 +49,18 @@ void BM_EmptyDispatch(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EmptyDispatch)->Arg(1)->Arg(2)->Arg(4)->UseRealTime();
+
+// Workers that never spin: every dispatch pays the futex wake-up. The gap to
+// BM_EmptyDispatch is what the bounded spin (Options::spin_us) buys.
+void BM_EmptyDispatchNoSpin(benchmark::State& state) {
+    const int threads = static_cast<int>(state.range(0));
+    static cria::cpu::ThreadPool pool(2, cria::cpu::ThreadPool::Options{0});
+    for (auto _ : state) {
+        pool.parallel_for(threads, [](int64_t task, int) { benchmark::DoNotOptimize(task); }, 1);
+    }
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EmptyDispatchNoSpin)->Arg(2)->UseRealTime();
 
 void BM_SmallDispatches(benchmark::State& state) {
     const int threads = static_cast<int>(state.range(0));
