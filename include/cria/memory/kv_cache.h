@@ -1,0 +1,147 @@
+#pragma once
+// The KV cache: keys and values of every token seen, kept in "cells" shared
+// by all layers (llama.cpp's unified cache). A cell holds one token's K and V
+// for every layer, its position, and the set of sequences it belongs to (a
+// prompt shared by several sequences is stored once).
+//
+// Layout: per layer, K is [head_dim, n_head_kv, n_cells] and V is
+// [head_dim_v, n_head_kv, n_cells] of the cache types (F16 by default; F32,
+// BF16, Q8_0, Q4_0), so one cell's keys for all heads are contiguous bytes.
+//
+// Attention and the mask (the design choice). The op API's attention takes
+// no mask: keys are visible by index (causal j <= position, and a sliding
+// window on index differences). Visibility here is per cell: a query of
+// sequence s at position p sees the cells that belong to s with position <= p
+// (and p - pos < n_swa on sliding-window layers). attend() works out that set
+// for every query token of the micro-batch once per window kind, then:
+//   1. If for every token the visible cells are exactly the index range the
+//      op would pick (0..p', or the window before p') for some p' -- the case
+//      of one sequence decoded from an empty cache -- one attention call
+//      covers the whole micro-batch, reading the cache in place.
+//   2. Otherwise, token by token: a visible set that is one contiguous range
+//      of cells is passed as a view (no copy, causal off); any other set is
+//      gathered into scratch rows first (order is irrelevant to attention).
+// So the common paths read the cache in place, and every other layout (many
+// sequences, removed ranges, shifted positions, reused cells) stays exact.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "cria/core/element_type.h"
+#include "cria/ops/ops.h"
+
+namespace cria::memory {
+
+using SeqId = int32_t;
+inline constexpr SeqId kMaxSequences = 64;
+
+struct KvCacheParams {
+    uint32_t n_cells = 0;
+    uint32_t n_layer = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 0;
+    uint32_t head_dim_v = 0;
+    ElementType type_k = ElementType::F16;
+    ElementType type_v = ElementType::F16;
+    // > 0: only the last n_swa positions of each sequence are ever visible,
+    // so older cells are freed before each micro-batch (a sliding-window cache).
+    uint32_t n_swa = 0;
+};
+
+// The tokens of one micro-batch as the cache sees them.
+struct UbatchView {
+    int64_t n_tokens = 0;
+    const int32_t* positions = nullptr;
+    const uint64_t* seq_masks = nullptr;  // bit s set: the token belongs to sequence s
+};
+
+class KvCache {
+public:
+    // Throws cria::Error for an unsupported cache type or a head size the
+    // type's blocks do not divide.
+    explicit KvCache(const KvCacheParams& params);
+
+    const KvCacheParams& params() const { return params_; }
+    uint32_t n_cells() const { return params_.n_cells; }
+    uint32_t n_used() const;  // cells that belong to at least one sequence
+    size_t memory_bytes() const;
+
+    // Places a micro-batch: picks a free cell for every token (a contiguous
+    // run when there is one), marks them used with the token's position and
+    // sequences. Returns false (and changes nothing) when there are not enough
+    // free cells. The chosen cells are kept for store() and attend().
+    bool place(const UbatchView& ubatch);
+    const std::vector<uint32_t>& placed_cells() const { return slots_; }
+
+    // Writes the micro-batch's keys and values (F32 [head_dim, n_head_kv,
+    // n_tokens] and [head_dim_v, n_head_kv, n_tokens]) of `layer` into its cells.
+    void store(uint32_t layer, const ops::TensorView& k, const ops::TensorView& v);
+
+    // Attention of the micro-batch's queries over the visible cells (see the
+    // comment at the top). params.causal/window/positions are replaced by the
+    // cell visibility; scale, softcap and sinks are passed on.
+    void attend(ops::Ops& ops, uint32_t layer, const ops::TensorView& q, const ops::AttentionParams& params,
+                uint32_t window, const ops::TensorView& out);
+
+    // Sequence bookkeeping, as llama.cpp's llama_memory_seq_* (p1 < 0: to the
+    // end; seq < 0 in seq_rm: every sequence).
+    void clear();
+    void seq_rm(SeqId seq, int32_t p0, int32_t p1);
+    void seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1);
+    void seq_keep(SeqId seq);
+    // Adds delta to the positions in [p0, p1) of seq; cells whose position
+    // becomes negative are removed. The keys must then be re-rotated with
+    // apply_shift() before the next attention (context shift).
+    void seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta);
+    int32_t seq_pos_min(SeqId seq) const;  // -1 when the sequence is empty
+    int32_t seq_pos_max(SeqId seq) const;  // -1 when the sequence is empty
+
+    bool has_shift() const { return has_shift_; }
+    // Rotates the keys of every shifted cell by its accumulated delta: RoPE is
+    // a rotation by an angle linear in the position, so rotating by the delta
+    // equals rotating from scratch at the new position.
+    void apply_shift(ops::Ops& ops, const std::function<ops::RopeParams(uint32_t layer)>& rope_for_layer);
+
+    // The position and sequence set of a cell (for tests).
+    int32_t cell_pos(uint32_t cell) const { return pos_[cell]; }
+    uint64_t cell_seqs(uint32_t cell) const { return seqs_[cell]; }
+
+private:
+    void check_seq(SeqId seq) const;
+    void free_cell(uint32_t c);
+    void prune_window();
+    ops::TensorView k_view(uint32_t layer, uint32_t first, uint32_t count) const;
+    ops::TensorView v_view(uint32_t layer, uint32_t first, uint32_t count) const;
+
+    // Visibility of each token of the current micro-batch for one window.
+    struct Plan {
+        bool valid = false;
+        bool single_call = false;
+        std::vector<int32_t> op_positions;  // single call: the index position per token
+        std::vector<uint32_t> lo, hi;       // contiguous range per token (hi < lo: empty)
+        std::vector<uint8_t> contiguous;
+        std::vector<uint32_t> gather_offsets, gather_cells;  // cells of non-contiguous tokens
+    };
+    const Plan& plan_for(uint32_t window);
+
+    KvCacheParams params_;
+    size_t k_cell_bytes_ = 0, v_cell_bytes_ = 0, k_row_bytes_ = 0, v_row_bytes_ = 0;
+    std::vector<std::vector<uint8_t>> k_, v_;  // per layer
+    std::vector<int32_t> pos_;
+    std::vector<uint64_t> seqs_;
+    std::vector<int32_t> shift_;
+    bool has_shift_ = false;
+    uint32_t n_hi_ = 0;  // 1 + highest cell index ever used since clear (attention reads below it)
+
+    UbatchView ubatch_;
+    std::vector<int32_t> ub_pos_;
+    std::vector<uint64_t> ub_seqs_;
+    std::vector<uint32_t> slots_;
+    Plan plans_[2];  // [0]: no window, [1]: the sliding window
+    uint32_t plan_window_[2] = {0, 0};
+    std::vector<float> convert_;           // F32 staging for quantizing rows
+    std::vector<uint8_t> gather_k_, gather_v_;
+};
+
+}  // namespace cria::memory

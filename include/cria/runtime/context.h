@@ -1,0 +1,111 @@
+#pragma once
+// A Context runs a model over batches: it owns the KV cache(s), the thread
+// pool and the op backend, the activation workspace and the output buffers.
+//
+//   auto model = model::Model::load("m.gguf");
+//   runtime::Context ctx(*model, {});
+//   ctx.decode(runtime::Batch::from_tokens(prompt, 0));
+//   auto logits = ctx.logits(-1);
+//
+// decode() splits a batch into micro-batches of n_ubatch tokens, places each
+// in the cache, and runs the forward pass; logits (and embeddings) of the
+// flagged tokens are kept until the next decode(). Models with sliding-window
+// layers get two caches, as llama.cpp's iSWA cache: a full one for the global
+// layers and a small one holding only the window for the SWA layers.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cria/core/element_type.h"
+#include "cria/cpu/thread_pool.h"
+#include "cria/memory/kv_cache.h"
+#include "cria/model/model.h"
+#include "cria/ops/cpu_ops.h"
+#include "cria/runtime/batch.h"
+
+namespace cria::runtime {
+
+enum class Pooling { None, Mean, Last, Cls };
+
+struct ContextParams {
+    uint32_t n_ctx = 4096;     // cache cells; 0: the model's training context
+    uint32_t n_batch = 2048;   // most tokens one decode() call accepts
+    uint32_t n_ubatch = 512;   // tokens per forward pass
+    uint32_t n_seq_max = 1;    // sequences (1..64)
+    int n_threads = 0;         // <= 0: one per hardware thread
+    ElementType type_k = ElementType::F16;
+    ElementType type_v = ElementType::F16;
+    bool embeddings = false;   // keep the final hidden states
+    Pooling pooling = Pooling::None;
+};
+
+struct Timings {
+    double prompt_ms = 0;  // decode() calls with more than one token
+    int64_t prompt_tokens = 0;
+    double eval_ms = 0;    // decode() calls with one token
+    int64_t eval_tokens = 0;
+};
+
+class Context final : private model::AttentionMemory {
+public:
+    Context(const model::Model& model, const ContextParams& params);
+    ~Context() override;
+
+    // 0 on success; 1 when the cache has no room for the batch (nothing was
+    // kept of the batch then). Throws cria::Error for an invalid batch.
+    int decode(const Batch& batch);
+
+    // Logits of batch entry i of the last decode() (it must have been flagged);
+    // i < 0 counts from the last output.
+    std::span<const float> logits(int32_t i) const;
+    // Final hidden state of batch entry i (embeddings on, pooling none).
+    std::span<const float> embeddings(int32_t i) const;
+    // Pooled embedding of a sequence of the last decode() (pooling not none).
+    std::span<const float> embeddings_seq(SeqId seq) const;
+
+    // The cache, as llama.cpp's llama_memory_* (applied to every cache).
+    void memory_clear();
+    void memory_seq_rm(SeqId seq, int32_t p0, int32_t p1);
+    void memory_seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1);
+    void memory_seq_keep(SeqId seq);
+    void memory_seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta);
+    int32_t memory_seq_pos_max(SeqId seq) const;
+    int32_t memory_seq_pos_min(SeqId seq) const;
+    size_t memory_bytes() const;
+
+    const model::Model& model() const { return model_; }
+    const ContextParams& params() const { return params_; }
+    uint32_t n_ctx() const { return params_.n_ctx; }
+    int n_threads() const { return pool_.size(); }
+    ops::Ops& ops() { return ops_; }
+    Timings& timings() { return timings_; }
+
+private:
+    void attend(uint32_t layer, const ops::TensorView& q, const ops::TensorView& k, const ops::TensorView& v,
+                const ops::AttentionParams& params, const ops::TensorView& out) override;
+    int decode_ubatch(const Batch& batch, int64_t first, int64_t n);
+
+    const model::Model& model_;
+    ContextParams params_;
+    cpu::ThreadPool pool_;
+    ops::CpuOps ops_;
+    model::Workspace ws_;
+    std::unique_ptr<memory::KvCache> full_, swa_;
+    std::vector<std::pair<memory::KvCache*, uint32_t>> layer_cache_;  // per model layer: cache and its layer index
+
+    // Per-ubatch scratch (no allocation once sized).
+    std::vector<int32_t> out_rows_;
+    std::vector<float> hidden_tmp_;
+
+    // Outputs of the last decode().
+    std::vector<float> logits_, embd_, pooled_;
+    std::vector<int32_t> output_index_;  // batch entry -> output row, -1 when not flagged
+    int32_t n_outputs_ = 0;
+    std::vector<int32_t> pooled_index_;  // seq -> row in pooled_, -1 when absent
+    Timings timings_;
+};
+
+}  // namespace cria::runtime

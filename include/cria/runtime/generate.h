@@ -1,0 +1,30 @@
+#pragma once
+// The generation loop of llama-completion: decode the prompt (in batches of
+// n_batch, logits for the last token only), then sample, accept, decode one
+// token at a time until n_predict tokens, an end-of-generation token, or a
+// full context.
+
+#include <functional>
+#include <vector>
+
+#include "cria/runtime/context.h"
+#include "cria/sampling/chain.h"
+#include "cria/vocab/vocab.h"
+
+namespace cria::runtime {
+
+enum class StopReason { Length, EndOfGeneration, ContextFull, Callback };
+
+struct GenerationResult {
+    std::vector<TokenId> tokens;  // generated tokens (an end-of-generation token is not included)
+    StopReason stop = StopReason::Length;
+};
+
+// on_token is called for every generated token before it is decoded; return
+// false to stop. n_predict < 0: until EOG or a full context. Sequence 0 of
+// ctx is used from position 0 (the cache is cleared first).
+GenerationResult generate(Context& ctx, const vocab::Vocab& vocab, sampling::Chain& chain,
+                          const std::vector<TokenId>& prompt, int n_predict,
+                          const std::function<bool(TokenId)>& on_token = {});
+
+}  // namespace cria::runtime

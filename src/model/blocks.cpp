@@ -1,0 +1,158 @@
+#include "model/blocks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "cria/core/error.h"
+
+namespace cria::model::blocks {
+
+using ops::TensorView;
+
+TensorView view(std::vector<float>& buf, int64_t rows, int64_t n) {
+    return TensorView::contiguous(ElementType::F32, buf.data(), {rows, n});
+}
+
+namespace {
+
+TensorView vec_view(const std::vector<float>& v) {
+    return TensorView::contiguous(ElementType::F32, v.data(), {static_cast<int64_t>(v.size())});
+}
+
+// Copies rows [first, first + rows) of every column of a [total, n] buffer
+// into a dense [rows, n] buffer: splits the output of a fused projection.
+void split_rows(const float* src, int64_t total, int64_t first, int64_t rows, int64_t n, float* dst) {
+    for (int64_t t = 0; t < n; ++t)
+        std::memcpy(dst + t * rows, src + t * total + first, static_cast<size_t>(rows) * sizeof(float));
+}
+
+}  // namespace
+
+void embed(Step& s, bool scale) {
+    const int64_t n_embd = s.hp.n_embd;
+    const TensorView x = view(s.ws.x, n_embd, s.n);
+    if (s.in.embd != nullptr) {
+        std::memcpy(s.ws.x.data(), s.in.embd, static_cast<size_t>(n_embd * s.n) * sizeof(float));
+    } else {
+        for (int64_t t = 0; t < s.n; ++t)
+            if (s.in.tokens[t] < 0 || static_cast<uint32_t>(s.in.tokens[t]) >= s.hp.n_vocab)
+                throw Error("token id " + std::to_string(s.in.tokens[t]) + " is outside the vocabulary of " +
+                            std::to_string(s.hp.n_vocab));
+        s.ops.get_rows(s.w.token_embd, s.in.tokens, s.n, x);
+    }
+    if (scale) s.ops.scale(x, std::sqrt(static_cast<float>(n_embd)), x);
+}
+
+void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
+    const HParams& hp = s.hp;
+    const LayerWeights& lw = s.w.layers[layer];
+    Workspace& ws = s.ws;
+    const int64_t n = s.n;
+    const int64_t nq = hp.n_embd_q(), nk = hp.n_embd_k(), nv = hp.n_embd_v();
+
+    const TensorView x = view(ws.x, hp.n_embd, n);
+    const TensorView h = view(ws.h, hp.n_embd, n);
+    s.ops.rms_norm(x, lw.attn_norm.data(), hp.norm_rms_eps, h);
+
+    const TensorView q = view(ws.q, nq, n), k = view(ws.k, nk, n), v = view(ws.v, nv, n);
+    if (o.layout == QkvLayout::Fused) {
+        const int64_t total = nq + nk + nv;
+        s.ops.matmul(lw.wqkv, h, view(ws.qkv, total, n));
+        split_rows(ws.qkv.data(), total, 0, nq, n, ws.q.data());
+        split_rows(ws.qkv.data(), total, nq, nk, n, ws.k.data());
+        split_rows(ws.qkv.data(), total, nq + nk, nv, n, ws.v.data());
+    } else {
+        s.ops.matmul(lw.wq, h, q);
+        s.ops.matmul(lw.wk, h, k);
+        s.ops.matmul(lw.wv, h, v);
+    }
+    if (o.bias) {
+        s.ops.add(q, vec_view(lw.q_bias), q);
+        s.ops.add(k, vec_view(lw.k_bias), k);
+        s.ops.add(v, vec_view(lw.v_bias), v);
+    }
+    // Heads as rows: [head_dim, heads, n].
+    const TensorView qh = TensorView::contiguous(ElementType::F32, ws.q.data(), {hp.head_dim, hp.n_head, n});
+    const TensorView kh = TensorView::contiguous(ElementType::F32, ws.k.data(), {hp.head_dim, hp.n_head_kv, n});
+    const TensorView vh = TensorView::contiguous(ElementType::F32, ws.v.data(), {hp.head_dim_v, hp.n_head_kv, n});
+    if (o.qk_norm) {
+        s.ops.rms_norm(qh, lw.q_norm.data(), hp.norm_rms_eps, qh);
+        s.ops.rms_norm(kh, lw.k_norm.data(), hp.norm_rms_eps, kh);
+    }
+    const ops::RopeParams rope = s.model.rope_params(layer, s.in.long_rope);
+    s.ops.rope(qh, s.in.positions, rope, qh);
+    s.ops.rope(kh, s.in.positions, rope, kh);
+
+    ops::AttentionParams ap;
+    ap.scale = hp.attention_scale;
+    ap.causal = true;
+    ap.window = hp.is_swa(layer) ? hp.n_swa : 0;
+    ap.softcap = hp.attn_softcap;
+    ap.positions = s.in.positions;
+    const TensorView attn = TensorView::contiguous(ElementType::F32, ws.attn.data(), {hp.head_dim_v, hp.n_head, n});
+    s.memory.attend(layer, qh, kh, vh, ap, attn);
+
+    const TensorView out = view(ws.o, hp.n_embd, n);
+    s.ops.matmul(lw.wo, view(ws.attn, static_cast<int64_t>(hp.n_head) * hp.head_dim_v, n), out);
+    if (o.post_norm) s.ops.rms_norm(out, lw.post_attn_norm.data(), hp.norm_rms_eps, out);
+    s.ops.add(x, out, x);
+}
+
+void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
+    const HParams& hp = s.hp;
+    const LayerWeights& lw = s.w.layers[layer];
+    Workspace& ws = s.ws;
+    const int64_t n = s.n, n_ff = hp.n_ff;
+
+    const TensorView x = view(ws.x, hp.n_embd, n);
+    const TensorView h = view(ws.h, hp.n_embd, n);
+    s.ops.rms_norm(x, lw.ffn_norm.data(), hp.norm_rms_eps, h);
+
+    const TensorView gate = view(ws.gate, n_ff, n), up = view(ws.up, n_ff, n);
+    if (o.layout == GateUpLayout::Fused) {
+        // One matmul gives [gate; up] per token; gate rows first.
+        s.ops.matmul(lw.up, h, view(ws.qkv, 2 * n_ff, n));
+        split_rows(ws.qkv.data(), 2 * n_ff, 0, n_ff, n, ws.gate.data());
+        split_rows(ws.qkv.data(), 2 * n_ff, n_ff, n_ff, n, ws.up.data());
+    } else {
+        s.ops.matmul(lw.gate, h, gate);
+        s.ops.matmul(lw.up, h, up);
+    }
+    if (o.activation == FfnActivation::Silu)
+        s.ops.swiglu(gate, up, gate);
+    else
+        s.ops.geglu(gate, up, gate);
+
+    const TensorView out = view(ws.o, hp.n_embd, n);
+    s.ops.matmul(lw.down, gate, out);
+    if (o.post_norm) s.ops.rms_norm(out, lw.post_ffn_norm.data(), hp.norm_rms_eps, out);
+    s.ops.add(x, out, x);
+}
+
+void output_head(Step& s, float* logits, float* hidden) {
+    const HParams& hp = s.hp;
+    const int64_t n_out = s.in.n_outputs;
+    if (n_out == 0) return;
+    const int64_t n_embd = hp.n_embd;
+    // Only the rows asked for go through the (large) output projection.
+    float* rows = s.ws.out_rows.data();
+    for (int64_t i = 0; i < n_out; ++i) {
+        const int32_t r = s.in.output_rows[i];
+        if (r < 0 || r >= s.n) throw Error("output row " + std::to_string(r) + " is outside the micro-batch");
+        std::memcpy(rows + i * n_embd, s.ws.x.data() + static_cast<int64_t>(r) * n_embd,
+                    static_cast<size_t>(n_embd) * sizeof(float));
+    }
+    const TensorView normed = TensorView::contiguous(ElementType::F32, rows, {n_embd, n_out});
+    s.ops.rms_norm(normed, s.w.output_norm.data(), hp.norm_rms_eps, normed);
+    if (hidden != nullptr) std::memcpy(hidden, rows, static_cast<size_t>(n_embd * n_out) * sizeof(float));
+    if (logits == nullptr) return;
+    s.ops.matmul(s.w.output, normed, TensorView::contiguous(ElementType::F32, logits, {int64_t{hp.n_vocab}, n_out}));
+    if (hp.final_softcap > 0.0f) {
+        const float cap = hp.final_softcap;
+        const int64_t total = n_out * hp.n_vocab;
+        for (int64_t i = 0; i < total; ++i) logits[i] = std::tanh(logits[i] / cap) * cap;
+    }
+}
+
+}  // namespace cria::model::blocks

@@ -1,0 +1,206 @@
+// Loading a model for the fast path: hyperparameters, then a view of every
+// weight matrix straight into the file's mapping (nothing is copied, so the
+// resident size stays that of the file), then dispatch to the architecture.
+
+#include "cria/model/model.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "cria/core/error.h"
+#include "cria/gguf/file.h"
+#include "cria/quant/quantize.h"
+#include "model/blocks.h"
+
+namespace cria::model {
+namespace {
+
+class WeightLoader {
+public:
+    explicit WeightLoader(const gguf::File& file) : file_(file) {}
+
+    bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
+    // A [cols, rows] matrix viewed in place.
+    ops::TensorView matrix(const std::string& name, uint64_t cols, uint64_t rows) const {
+        const gguf::TensorInfo& t = require(name);
+        if (t.n_dims != 2 || t.ne[0] != cols || t.ne[1] != rows)
+            throw Error(file_.path() + ": tensor '" + name + "' should have shape [" + std::to_string(cols) + ", " +
+                        std::to_string(rows) + "]");
+        return ops::TensorView::contiguous(t.type, file_.tensor_data(t).data(),
+                                           {static_cast<int64_t>(cols), static_cast<int64_t>(rows)});
+    }
+
+    // A small vector converted to F32.
+    std::vector<float> vector(const std::string& name, uint64_t n) const {
+        const gguf::TensorInfo& t = require(name);
+        if (t.n_elements() != n)
+            throw Error(file_.path() + ": tensor '" + name + "' should have " + std::to_string(n) + " values");
+        if (!quant::can_dequantize(t.type))
+            throw Error(file_.path() + ": tensor '" + name + "' has an unsupported type");
+        std::vector<float> v(n);
+        quant::dequantize_row(t.type, file_.tensor_data(t).data(), v.data(), static_cast<int64_t>(n));
+        return v;
+    }
+
+private:
+    const gguf::TensorInfo& require(const std::string& name) const {
+        const gguf::TensorInfo* t = file_.find_tensor(name);
+        if (!t) throw Error(file_.path() + ": missing tensor '" + name + "'");
+        return *t;
+    }
+    const gguf::File& file_;
+};
+
+Weights load_weights(const gguf::File& file, const HParams& hp) {
+    const WeightLoader w(file);
+    Weights out;
+    out.token_embd = w.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
+    out.output = hp.tied_output ? out.token_embd : w.matrix("output.weight", hp.n_embd, hp.n_vocab);
+    out.output_norm = w.vector("output_norm.weight", hp.n_embd);
+    if (!hp.rope_factors_tensor.empty()) out.rope_factors = w.vector(hp.rope_factors_tensor, hp.n_rot / 2);
+    if (!hp.rope_factors_long_tensor.empty())
+        out.rope_factors_long = w.vector(hp.rope_factors_long_tensor, hp.n_rot / 2);
+
+    out.layers.resize(hp.n_layer);
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        LayerWeights& lw = out.layers[l];
+        lw.attn_norm = w.vector(p + "attn_norm.weight", hp.n_embd);
+        if (hp.fused_qkv) {
+            lw.wqkv = w.matrix(p + "attn_qkv.weight", hp.n_embd, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v());
+        } else {
+            lw.wq = w.matrix(p + "attn_q.weight", hp.n_embd, hp.n_embd_q());
+            lw.wk = w.matrix(p + "attn_k.weight", hp.n_embd, hp.n_embd_k());
+            lw.wv = w.matrix(p + "attn_v.weight", hp.n_embd, hp.n_embd_v());
+        }
+        lw.wo = w.matrix(p + "attn_output.weight", static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, hp.n_embd);
+        if (hp.has_qkv_bias) {
+            lw.q_bias = w.vector(p + "attn_q.bias", hp.n_embd_q());
+            lw.k_bias = w.vector(p + "attn_k.bias", hp.n_embd_k());
+            lw.v_bias = w.vector(p + "attn_v.bias", hp.n_embd_v());
+        }
+        if (hp.has_qk_norm) {
+            lw.q_norm = w.vector(p + "attn_q_norm.weight", hp.head_dim);
+            lw.k_norm = w.vector(p + "attn_k_norm.weight", hp.head_dim);
+        }
+        if (hp.has_post_norms) {
+            lw.post_attn_norm = w.vector(p + "post_attention_norm.weight", hp.n_embd);
+            lw.post_ffn_norm = w.vector(p + "post_ffw_norm.weight", hp.n_embd);
+        }
+        lw.ffn_norm = w.vector(p + "ffn_norm.weight", hp.n_embd);
+        if (hp.fused_gate_up) {
+            lw.up = w.matrix(p + "ffn_up.weight", hp.n_embd, 2 * uint64_t{hp.n_ff});
+        } else {
+            lw.gate = w.matrix(p + "ffn_gate.weight", hp.n_embd, hp.n_ff);
+            lw.up = w.matrix(p + "ffn_up.weight", hp.n_embd, hp.n_ff);
+        }
+        lw.down = w.matrix(p + "ffn_down.weight", hp.n_ff, hp.n_embd);
+    }
+    return out;
+}
+
+}  // namespace
+
+void Workspace::reserve(const HParams& hp, int64_t n) {
+    if (n <= capacity_) return;
+    const auto size = [n](int64_t rows) { return static_cast<size_t>(rows * n); };
+    const int64_t nq = hp.n_embd_q(), nk = hp.n_embd_k(), nv = hp.n_embd_v();
+    x.resize(size(hp.n_embd));
+    h.resize(size(hp.n_embd));
+    q.resize(size(nq));
+    k.resize(size(nk));
+    v.resize(size(nv));
+    qkv.resize(size(std::max<int64_t>(nq + nk + nv, 2 * int64_t{hp.n_ff})));
+    attn.resize(size(int64_t{hp.n_head} * hp.head_dim_v));
+    o.resize(size(hp.n_embd));
+    gate.resize(size(hp.n_ff));
+    up.resize(size(hp.n_ff));
+    out_rows.resize(size(hp.n_embd));
+    capacity_ = n;
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, gguf::LoadMode mode) {
+    return from_file(std::shared_ptr<const gguf::File>(gguf::File::open(path, mode)));
+}
+
+std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file) {
+    std::unique_ptr<Model> m(new Model());
+    m->file_ = std::move(file);
+    m->hp_ = read_hparams(*m->file_);
+    m->weights_ = load_weights(*m->file_, m->hp_);
+    return m;
+}
+
+uint64_t Model::n_params() const {
+    uint64_t n = 0;
+    for (const auto& t : file_->tensors()) n += t.n_elements();
+    return n;
+}
+
+uint64_t Model::size_bytes() const {
+    uint64_t n = 0;
+    for (const auto& t : file_->tensors()) n += t.n_bytes;
+    return n;
+}
+
+std::string Model::description() const {
+    // llama-bench prints "<arch> <size class> <file type>", e.g. "llama 1B Q4_0".
+    const double params = static_cast<double>(n_params());
+    char size[32];
+    if (params >= 1e9)
+        std::snprintf(size, sizeof size, "%.0fB", params / 1e9);
+    else if (params >= 1e6)
+        std::snprintf(size, sizeof size, "%.0fM", params / 1e6);
+    else
+        std::snprintf(size, sizeof size, "%.0fK", params / 1e3);
+    // The file type: the type of most weight bytes.
+    std::vector<std::pair<uint64_t, ElementType>> by_type;
+    for (const auto& t : file_->tensors()) {
+        auto it = std::find_if(by_type.begin(), by_type.end(), [&](const auto& e) { return e.second == t.type; });
+        if (it == by_type.end())
+            by_type.emplace_back(t.n_bytes, t.type);
+        else
+            it->first += t.n_bytes;
+    }
+    std::string type = "?";
+    if (!by_type.empty()) type = std::string(element_type_name(std::max_element(by_type.begin(), by_type.end())->second));
+    return hp_.arch_name + " " + size + " " + type;
+}
+
+ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
+    ops::RopeParams p;
+    p.n_dims = static_cast<int>(hp_.n_rot);
+    p.order = hp_.rope_order == RopeOrder::NeoX ? ops::RopeOrder::NeoX : ops::RopeOrder::Normal;
+    const bool swa = hp_.is_swa(layer);
+    p.freq_base = swa ? hp_.rope_freq_base_swa : hp_.rope_freq_base;
+    p.freq_scale = swa ? hp_.rope_freq_scale_swa : hp_.rope_freq_scale;
+    p.n_ctx_orig = static_cast<int>(hp_.n_ctx_orig ? hp_.n_ctx_orig : hp_.n_ctx_train);
+    p.attn_factor = hp_.rope_attn_factor;
+    const std::vector<float>& factors =
+        long_rope && !weights_.rope_factors_long.empty() ? weights_.rope_factors_long : weights_.rope_factors;
+    p.freq_factors = factors.empty() ? nullptr : factors.data();
+    return p;
+}
+
+void Model::forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, AttentionMemory& memory, float* logits,
+                    float* hidden) const {
+    if (in.n_tokens <= 0) throw Error("forward: the micro-batch is empty");
+    if ((in.tokens == nullptr) == (in.embd == nullptr)) throw Error("forward: give either tokens or embeddings");
+    if (in.positions == nullptr) throw Error("forward: positions are missing");
+    if (in.n_outputs < 0 || in.n_outputs > in.n_tokens) throw Error("forward: bad number of outputs");
+    ws.reserve(hp_, in.n_tokens);
+    blocks::Step step{ops, hp_, weights_, ws, in, memory, *this, in.n_tokens};
+    float* out_logits = in.want_logits ? logits : nullptr;
+    float* out_hidden = in.want_hidden ? hidden : nullptr;
+    switch (hp_.arch) {
+        case Architecture::Llama:
+        case Architecture::Qwen2:
+        case Architecture::Qwen3: archs::forward_llama(step, out_logits, out_hidden); break;
+        case Architecture::Gemma2:
+        case Architecture::Gemma3: archs::forward_gemma(step, out_logits, out_hidden); break;
+        case Architecture::Phi3: archs::forward_phi3(step, out_logits, out_hidden); break;
+    }
+}
+
+}  // namespace cria::model
