@@ -26,6 +26,7 @@ Template::Template(Template&&) noexcept = default;
 Template& Template::operator=(Template&&) noexcept = default;
 
 std::string Template::render(const Value& variables) const {
+    CycleCollector collector;  // declared first: it runs after the renderer is gone
     Renderer r(impl_->limits, variables);
     std::string out;
     try {
@@ -322,6 +323,8 @@ Renderer::Flow Renderer::exec(const Stmt& s, std::string& out) {
 // was defined in; each call renders the body in a fresh child scope.
 Value Renderer::make_macro(const Stmt& s) {
     std::shared_ptr<Frame> closure = frame_;
+    // The macro is usually stored in the very scope it closes over: a cycle.
+    CycleCollector::track_other([closure]() { decltype(closure->vars.items)().swap(closure->vars.items); });
     const Stmt* def = &s;
     Renderer* self = this;
     const std::string name = s.kind == StmtKind::Macro ? s.text : "caller";

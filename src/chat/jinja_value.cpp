@@ -20,6 +20,54 @@ std::string with_line(const std::string& kind, const std::string& message, int l
 TemplateError::TemplateError(std::string kind, std::string message, int line)
     : cria::Error(with_line(kind, message, line)), kind_(std::move(kind)), message_(std::move(message)), line_(line) {}
 
+// --- CycleCollector -----------------------------------------------------------
+
+struct CycleCollector::State {
+    std::vector<std::weak_ptr<ValueList>> lists;
+    std::vector<std::weak_ptr<Dict>> dicts;
+    std::vector<std::function<void()>> others;
+    size_t compact_at = 1024;
+
+    // Forget objects already freed, so a long render does not grow the record.
+    void maybe_compact() {
+        if (lists.size() + dicts.size() < compact_at) return;
+        std::erase_if(lists, [](const auto& w) { return w.expired(); });
+        std::erase_if(dicts, [](const auto& w) { return w.expired(); });
+        compact_at = std::max<size_t>(1024, 2 * (lists.size() + dicts.size()));
+    }
+};
+
+namespace {
+thread_local CycleCollector::State* t_collector = nullptr;
+}
+
+CycleCollector::CycleCollector() : previous_(t_collector), state_(std::make_unique<State>()) { t_collector = state_.get(); }
+
+CycleCollector::~CycleCollector() {
+    t_collector = previous_;
+    // Move contents out before destroying them, so destruction never walks
+    // into a container being cleared.
+    for (auto& clear : state_->others) clear();
+    for (auto& w : state_->lists)
+        if (auto p = w.lock()) ValueList().swap(*p);
+    for (auto& w : state_->dicts)
+        if (auto p = w.lock()) decltype(p->items)().swap(p->items);
+}
+
+void CycleCollector::track(const std::shared_ptr<ValueList>& list) {
+    if (!t_collector) return;
+    t_collector->lists.push_back(list);
+    t_collector->maybe_compact();
+}
+void CycleCollector::track(const std::shared_ptr<Dict>& dict) {
+    if (!t_collector) return;
+    t_collector->dicts.push_back(dict);
+    t_collector->maybe_compact();
+}
+void CycleCollector::track_other(std::function<void()> clear) {
+    if (t_collector) t_collector->others.push_back(std::move(clear));
+}
+
 const std::string& Value::empty_string() {
     static const std::string empty;
     return empty;
@@ -44,6 +92,7 @@ Value Value::list(ValueList items) {
     Value v;
     v.type_ = Type::List;
     v.list_ = std::make_shared<ValueList>(std::move(items));
+    CycleCollector::track(v.list_);
     return v;
 }
 Value Value::tuple(ValueList items) {
@@ -55,6 +104,7 @@ Value Value::dict() {
     Value v;
     v.type_ = Type::Dict;
     v.dict_ = std::make_shared<Dict>();
+    CycleCollector::track(v.dict_);
     return v;
 }
 Value Value::callable(std::string name, std::function<Value(Args&)> fn) {

@@ -156,6 +156,29 @@ struct Callable {
     std::function<Value(Args&)> fn;
 };
 
+// Python frees reference cycles (a namespace holding itself, a macro stored
+// in the scope it closes over) with its garbage collector; shared_ptr cannot.
+// While a CycleCollector is alive on this thread, every list and dict created
+// is recorded, and the collector empties those still alive when it ends, so
+// no cycle outlives a render. Nothing created during a render escapes it
+// (render returns a string), which is what makes this safe.
+class CycleCollector {
+public:
+    CycleCollector();
+    ~CycleCollector();
+    CycleCollector(const CycleCollector&) = delete;
+    CycleCollector& operator=(const CycleCollector&) = delete;
+    static void track(const std::shared_ptr<ValueList>& list);
+    static void track(const std::shared_ptr<Dict>& dict);
+    // Any other object that may hold Values in a cycle: cleared by `clear` at the end.
+    static void track_other(std::function<void()> clear);
+    struct State;
+
+private:
+    State* previous_;
+    std::unique_ptr<State> state_;
+};
+
 // Python float repr (shortest round-trip digits, "1.0", "1e+16", "inf").
 std::string python_float_repr(double d);
 // Python repr() of a str.
