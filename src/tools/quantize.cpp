@@ -1,6 +1,7 @@
 // `cria quantize IN.gguf OUT.gguf TYPE`: writes a quantized copy of a model
 // with llama-quantize's per-tensor type choices (see quantizer/type_mix.h).
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -87,7 +88,10 @@ std::function<int()> setup(CLI::App& cmd) {
             const size_t eq = spec.rfind('=');
             if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
                 throw Error("--tensor-type '" + spec + "': expected PATTERN=TYPE, e.g. attn_v=q8_0");
-            q.mix.overrides.push_back({spec.substr(0, eq), parse_tensor_type(spec.substr(eq + 1), "--tensor-type")});
+            // llama-quantize lowercases the pattern (tensor names are lowercase).
+            std::string pattern = spec.substr(0, eq);
+            for (char& c : pattern) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            q.mix.overrides.push_back({pattern, parse_tensor_type(spec.substr(eq + 1), "--tensor-type")});
         }
         ImportanceMatrix imatrix;
         if (!opt->imatrix.empty()) {
