@@ -282,6 +282,7 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
         }
         if (t.shape.empty() || t.shape.size() > 2)
             throw Error("convert: tensor '" + hf_name + "' has " + std::to_string(t.shape.size()) + " dimensions");
+        if (t.n_elements() == 0) throw Error("convert: tensor '" + hf_name + "' is empty");
         if (t.dtype != StDtype::F32 && t.dtype != StDtype::F16 && t.dtype != StDtype::BF16 && t.dtype != StDtype::F64)
             throw Error("convert: tensor '" + hf_name + "' has dtype " + st_dtype_name(t.dtype) + " (need F32, F16, BF16)");
 

@@ -24,12 +24,14 @@ class Reader {
 public:
     Reader(const std::vector<char>& bytes, const std::string& path) : bytes_(bytes), path_(path) {}
     bool at_end() const { return pos_ == bytes_.size(); }
+    size_t remaining() const { return bytes_.size() - pos_; }
     int32_t i32(const char* what) {
         int32_t v;
         take(&v, sizeof v, what);
         return v;
     }
     std::string string(size_t n, const char* what) {
+        if (n > remaining()) fail(what);
         std::string s(n, '\0');
         take(s.data(), n, what);
         return s;
@@ -74,6 +76,8 @@ ImportanceMatrix load_legacy(const std::string& path, const std::vector<char>& b
         const int32_t ncall = in.i32("a call count");
         const int32_t nval = in.i32("a value count");
         if (nval <= 0) throw Error("imatrix '" + path + "': entry '" + name + "' has " + std::to_string(nval) + " values");
+        // Checked before allocating: a hostile count must not reserve gigabytes.
+        if (static_cast<uint64_t>(nval) > in.remaining() / sizeof(float)) in.fail("the values of an entry");
         std::vector<float> values(static_cast<size_t>(nval));
         in.floats(values.data(), values.size(), "the values of an entry");
         // Stored values are sums over all calls; the quantizer wants the mean.

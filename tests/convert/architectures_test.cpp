@@ -265,3 +265,21 @@ TEST(ConvertArchitectures, ClearErrors) {
 
 }  // namespace
 }  // namespace cria::convert
+
+namespace cria::convert {
+namespace {
+
+TEST(ConvertArchitectures, EmptyOrMisshapedTensorsAreErrors) {
+    Builder e("LlamaForCausalLM", "empty-tensor");
+    for (Tensor& t : e.tensors)
+        if (t.name == "model.layers.0.mlp.up_proj.weight") t = Tensor{t.name, {0, 64}, {}};
+    EXPECT_THROW(e.convert_f32(), Error);
+    // Q rows that do not split into the configured heads.
+    Builder q("LlamaForCausalLM", "bad-heads");
+    q.config["num_attention_heads"] = 3;
+    q.config["head_dim"] = 16;
+    EXPECT_THROW(q.convert_f32(), Error);
+}
+
+}  // namespace
+}  // namespace cria::convert
