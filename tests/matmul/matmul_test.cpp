@@ -287,6 +287,19 @@ TEST(Matmul, RowRangeWritesOnlyThoseRows) {
         }
 }
 
+// matmul(args) follows cpu::best_isa(): capping the level at Scalar gives the
+// scalar reference's exact bits.
+TEST(Matmul, DefaultLevelFollowsIsaLimit) {
+    Problem p(ElementType::Q4_K, 33, 512, 3, 11);
+    const std::vector<float> ref = p.run(Isa::Scalar);
+    std::vector<float> y(ref.size(), -12345.0f);
+    {
+        cria::cpu::ScopedIsaLimit limit(Isa::Scalar);
+        mm::matmul(p.args(y.data()));
+    }
+    EXPECT_EQ(0, std::memcmp(ref.data(), y.data(), y.size() * sizeof(float)));
+}
+
 TEST(Matmul, BadArgumentsThrow) {
     Problem p(ElementType::Q4_0, 4, 64, 2, 9);
     std::vector<float> y(64);
