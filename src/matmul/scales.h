@@ -108,13 +108,20 @@ inline void scales_mins_k4(const uint8_t* packed, uint8_t out[16]) {
     std::memcpy(out, u, 16);
 }
 
-// The 16 signed 6-bit scales of Q3_K (stored biased by 32 in 12 bytes).
+// The 16 signed 6-bit scales of Q3_K (stored biased by 32 in 12 bytes: low 4
+// bits of scales 0..7 and 8..15 in bytes 0..7, the top 2 bits of all 16 in
+// bytes 8..11), unpacked word-wide.
 inline void q3_k_scales(const uint8_t* packed, int16_t* out) {
-    for (int j = 0; j < 16; ++j) {
-        const int low = j < 8 ? (packed[j] & 0x0F) : (packed[j - 8] >> 4);
-        const int high = (packed[8 + (j % 4)] >> (2 * (j / 4))) & 3;
-        out[j] = static_cast<int16_t>((low | (high << 4)) - 32);
-    }
+    constexpr uint32_t low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    uint32_t w[3], u[4];
+    std::memcpy(w, packed, 12);
+    u[0] = (w[0] & low4) | (((w[2] >> 0) & low2) << 4);
+    u[1] = (w[1] & low4) | (((w[2] >> 2) & low2) << 4);
+    u[2] = ((w[0] >> 4) & low4) | (((w[2] >> 4) & low2) << 4);
+    u[3] = ((w[1] >> 4) & low4) | (((w[2] >> 6) & low2) << 4);
+    uint8_t bytes[16];
+    std::memcpy(bytes, u, 16);
+    for (int j = 0; j < 16; ++j) out[j] = static_cast<int16_t>(bytes[j] - 32);
 }
 
 inline void decode_superblock(const block_q2_K& b, SuperBlock& s) {
