@@ -31,6 +31,7 @@ enum class ExprKind {
     Call,      // a(items..., kwargs...)
     Filter,    // a | name(items..., kwargs...); a is null in a filter block
     Test,      // a is [not] name(items...); op == "not" when negated
+    Compare,   // a ops[0] items[0] ops[1] items[1] ...: a chain like `a < b < c`
 };
 
 struct Expr {
@@ -42,6 +43,7 @@ struct Expr {
     ExprPtr a, b, c;
     std::vector<ExprPtr> items;
     std::vector<std::pair<std::string, ExprPtr>> kwargs;
+    std::vector<std::string> ops;
 };
 
 enum class StmtKind {

@@ -340,11 +340,11 @@ private:
     }
     ExprPtr parse_compare() {
         ExprPtr left = parse_math1();
-        // Jinja2 chains comparisons (a < b < c); they are rare in templates,
-        // so a chain is read as nested pairs joined with `and`.
-        ExprPtr result;
+        // Jinja2 chains comparisons: a < b < c means (a < b) and (b < c), b evaluated once.
+        std::vector<std::string> ops;
+        std::vector<ExprPtr> operands;
+        const int line = cur().line;
         while (true) {
-            const int line = cur().line;
             std::string op;
             if (cur().type == TokenType::Operator &&
                 (cur().value == "==" || cur().value == "!=" || cur().value == "<" || cur().value == "<=" ||
@@ -361,14 +361,16 @@ private:
             } else {
                 break;
             }
-            ExprPtr right = parse_math1();
-            if (!result) {
-                result = binary(op, std::move(left), std::move(right), line);
-            } else {
-                fail("chained comparisons are not supported");
-            }
+            ops.push_back(op);
+            operands.push_back(parse_math1());
         }
-        return result ? std::move(result) : std::move(left);
+        if (ops.empty()) return left;
+        if (ops.size() == 1) return binary(ops[0], std::move(left), std::move(operands[0]), line);
+        auto chain = make(ExprKind::Compare, line);
+        chain->a = std::move(left);
+        chain->items = std::move(operands);
+        chain->ops = std::move(ops);
+        return chain;
     }
     ExprPtr parse_math1() {
         ExprPtr left = parse_concat();

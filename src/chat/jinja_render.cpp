@@ -559,6 +559,17 @@ Value Renderer::eval(const Expr& e) {
             line = e.line;
             return binary(e.op, a, b);
         }
+        case ExprKind::Compare: {
+            Value left = eval(*e.a);
+            for (size_t i = 0; i < e.items.size(); ++i) {
+                Value right = eval(*e.items[i]);
+                line = e.line;
+                const Value r = binary(e.ops[i], left, right);
+                if (!r.truthy()) return r;
+                left = std::move(right);
+            }
+            return Value(true);
+        }
         case ExprKind::Ternary:
             if (eval(*e.b).truthy()) return eval(*e.a);
             if (e.c) return eval(*e.c);
