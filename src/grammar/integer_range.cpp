@@ -29,15 +29,15 @@ std::string same_length(const std::string& lo, const std::string& hi) {
     if (lo.size() == 1) return digit_class(lo[0], hi[0]);
     const size_t rest = lo.size() - 1;
     const std::string lo_rest = lo.substr(1), hi_rest = hi.substr(1);
-    if (lo[0] == hi[0]) return "\"" + std::string(1, lo[0]) + "\" " + same_length(lo_rest, hi_rest);
+    if (lo[0] == hi[0]) return std::string("\"") + lo[0] + "\" " + same_length(lo_rest, hi_rest);
     std::string out = "(";
     auto sub = [&](const std::string& a, const std::string& b) {
         if (a == std::string(rest, '0') && b == std::string(rest, '9')) return any_digits(rest);
-        return "(" + same_length(a, b) + ")";
+        return std::string("(") + same_length(a, b) + ")";
     };
-    out += "\"" + std::string(1, lo[0]) + "\" " + sub(lo_rest, std::string(rest, '9'));
-    if (lo[0] + 1 <= hi[0] - 1) out += " | " + digit_class(static_cast<char>(lo[0] + 1), static_cast<char>(hi[0] - 1)) + " " + any_digits(rest);
-    out += " | \"" + std::string(1, hi[0]) + "\" " + sub(std::string(rest, '0'), hi_rest);
+    out += std::string("\"") + lo[0] + "\" " + sub(lo_rest, std::string(rest, '9'));
+    if (lo[0] + 1 <= hi[0] - 1) out += std::string(" | ") + digit_class(static_cast<char>(lo[0] + 1), static_cast<char>(hi[0] - 1)) + " " + any_digits(rest);
+    out += std::string(" | \"") + hi[0] + "\" " + sub(std::string(rest, '0'), hi_rest);
     return out + ")";
 }
 

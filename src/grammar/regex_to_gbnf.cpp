@@ -101,7 +101,7 @@ private:
             std::string inner = alternation();
             if (!more() || p_[pos_] != ')') fail("missing ')'");
             ++pos_;
-            return "(" + inner + ")";
+            return std::string("(") + inner + ")";
         }
         if (c == '[') return char_class();
         if (c == '.') { ++pos_; return char_rule_; }
@@ -140,8 +140,9 @@ private:
     }
 
     static std::string class_char(uint32_t cp) {
-        if (cp == ']' || cp == '[' || cp == '\\' || cp == '-' || cp == '"' || cp == '^') return "\\" + std::string(1, static_cast<char>(cp));
         std::string s;
+        if (cp == '^') return "\\x5E";  // GBNF has no \^ escape; a leading ^ would negate
+        if (cp == ']' || cp == '[' || cp == '\\' || cp == '-' || cp == '"') s.push_back('\\');
         utf8::append(s, cp);
         return s;
     }
@@ -164,7 +165,8 @@ private:
             std::string item = class_item();
             if (pos_ + 1 < p_.size() && p_[pos_] == '-' && p_[pos_ + 1] != ']') {
                 ++pos_;
-                item += "-" + class_item();
+                item += '-';
+                item += class_item();
             }
             out += item;
         }

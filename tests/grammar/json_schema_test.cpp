@@ -76,6 +76,7 @@ INSTANTIATE_TEST_SUITE_P(
         SchemaCase{"pattern_groups_alternation", R"({"pattern": "^(foo|ba(r|z))(?:-[0-9]+)?\\.txt$"})",
                    {"\"foo.txt\"", "\"baz-12.txt\"", "\"bar.txt\""}, {"\"ba.txt\"", "\"foo-.txt\"", "\"fooXtxt\""}},
         SchemaCase{"pattern_classes", R"({"pattern": "^[^0-9][\\w.]*\\s?\\D$"})", {"\"a_b.c x\"", "\"xy\""}, {"\"1ab\"", "\"ab1\""}},
+        SchemaCase{"pattern_class_escapes", R"({"pattern": "^[\\^\\]\\-a]+[x^]$"})", {"\"^]-a^\"", "\"ax\""}, {"\"b^\"", "\"a\""}},
         SchemaCase{"pattern_dot_and_quote", R"({"pattern": "^a.c\"$"})", {"\"abc\\\"\"", "\"a\\nc\\\"\""}, {"\"abc\"", "\"ac\\\"\""}},
         SchemaCase{"format_date", R"({"type": "string", "format": "date"})", {"\"2024-02-29\"", "\"1999-12-31\""}, {"\"2024-13-01\"", "\"2024-1-01\"", "\"2024-01-32\""}},
         SchemaCase{"format_time", R"({"type": "string", "format": "time"})", {"\"23:59:59Z\"", "\"08:30:00.123+02:00\""}, {"\"24:00:00Z\"", "\"08:30:00\"", "\"8:30:00Z\""}},
