@@ -62,6 +62,9 @@ void fill(ElementType t, std::vector<uint8_t>& w, uint64_t seed) {
         uint64_t v = next() & 0x3BFF3BFF3BFF3BFFull;  // any f16 scale finite and below 1
         std::memcpy(&w[i], &v, 8);
     }
+    // MXFP4's E8M0 scales: realistic exponents (no subnormal arithmetic).
+    if (t == ElementType::MXFP4)
+        for (size_t i = 0; i < w.size(); i += 17) w[i] = static_cast<uint8_t>(118 + next() % 12);
 }
 
 // ---- peaks: independent chains of one instruction --------------------------------------

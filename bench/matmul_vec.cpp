@@ -68,6 +68,10 @@ void fill(ElementType t, uint8_t* p, size_t bytes, uint64_t seed) {
         uint64_t v = next() & 0x3BFF3BFF3BFF3BFFull;  // every f16 lane finite and below 1
         std::memcpy(p + i, &v, 8);
     }
+    // MXFP4's E8M0 scales: realistic exponents (tiny ones would make the
+    // float arithmetic run on subnormals, which real weights never do).
+    if (t == ElementType::MXFP4)
+        for (size_t i = 0; i < bytes; i += 17) p[i] = static_cast<uint8_t>(118 + next() % 12);
 }
 
 __attribute__((target("avx2"))) float read_sum(const uint8_t* p, size_t n) {

@@ -122,8 +122,14 @@ inline __m512 pair_scales(f16_bits d0, f16_bits d1) {
     return _mm512_cvtph_ps(_mm256_mask_set1_epi16(_mm256_set1_epi16(static_cast<short>(d0)), 0xFF00, static_cast<short>(d1)));
 }
 
-inline __m512 pair_scales_f32(float d0, float d1) {
-    return _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
+// [2^(e0-128) x 8, 2^(e1-128) x 8]: MXFP4's E8M0 scales, halved (see
+// e8m0_to_f32_half): exponent bits e-1 for e >= 2, subnormals below.
+inline __m512 pair_scales_e8m0(uint8_t e0, uint8_t e1) {
+    const __m512i e = _mm512_mask_set1_epi32(_mm512_set1_epi32(e0), 0xFF00, e1);
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    const __mmask16 small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, tiny));
 }
 
 struct DecodeQ4_0 {
@@ -151,7 +157,7 @@ struct DecodeMxfp4 {
     using Block = block_mxfp4;
     static __m512i pair(const Block* b, bool two, __m512& d) {
         const __m512i table = lane_table(kTables.mxfp4);
-        d = pair_scales_f32(e8m0_to_f32_half(b[0].e), two ? e8m0_to_f32_half(b[1].e) : 0.0f);
+        d = pair_scales_e8m0(b[0].e, two ? b[1].e : uint8_t{0});
         return _mm512_shuffle_epi8(table, nibbles_of_pair(b[0].qs, two ? b[1].qs : nullptr));
     }
 };
@@ -282,9 +288,12 @@ inline __m512i low_high_nibbles(const uint8_t* q) {
 struct DecodeQ4_K {
     using Block = block_q4_K;
     static void prepare(const Block& b, __m512i& scales, __m512& mins, float& d) {
-        alignas(16) uint8_t sm[16];
-        scales_mins_k4(b.scales, sm);
-        const __m512i v = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sm)));
+        // Built in registers: storing the bytes and reloading them as one
+        // vector would stall on store forwarding.
+        uint32_t u[4];
+        scales_mins_k4_words(b.scales, u);
+        const __m512i v = _mm512_cvtepu8_epi32(_mm_setr_epi32(static_cast<int>(u[0]), static_cast<int>(u[1]),
+                                                              static_cast<int>(u[2]), static_cast<int>(u[3])));
         scales = dup_pairs(v, 0);
         mins = _mm512_mul_ps(_mm512_cvtepi32_ps(dup_pairs(v, 8)), _mm512_set1_ps(half(b.dmin)));
         d = half(b.d);
@@ -295,9 +304,12 @@ struct DecodeQ4_K {
 struct DecodeQ5_K {
     using Block = block_q5_K;
     static void prepare(const Block& b, __m512i& scales, __m512& mins, float& d) {
-        alignas(16) uint8_t sm[16];
-        scales_mins_k4(b.scales, sm);
-        const __m512i v = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sm)));
+        // Built in registers: storing the bytes and reloading them as one
+        // vector would stall on store forwarding.
+        uint32_t u[4];
+        scales_mins_k4_words(b.scales, u);
+        const __m512i v = _mm512_cvtepu8_epi32(_mm_setr_epi32(static_cast<int>(u[0]), static_cast<int>(u[1]),
+                                                              static_cast<int>(u[2]), static_cast<int>(u[3])));
         scales = dup_pairs(v, 0);
         mins = _mm512_mul_ps(_mm512_cvtepi32_ps(dup_pairs(v, 8)), _mm512_set1_ps(half(b.dmin)));
         d = half(b.d);
@@ -341,10 +353,12 @@ inline __m512i two_bit_chunk(const uint8_t* qs, int j) {
 struct DecodeQ3_K {
     using Block = block_q3_K;
     static void prepare(const Block& b, __m512i& scales, __m512& mins, float& d) {
-        alignas(32) int16_t s[16];
-        q3_k_scales(b.scales, s);
+        uint32_t u[4];
+        q3_k_scale_words(b.scales, u);
         d = half(b.d);
-        scales = _mm512_cvtepi16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(s)));
+        const __m128i biased = _mm_setr_epi32(static_cast<int>(u[0]), static_cast<int>(u[1]), static_cast<int>(u[2]),
+                                              static_cast<int>(u[3]));
+        scales = _mm512_sub_epi32(_mm512_cvtepu8_epi32(biased), _mm512_set1_epi32(32));
         mins = _mm512_mul_ps(_mm512_cvtepi32_ps(scales), _mm512_set1_ps(4.0f * d));  // quants stored +4
     }
     static __m512i chunk(const Block& b, int j) {
@@ -370,12 +384,16 @@ struct DecodeQ2_K {
 struct DecodeIq4Xs {
     using Block = block_iq4_xs;
     static void prepare(const Block& b, __m512i& scales, __m512& mins, float& d) {
-        alignas(64) int32_t s[16];
-        for (int ib = 0; ib < 8; ++ib)
-            s[2 * ib] = s[2 * ib + 1] =
-                (((b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((b.scales_h >> (2 * ib)) & 3) << 4)) - 32;
+        // ls[ib] = low nibble ib of scales_l | 2 bits ib of scales_h << 4, biased by 32.
+        uint32_t low;
+        std::memcpy(&low, b.scales_l, 4);
+        const __m512i ib = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+        const __m512i lo = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int>(low)), _mm512_slli_epi32(ib, 2)),
+                                            _mm512_set1_epi32(0x0F));
+        const __m512i hi = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(b.scales_h), _mm512_slli_epi32(ib, 1)),
+                                            _mm512_set1_epi32(3));
         d = half(b.d);
-        scales = _mm512_load_si512(s);
+        scales = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
         mins = _mm512_mul_ps(_mm512_cvtepi32_ps(scales), _mm512_set1_ps(128.0f * d));  // table stored +128
     }
     static __m512i chunk(const Block& b, int j) {

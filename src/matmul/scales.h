@@ -96,29 +96,37 @@ inline void scale_min_k4(int j, const uint8_t* s, int& sc, int& m) {
 
 // All 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of Q4_K/Q5_K at once, by
 // word-wide bit moves (the same as scale_min_k4 for j = 0..7).
-inline void scales_mins_k4(const uint8_t* packed, uint8_t out[16]) {
+inline void scales_mins_k4_words(const uint8_t* packed, uint32_t u[4]) {
     constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
-    uint32_t u[4];
     std::memcpy(u, packed, 12);
     u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);
     const uint32_t mins_low = u[1] & low6;
     u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);
     u[2] = mins_low;
     u[0] &= low6;
+}
+inline void scales_mins_k4(const uint8_t* packed, uint8_t out[16]) {
+    uint32_t u[4];
+    scales_mins_k4_words(packed, u);
     std::memcpy(out, u, 16);
 }
 
 // The 16 signed 6-bit scales of Q3_K (stored biased by 32 in 12 bytes: low 4
 // bits of scales 0..7 and 8..15 in bytes 0..7, the top 2 bits of all 16 in
 // bytes 8..11), unpacked word-wide.
-inline void q3_k_scales(const uint8_t* packed, int16_t* out) {
+// As 16 bytes, still biased by 32.
+inline void q3_k_scale_words(const uint8_t* packed, uint32_t u[4]) {
     constexpr uint32_t low4 = 0x0f0f0f0f, low2 = 0x03030303;
-    uint32_t w[3], u[4];
+    uint32_t w[3];
     std::memcpy(w, packed, 12);
     u[0] = (w[0] & low4) | (((w[2] >> 0) & low2) << 4);
     u[1] = (w[1] & low4) | (((w[2] >> 2) & low2) << 4);
     u[2] = ((w[0] >> 4) & low4) | (((w[2] >> 4) & low2) << 4);
     u[3] = ((w[1] >> 4) & low4) | (((w[2] >> 6) & low2) << 4);
+}
+inline void q3_k_scales(const uint8_t* packed, int16_t* out) {
+    uint32_t u[4];
+    q3_k_scale_words(packed, u);
     uint8_t bytes[16];
     std::memcpy(bytes, u, 16);
     for (int j = 0; j < 16; ++j) out[j] = static_cast<int16_t>(bytes[j] - 32);
