@@ -18,6 +18,15 @@ namespace {
 
 size_t round_up_64(size_t n) { return (n + 63) / 64 * 64; }
 
+// roundf (ties away from zero) for |v| < 2^31, without the libm call: the
+// truncation and the remainder are exact, so this is bit-for-bit roundf and
+// the compiler can vectorise it.
+inline int round_half_away(float v) {
+    const int t = static_cast<int>(v);  // truncates toward zero
+    const float rest = v - static_cast<float>(t);
+    return t + (rest >= 0.5f ? 1 : 0) - (rest <= -0.5f ? 1 : 0);
+}
+
 // Q8_0 / Q8_1: d = max|x| / 127, q = round-half-away(x / d).
 template <bool WithSum>
 void quantize_q8_0_like(const float* x, int64_t k, void* out) {
@@ -31,7 +40,7 @@ void quantize_q8_0_like(const float* x, int64_t k, void* out) {
         int8_t q[QK8_0];
         int sum = 0;
         for (int j = 0; j < QK8_0; ++j) {
-            q[j] = static_cast<int8_t>(std::roundf(xb[j] * id));
+            q[j] = static_cast<int8_t>(round_half_away(xb[j] * id));
             sum += q[j];
         }
         if constexpr (WithSum) {
