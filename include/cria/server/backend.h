@@ -1,0 +1,54 @@
+#pragma once
+// What the server needs from a model: a vocabulary, and decode() over a
+// batch whose tokens belong to several independent sequences (one per slot).
+//
+// The scheduler is written against this interface only, so that it does not
+// care whether the tokens go to the KV-cached runtime or to the slow
+// reference forward pass (which recomputes every sequence and is used when
+// no faster backend is available, and in tests).
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cria/vocab/vocab.h"
+
+namespace cria::server {
+
+using vocab::TokenId;
+
+struct BatchToken {
+    TokenId token = 0;
+    int32_t pos = 0;     // position inside its sequence
+    int32_t seq = 0;     // sequence (= slot) id
+    bool logits = false; // return the logit row predicting the next token
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual const vocab::Vocab& vocab() const = 0;
+    virtual int32_t n_vocab() const = 0;
+    // Positions each sequence may hold.
+    virtual int32_t n_ctx_per_seq() const = 0;
+    // Most tokens one decode() takes.
+    virtual int32_t max_batch() const = 0;
+    // Model description for /v1/models and /props.
+    virtual std::string model_name() const = 0;
+    // The GGUF's tokenizer.chat_template, or "" when the file has none.
+    virtual std::string chat_template() const = 0;
+
+    // Evaluates the batch. Every sequence's tokens must continue it at the
+    // position after its last kept token. `logits` receives n_vocab values
+    // for each token with logits = true, in batch order.
+    virtual void decode(std::span<const BatchToken> batch, std::vector<float>& logits) = 0;
+    // Forgets positions >= keep of a sequence (keep = 0 clears it).
+    virtual void seq_keep_prefix(int32_t seq, int32_t keep) = 0;
+
+    // Mean-pooled, L2-normalised embedding of a text's tokens. Backends that
+    // cannot produce hidden states throw cria::Error.
+    virtual std::vector<float> embed(std::span<const TokenId> tokens) = 0;
+};
+
+}  // namespace cria::server

@@ -1,0 +1,53 @@
+#pragma once
+// The Backend for real use: cria_runtime's Context with one KV-cache
+// sequence per slot, so one decode() serves every slot at once.
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cria/server/backend.h"
+
+namespace cria::model {
+class Model;
+}
+namespace cria::runtime {
+class Context;
+}
+
+namespace cria::server {
+
+struct RuntimeBackendParams {
+    int32_t n_seq = 1;        // slots
+    int32_t n_ctx = 0;        // total cache cells, shared by the slots as llama-server's -c (0: train context x slots)
+    int32_t n_batch = 512;
+    int n_threads = 0;        // <= 0: one per hardware thread
+};
+
+class RuntimeBackend final : public Backend {
+public:
+    RuntimeBackend(const std::string& model_path, const RuntimeBackendParams& params);
+    ~RuntimeBackend() override;
+
+    const vocab::Vocab& vocab() const override { return *vocab_; }
+    int32_t n_vocab() const override;
+    int32_t n_ctx_per_seq() const override { return n_ctx_per_seq_; }
+    int32_t max_batch() const override { return params_.n_batch; }
+    std::string model_name() const override;
+    std::string chat_template() const override;
+
+    void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override;
+    void seq_keep_prefix(int32_t seq, int32_t keep) override;
+    // Uses a second, small context with mean pooling, created on first use.
+    std::vector<float> embed(std::span<const TokenId> tokens) override;
+
+private:
+    RuntimeBackendParams params_;
+    std::unique_ptr<model::Model> model_;
+    std::unique_ptr<vocab::Vocab> vocab_;
+    std::unique_ptr<runtime::Context> ctx_;
+    int32_t n_ctx_per_seq_ = 0;
+    std::mutex embed_mutex_;
+    std::unique_ptr<runtime::Context> embed_ctx_;
+};
+
+}  // namespace cria::server

@@ -1,0 +1,180 @@
+#pragma once
+// The scheduler: N slots share one model with continuous batching.
+//
+// One thread owns the backend. Each step it builds a single batch holding
+// the next token of every generating slot plus a chunk of the prompt of
+// slots still prefilling (long prompts are split over several steps so they
+// never stall the others), decodes it once, and samples for every slot that
+// got a logit row. A new request goes to the idle slot whose cached tokens
+// share the longest prefix with its prompt; that prefix is kept and only the
+// rest is evaluated. Requests wait in a bounded queue when all slots are
+// busy. Results flow back through a RequestHandle, which the HTTP side can
+// cancel (client gone) at any time; the slot is then freed on the next step.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cria/grammar/sampler.h"
+#include "cria/sampling/chain.h"
+#include "cria/sampling/params.h"
+#include "cria/server/backend.h"
+
+namespace cria::server {
+
+struct GenerationRequest {
+    std::vector<TokenId> prompt;
+    sampling::SamplingParams sampling;
+    std::string grammar;                 // GBNF; empty: unconstrained
+    grammar::SamplerOptions grammar_options;
+    int32_t max_tokens = -1;             // -1: until the context is full
+    std::vector<std::string> stop;       // stop strings (not included in the output)
+    int32_t top_logprobs = -1;           // -1: no log-probabilities; 0..20: with that many alternatives
+    bool render_special = false;         // show control tokens in the text
+    std::chrono::seconds timeout{600};   // whole request, queue included
+};
+
+struct TopLogprob {
+    std::string token;
+    float logprob = 0;
+};
+
+struct TokenLogprob {
+    TokenId id = 0;
+    std::string token;
+    float logprob = 0;
+    std::vector<TopLogprob> top;
+};
+
+struct GenerationEvent {
+    enum class Kind { Text, Done, Error };
+    Kind kind = Kind::Text;
+    std::string text;                       // Text: new output (never half a UTF-8 character or stop string)
+    std::vector<TokenLogprob> logprobs;     // Text: the tokens behind it
+    // Done:
+    std::string finish_reason;              // "stop" (EOS or stop string), "length", "cancelled"
+    std::string stop_word;                  // the stop string that ended it, if any
+    int32_t n_prompt = 0, n_cached = 0, n_generated = 0;
+    double prompt_ms = 0, generation_ms = 0;
+    int32_t slot = -1;
+    // Error:
+    std::string error;
+    int http_status = 500;
+};
+
+// The two ends of one request: the scheduler pushes events, the HTTP side
+// pops them and may cancel.
+class RequestHandle {
+public:
+    void push(GenerationEvent event);
+    // Waits up to `wait` for the next event.
+    std::optional<GenerationEvent> pop(std::chrono::milliseconds wait);
+    void cancel() { cancelled_.store(true); }
+    bool cancelled() const { return cancelled_.load(); }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<GenerationEvent> events_;
+    std::atomic<bool> cancelled_{false};
+};
+
+struct SchedulerOptions {
+    int32_t n_slots = 1;
+    int32_t max_queue = 64;       // waiting requests beyond the slots; more are refused
+    int32_t n_batch = 256;        // tokens per decode step (prefill chunks fill what generation leaves)
+    int32_t max_tokens_cap = -1;  // server-wide cap on generated tokens (-1: context size)
+};
+
+struct SlotInfo {
+    int32_t id = 0;
+    bool busy = false;
+    int32_t n_cached = 0;     // tokens held in the slot's sequence
+    int32_t n_prompt = 0;
+    int32_t n_generated = 0;
+};
+
+struct SchedulerStats {
+    uint64_t requests_total = 0, requests_success = 0, requests_cancelled = 0, requests_failed = 0;
+    uint64_t prompt_tokens_total = 0, generated_tokens_total = 0, cached_tokens_total = 0;
+    double prompt_seconds_total = 0, generation_seconds_total = 0;
+    uint64_t decode_calls = 0;
+    int32_t queue_size = 0, slots_busy = 0, slots_total = 0;
+};
+
+// Thrown by submit() when the queue is full (HTTP 503).
+class QueueFull : public std::runtime_error {
+public:
+    QueueFull() : std::runtime_error("the server is busy: request queue is full") {}
+};
+
+class Scheduler {
+public:
+    Scheduler(Backend& backend, SchedulerOptions options);
+    ~Scheduler();
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    // Validates (throws cria::Error for an empty or too long prompt, a bad
+    // grammar, bad sampling parameters) and queues the request.
+    std::shared_ptr<RequestHandle> submit(GenerationRequest request);
+
+    SchedulerStats stats() const;
+    std::vector<SlotInfo> slots() const;
+    const SchedulerOptions& options() const { return options_; }
+    Backend& backend() { return backend_; }
+
+    // Slot persistence, run on the scheduler thread between steps. The file
+    // holds the slot's cached tokens; restoring evaluates them again.
+    // Throws cria::Error (busy slot, bad id, unreadable/invalid file).
+    size_t save_slot(int32_t slot, const std::string& path);
+    size_t restore_slot(int32_t slot, const std::string& path);
+    void erase_slot(int32_t slot);
+
+private:
+    struct Slot;
+    struct Pending {
+        GenerationRequest request;
+        std::shared_ptr<RequestHandle> handle;
+        std::unique_ptr<sampling::Chain> chain;
+        std::chrono::steady_clock::time_point deadline;
+    };
+
+    void loop();
+    void assign_waiting();
+    bool step();
+    void start(Slot& slot, Pending pending);
+    void on_logits(Slot& slot, const float* logits);
+    void finish(Slot& slot, const std::string& reason);
+    void fail(Slot& slot, const std::string& message);
+    void release(Slot& slot);
+    bool emit_text(Slot& slot, bool at_end);
+    void run_on_loop(const std::function<void()>& task);
+    void publish_slots();
+
+    Backend& backend_;
+    SchedulerOptions options_;
+    std::shared_ptr<const grammar::VocabIndex> vocab_index_;
+    std::vector<std::unique_ptr<Slot>> slots_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<Pending> queue_;
+    std::deque<std::function<void()>> tasks_;
+    bool stopping_ = false;
+    SchedulerStats stats_;
+    std::vector<SlotInfo> slot_snapshot_;
+    std::vector<float> logits_;
+    std::thread thread_;
+};
+
+}  // namespace cria::server

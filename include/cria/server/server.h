@@ -1,0 +1,54 @@
+#pragma once
+// The HTTP server behind `cria serve`: OpenAI- and Anthropic-compatible
+// routes, llama-server's utility routes and the web chat page, over one
+// Scheduler. Handlers run on cpp-httplib's worker threads; generation runs
+// on the scheduler's thread.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cria/server/backend.h"
+#include "cria/server/scheduler.h"
+
+namespace cria::server {
+
+struct ServerConfig {
+    std::string host = "127.0.0.1";
+    int port = 8080;                    // 0: any free port (see Server::port())
+    std::string api_key;                // empty: no authentication
+    std::string model_alias;            // the id clients must use; empty: the model file's name
+    std::string model_path;             // shown by /props
+    std::string chat_template;          // Jinja source; empty: the model's, else a ChatML default
+    std::string slot_save_path;         // directory for /slots save/restore; empty: disabled
+    bool metrics = false;               // enable GET /metrics
+    bool webui = true;                  // serve the chat page at GET /
+    size_t max_body_bytes = 8u << 20;   // larger request bodies get 413
+    int read_timeout_s = 60;            // socket read / write timeouts
+    int write_timeout_s = 600;
+    int request_timeout_s = 600;        // a generation (queue included) is stopped after this
+    int n_http_threads = 0;             // 0: enough for the slots and the queue
+    int32_t default_max_tokens = -1;    // when a request gives none (-1: until the context ends)
+    SchedulerOptions scheduler;
+};
+
+class Server {
+public:
+    // Takes the backend; throws cria::Error when the chat template does not parse.
+    Server(std::unique_ptr<Backend> backend, ServerConfig config);
+    ~Server();
+
+    // Binds (throws cria::Error when it cannot) and serves on a thread of its own.
+    void start();
+    // Blocks until stop() (or a signal handler calling stop()).
+    void wait();
+    void stop();
+    int port() const;  // the bound port
+    Scheduler& scheduler();
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cria::server

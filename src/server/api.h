@@ -1,0 +1,69 @@
+#pragma once
+// Request parsing shared by the OpenAI and Anthropic routes: both are turned
+// into one ChatJob (OpenAI-style messages and tools plus generation
+// settings), so templating, grammar and scheduling are written once.
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cria/server/scheduler.h"
+
+namespace cria::server {
+
+using json = nlohmann::ordered_json;
+
+enum class Dialect { OpenAI, Anthropic };
+
+// An error the client caused (or may be told about), with its HTTP status
+// and the API's error type ("invalid_request_error", ...).
+class ApiError : public std::runtime_error {
+public:
+    ApiError(int status, std::string type, const std::string& message, std::string param = {})
+        : std::runtime_error(message), status_(status), type_(std::move(type)), param_(std::move(param)) {}
+    int status() const { return status_; }
+    const std::string& type() const { return type_; }
+    const std::string& param() const { return param_; }
+
+private:
+    int status_;
+    std::string type_;
+    std::string param_;
+};
+
+ApiError bad_request(const std::string& message, const std::string& param = {});
+
+// The error body each API documents:
+//   OpenAI:    {"error": {"message", "type", "param", "code"}}
+//   Anthropic: {"type": "error", "error": {"type", "message"}}
+std::string error_body(Dialect dialect, int status, const std::string& type, const std::string& message,
+                       const std::string& param = {});
+// The Anthropic error type for an HTTP status (401 -> authentication_error, ...).
+std::string anthropic_error_type(int status);
+std::string openai_error_type(int status);
+
+struct ChatJob {
+    json messages = json::array();
+    json tools;                      // null: none
+    std::string tool_choice = "auto";  // auto | none | required | a function name
+    bool parallel_tool_calls = true;
+    json response_schema;            // JSON schema the reply must follow (null: free text)
+    bool stream = false;
+    bool include_usage = false;
+    bool logprobs = false;
+    std::string model;               // as the client named it ("" when absent)
+    json template_kwargs;            // extra template variables (chat_template_kwargs)
+    GenerationRequest gen;
+};
+
+// Sampling and limit fields common to the OpenAI routes (temperature,
+// top_p, seed, stop, max_tokens, penalties, logit_bias, llama.cpp extras).
+void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat);
+
+ChatJob parse_openai_chat(const json& body);
+ChatJob parse_anthropic_messages(const json& body);
+
+// Body -> JSON object, or a 400 naming the problem.
+json parse_body(const std::string& body);
+
+}  // namespace cria::server

@@ -1,0 +1,399 @@
+// Validation and conversion of OpenAI chat/completions and Anthropic Messages
+// request bodies. Every wrong type is a 400 naming the field; nothing here
+// trusts the client.
+#include <cmath>
+
+#include "api.h"
+#include "cria/core/error.h"
+
+namespace cria::server {
+
+ApiError bad_request(const std::string& message, const std::string& param) {
+    return ApiError(400, "invalid_request_error", message, param);
+}
+
+std::string openai_error_type(int status) {
+    switch (status) {
+        case 400: case 404: case 413: case 422: return "invalid_request_error";
+        case 401: return "authentication_error";
+        case 403: return "permission_error";
+        case 429: return "rate_limit_error";
+        case 501: return "not_supported_error";
+        case 503: return "unavailable_error";
+        default: return "server_error";
+    }
+}
+
+std::string anthropic_error_type(int status) {
+    switch (status) {
+        case 400: case 422: return "invalid_request_error";
+        case 401: return "authentication_error";
+        case 403: return "permission_error";
+        case 404: return "not_found_error";
+        case 413: return "request_too_large";
+        case 429: return "rate_limit_error";
+        case 503: case 529: return "overloaded_error";
+        default: return "api_error";
+    }
+}
+
+std::string error_body(Dialect dialect, int status, const std::string& type, const std::string& message,
+                       const std::string& param) {
+    json j;
+    if (dialect == Dialect::Anthropic) {
+        j["type"] = "error";
+        j["error"] = {{"type", anthropic_error_type(status)}, {"message", message}};
+    } else {
+        j["error"] = {{"message", message},
+                      {"type", type.empty() ? openai_error_type(status) : type},
+                      {"param", param.empty() ? json() : json(param)},
+                      {"code", status == 404 && type == "model_not_found" ? json("model_not_found") : json(status)}};
+    }
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json parse_body(const std::string& body) {
+    json j;
+    try {
+        j = json::parse(body);
+    } catch (const json::exception& e) {
+        throw bad_request(std::string("the request body is not valid JSON: ") + e.what());
+    }
+    if (!j.is_object()) throw bad_request("the request body must be a JSON object");
+    return j;
+}
+
+namespace {
+
+const json* field(const json& body, const char* key) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+double number_field(const json& body, const char* key, double lo, double hi) {
+    const json* v = field(body, key);
+    if (!v->is_number()) throw bad_request(std::string("'") + key + "' must be a number", key);
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi)
+        throw bad_request(std::string("'") + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi), key);
+    return d;
+}
+
+int64_t integer_field(const json& body, const char* key, int64_t lo, int64_t hi) {
+    const json* v = field(body, key);
+    if (!v->is_number_integer() && !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()))
+        throw bad_request(std::string("'") + key + "' must be an integer", key);
+    const double d = v->get<double>();
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+        throw bad_request(std::string("'") + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi), key);
+    return static_cast<int64_t>(d);
+}
+
+bool bool_field(const json& body, const char* key) {
+    const json* v = field(body, key);
+    if (!v->is_boolean()) throw bad_request(std::string("'") + key + "' must be a boolean", key);
+    return v->get<bool>();
+}
+
+std::string string_field(const json& body, const char* key) {
+    const json* v = field(body, key);
+    if (!v->is_string()) throw bad_request(std::string("'") + key + "' must be a string", key);
+    return v->get<std::string>();
+}
+
+std::vector<std::string> stop_list(const json& body, const char* key, size_t max_count) {
+    const json* v = field(body, key);
+    std::vector<std::string> out;
+    if (!v) return out;
+    if (v->is_string()) {
+        out.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+        for (const auto& s : *v) {
+            if (!s.is_string()) throw bad_request(std::string("'") + key + "' must hold strings", key);
+            out.push_back(s.get<std::string>());
+        }
+    } else {
+        throw bad_request(std::string("'") + key + "' must be a string or an array of strings", key);
+    }
+    if (out.size() > max_count) throw bad_request(std::string("'") + key + "' holds too many strings", key);
+    for (const auto& s : out)
+        if (s.empty() || s.size() > 1024) throw bad_request(std::string("'") + key + "' strings must be 1..1024 bytes", key);
+    return out;
+}
+
+// Message content: a string, or an array of parts of which only text is
+// understood. Text parts are joined (the templates expect a string).
+std::string text_content(const json& content, const char* where) {
+    if (content.is_null()) return "";
+    if (content.is_string()) return content.get<std::string>();
+    if (!content.is_array()) throw bad_request(std::string(where) + ": content must be a string or an array of parts");
+    std::string text;
+    for (const auto& part : content) {
+        if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+            throw bad_request(std::string(where) + ": every content part needs a 'type'");
+        const std::string type = part["type"].get<std::string>();
+        if (type != "text") throw bad_request(std::string(where) + ": content parts of type '" + type + "' are not supported");
+        if (!part.contains("text") || !part["text"].is_string())
+            throw bad_request(std::string(where) + ": a text part needs a string 'text'");
+        text += part["text"].get<std::string>();
+    }
+    return text;
+}
+
+json validate_tools(const json& tools) {
+    if (!tools.is_array()) throw bad_request("'tools' must be an array", "tools");
+    for (const auto& t : tools) {
+        if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object())
+            throw bad_request("every tool must be {\"type\": \"function\", \"function\": {...}}", "tools");
+        const auto& f = t["function"];
+        if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty())
+            throw bad_request("every tool function needs a 'name'", "tools");
+        if (f.contains("parameters") && !f["parameters"].is_null() && !f["parameters"].is_object())
+            throw bad_request("a tool's 'parameters' must be a JSON schema object", "tools");
+    }
+    return tools;
+}
+
+}  // namespace
+
+void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat) {
+    auto& s = gen.sampling;
+    s.temp = 1.0f;  // OpenAI's default
+    s.top_p = 1.0f;
+    s.top_k = 0;
+    s.min_p = 0.0f;
+    if (field(body, "temperature")) s.temp = static_cast<float>(number_field(body, "temperature", 0, 2));
+    if (field(body, "top_p")) s.top_p = static_cast<float>(number_field(body, "top_p", 0, 1));
+    if (field(body, "top_k")) s.top_k = static_cast<int32_t>(integer_field(body, "top_k", 0, 1 << 20));
+    if (field(body, "min_p")) s.min_p = static_cast<float>(number_field(body, "min_p", 0, 1));
+    if (field(body, "seed")) s.seed = static_cast<uint32_t>(integer_field(body, "seed", -(int64_t(1) << 62), int64_t(1) << 62) & 0xFFFFFFFF);
+    if (field(body, "presence_penalty")) s.penalty_present = static_cast<float>(number_field(body, "presence_penalty", -2, 2));
+    if (field(body, "frequency_penalty")) s.penalty_freq = static_cast<float>(number_field(body, "frequency_penalty", -2, 2));
+    if (field(body, "repeat_penalty")) s.penalty_repeat = static_cast<float>(number_field(body, "repeat_penalty", 0, 10));
+    if (const json* lb = field(body, "logit_bias")) {
+        if (!lb->is_object()) throw bad_request("'logit_bias' must be an object of token id -> bias", "logit_bias");
+        for (const auto& [key, value] : lb->items()) {
+            char* end = nullptr;
+            const long id = std::strtol(key.c_str(), &end, 10);
+            if (key.empty() || *end != '\0' || id < 0 || id > (1 << 24) || !value.is_number())
+                throw bad_request("'logit_bias' keys must be token ids and values numbers", "logit_bias");
+            s.logit_bias.push_back({static_cast<vocab::TokenId>(id), value.get<float>()});
+        }
+    }
+    if (field(body, "n") && integer_field(body, "n", 1, 1) != 1) throw bad_request("only n = 1 is supported", "n");
+    const char* max_key = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if (field(body, max_key)) gen.max_tokens = static_cast<int32_t>(integer_field(body, max_key, 0, 1 << 24));
+    if (!chat && field(body, "n_predict")) gen.max_tokens = static_cast<int32_t>(integer_field(body, "n_predict", -1, 1 << 24));
+    gen.stop = stop_list(body, "stop", 16);
+}
+
+ChatJob parse_openai_chat(const json& body) {
+    ChatJob job;
+    if (field(body, "model")) job.model = string_field(body, "model");
+    const json* messages = field(body, "messages");
+    if (!messages) throw bad_request("'messages' is required", "messages");
+    if (!messages->is_array() || messages->empty()) throw bad_request("'messages' must be a non-empty array", "messages");
+    for (size_t i = 0; i < messages->size(); ++i) {
+        const json& m = (*messages)[i];
+        const std::string where = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) throw bad_request(where + " must be an object", "messages");
+        if (!m.contains("role") || !m["role"].is_string()) throw bad_request(where + " needs a string 'role'", "messages");
+        const std::string role = m["role"].get<std::string>();
+        if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
+            throw bad_request(where + ": unknown role '" + role + "'", "messages");
+        json out;
+        out["role"] = role == "developer" ? "system" : role;
+        out["content"] = text_content(m.contains("content") ? m["content"] : json(), where.c_str());
+        if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+            if (!m["tool_calls"].is_array()) throw bad_request(where + ": 'tool_calls' must be an array", "messages");
+            json calls = json::array();
+            for (const auto& c : m["tool_calls"]) {
+                if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
+                    !c["function"].contains("name") || !c["function"]["name"].is_string())
+                    throw bad_request(where + ": malformed tool call", "messages");
+                json call = c;
+                // Templates index arguments as an object; clients send a JSON string.
+                auto& args = call["function"]["arguments"];
+                if (args.is_string()) {
+                    try {
+                        args = json::parse(args.get<std::string>());
+                    } catch (const json::exception&) {
+                        // keep the string: the template will show it as is
+                    }
+                }
+                calls.push_back(call);
+            }
+            out["tool_calls"] = calls;
+        }
+        if (role == "tool") {
+            if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) out["tool_call_id"] = m["tool_call_id"];
+            if (m.contains("name") && m["name"].is_string()) out["name"] = m["name"];
+        }
+        if (m.contains("reasoning_content") && m["reasoning_content"].is_string())
+            out["reasoning_content"] = m["reasoning_content"];
+        job.messages.push_back(out);
+    }
+    if (const json* tools = field(body, "tools")) {
+        job.tools = validate_tools(*tools);
+        if (job.tools.empty()) job.tools = json();
+    }
+    if (const json* tc = field(body, "tool_choice")) {
+        if (tc->is_string()) {
+            job.tool_choice = tc->get<std::string>();
+            if (job.tool_choice != "auto" && job.tool_choice != "none" && job.tool_choice != "required")
+                throw bad_request("'tool_choice' must be auto, none, required or a function", "tool_choice");
+        } else if (tc->is_object() && tc->contains("function") && (*tc)["function"].is_object() &&
+                   (*tc)["function"].contains("name") && (*tc)["function"]["name"].is_string()) {
+            job.tool_choice = (*tc)["function"]["name"].get<std::string>();
+        } else {
+            throw bad_request("'tool_choice' must be auto, none, required or a function", "tool_choice");
+        }
+        if (job.tool_choice != "auto" && job.tool_choice != "none" && job.tools.is_null())
+            throw bad_request("'tool_choice' needs 'tools'", "tool_choice");
+    }
+    if (field(body, "parallel_tool_calls")) job.parallel_tool_calls = bool_field(body, "parallel_tool_calls");
+    if (field(body, "stream")) job.stream = bool_field(body, "stream");
+    if (const json* so = field(body, "stream_options")) {
+        if (!so->is_object()) throw bad_request("'stream_options' must be an object", "stream_options");
+        if (field(*so, "include_usage")) job.include_usage = bool_field(*so, "include_usage");
+    }
+    if (field(body, "logprobs")) job.logprobs = bool_field(body, "logprobs");
+    if (field(body, "top_logprobs")) {
+        const auto n = integer_field(body, "top_logprobs", 0, 20);
+        if (!job.logprobs) throw bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+        job.gen.top_logprobs = static_cast<int32_t>(n);
+    } else if (job.logprobs) {
+        job.gen.top_logprobs = 0;
+    }
+    if (const json* rf = field(body, "response_format")) {
+        if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
+            throw bad_request("'response_format' must be an object with a 'type'", "response_format");
+        const std::string type = (*rf)["type"].get<std::string>();
+        if (type == "json_object") {
+            job.response_schema = json::object();
+            if (rf->contains("schema") && (*rf)["schema"].is_object()) job.response_schema = (*rf)["schema"];
+        } else if (type == "json_schema") {
+            const json* js = field(*rf, "json_schema");
+            if (!js || !js->is_object()) throw bad_request("'response_format.json_schema' must be an object", "response_format");
+            const json* schema = field(*js, "schema");
+            if (!schema || !schema->is_object()) throw bad_request("'response_format.json_schema.schema' must be an object", "response_format");
+            job.response_schema = *schema;
+        } else if (type != "text") {
+            throw bad_request("'response_format.type' must be text, json_object or json_schema", "response_format");
+        }
+    }
+    if (const json* kw = field(body, "chat_template_kwargs")) {
+        if (!kw->is_object()) throw bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+        job.template_kwargs = *kw;
+    }
+    parse_openai_sampling(body, job.gen, true);
+    return job;
+}
+
+ChatJob parse_anthropic_messages(const json& body) {
+    ChatJob job;
+    if (field(body, "model")) job.model = string_field(body, "model");
+    if (!field(body, "max_tokens")) throw bad_request("max_tokens: Field required", "max_tokens");
+    job.gen.max_tokens = static_cast<int32_t>(integer_field(body, "max_tokens", 1, 1 << 24));
+    auto& s = job.gen.sampling;
+    s.temp = 1.0f;
+    s.top_p = 1.0f;
+    s.top_k = 0;
+    s.min_p = 0.0f;
+    if (field(body, "temperature")) s.temp = static_cast<float>(number_field(body, "temperature", 0, 1));
+    if (field(body, "top_p")) s.top_p = static_cast<float>(number_field(body, "top_p", 0, 1));
+    if (field(body, "top_k")) s.top_k = static_cast<int32_t>(integer_field(body, "top_k", 0, 1 << 20));
+    job.gen.stop = stop_list(body, "stop_sequences", 16);
+    if (field(body, "stream")) job.stream = bool_field(body, "stream");
+    job.include_usage = true;
+
+    if (const json* sys = field(body, "system")) {
+        std::string text = text_content(*sys, "system");
+        if (!text.empty()) job.messages.push_back({{"role", "system"}, {"content", text}});
+    }
+    const json* messages = field(body, "messages");
+    if (!messages) throw bad_request("messages: Field required", "messages");
+    if (!messages->is_array() || messages->empty()) throw bad_request("messages: must be a non-empty array", "messages");
+    for (size_t i = 0; i < messages->size(); ++i) {
+        const json& m = (*messages)[i];
+        const std::string where = "messages." + std::to_string(i);
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+            throw bad_request(where + ": needs a string 'role'", "messages");
+        const std::string role = m["role"].get<std::string>();
+        if (role != "user" && role != "assistant") throw bad_request(where + ".role: must be user or assistant", "messages");
+        if (!m.contains("content")) throw bad_request(where + ".content: Field required", "messages");
+        const json& content = m["content"];
+        if (content.is_string()) {
+            job.messages.push_back({{"role", role}, {"content", content}});
+            continue;
+        }
+        if (!content.is_array()) throw bad_request(where + ".content: must be a string or an array of blocks", "messages");
+        std::string text;
+        json tool_calls = json::array();
+        std::vector<json> tool_results;
+        for (const auto& block : content) {
+            if (!block.is_object() || !block.contains("type") || !block["type"].is_string())
+                throw bad_request(where + ": every content block needs a 'type'", "messages");
+            const std::string type = block["type"].get<std::string>();
+            if (type == "text") {
+                if (!block.contains("text") || !block["text"].is_string())
+                    throw bad_request(where + ": a text block needs a string 'text'", "messages");
+                text += block["text"].get<std::string>();
+            } else if (type == "tool_use" && role == "assistant") {
+                if (!block.contains("name") || !block["name"].is_string() || !block.contains("id") || !block["id"].is_string())
+                    throw bad_request(where + ": a tool_use block needs 'id' and 'name'", "messages");
+                json input = block.contains("input") ? block["input"] : json::object();
+                tool_calls.push_back({{"id", block["id"]}, {"type", "function"},
+                                      {"function", {{"name", block["name"]}, {"arguments", input}}}});
+            } else if (type == "tool_result" && role == "user") {
+                if (!block.contains("tool_use_id") || !block["tool_use_id"].is_string())
+                    throw bad_request(where + ": a tool_result block needs 'tool_use_id'", "messages");
+                std::string result = block.contains("content") ? text_content(block["content"], where.c_str()) : "";
+                tool_results.push_back({{"role", "tool"}, {"tool_call_id", block["tool_use_id"]}, {"content", result}});
+            } else if (type == "thinking" || type == "redacted_thinking") {
+                // Earlier reasoning is not shown to the model again.
+            } else {
+                throw bad_request(where + ": content blocks of type '" + type + "' are not supported", "messages");
+            }
+        }
+        for (auto& r : tool_results) job.messages.push_back(std::move(r));
+        if (!text.empty() || !tool_calls.empty() || tool_results.empty()) {
+            json out = {{"role", role}, {"content", text}};
+            if (!tool_calls.empty()) out["tool_calls"] = tool_calls;
+            job.messages.push_back(out);
+        }
+    }
+    if (const json* tools = field(body, "tools")) {
+        if (!tools->is_array()) throw bad_request("tools: must be an array", "tools");
+        json converted = json::array();
+        for (const auto& t : *tools) {
+            if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
+                throw bad_request("tools: every tool needs a 'name'", "tools");
+            if (t.contains("input_schema") && !t["input_schema"].is_object())
+                throw bad_request("tools: 'input_schema' must be an object", "tools");
+            json f = {{"name", t["name"]}};
+            if (t.contains("description")) f["description"] = t["description"];
+            f["parameters"] = t.contains("input_schema") ? t["input_schema"] : json{{"type", "object"}};
+            converted.push_back({{"type", "function"}, {"function", f}});
+        }
+        if (!converted.empty()) job.tools = converted;
+    }
+    if (const json* tc = field(body, "tool_choice")) {
+        if (!tc->is_object() || !tc->contains("type") || !(*tc)["type"].is_string())
+            throw bad_request("tool_choice: must be an object with a 'type'", "tool_choice");
+        const std::string type = (*tc)["type"].get<std::string>();
+        if (type == "auto") job.tool_choice = "auto";
+        else if (type == "none") job.tool_choice = "none";
+        else if (type == "any") job.tool_choice = "required";
+        else if (type == "tool" && tc->contains("name") && (*tc)["name"].is_string()) job.tool_choice = (*tc)["name"];
+        else throw bad_request("tool_choice: type must be auto, any, tool or none", "tool_choice");
+        if (tc->contains("disable_parallel_tool_use") && (*tc)["disable_parallel_tool_use"].is_boolean())
+            job.parallel_tool_calls = !(*tc)["disable_parallel_tool_use"].get<bool>();
+        if (job.tool_choice != "auto" && job.tool_choice != "none" && job.tools.is_null())
+            throw bad_request("tool_choice: needs tools", "tool_choice");
+    }
+    return job;
+}
+
+}  // namespace cria::server

@@ -1,0 +1,143 @@
+#include "chat_prompt.h"
+
+#include "cria/chat/chat_template.h"
+#include "cria/core/error.h"
+#include "cria/grammar/json_schema.h"
+
+namespace cria::server {
+
+const char* const kDefaultChatTemplate = R"TMPL({%- if tools %}
+{{- '<|im_start|>system\n' }}
+{%- if messages[0].role == 'system' %}{{- messages[0].content + '\n\n' }}{%- endif %}
+{{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+{%- for tool in tools %}{{- "\n" }}{{- tool | tojson }}{%- endfor %}
+{{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- elif messages[0].role == 'system' %}
+{{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+{%- if message.role == 'system' and loop.first %}
+{%- elif message.role == 'assistant' %}
+{{- '<|im_start|>assistant\n' + (message.content or '') }}
+{%- for tc in message.tool_calls or [] %}
+{{- '\n<tool_call>\n{"name": "' + tc.function.name + '", "arguments": ' + (tc.function.arguments | tojson) + '}\n</tool_call>' }}
+{%- endfor %}
+{{- '<|im_end|>\n' }}
+{%- elif message.role == 'tool' %}
+{{- '<|im_start|>user\n<tool_response>\n' + message.content + '\n</tool_response><|im_end|>\n' }}
+{%- else %}
+{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' }}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}
+)TMPL";
+
+namespace {
+
+// The output convention a template teaches its model, judged by its markers.
+chat::OutputFormat detect_format(const std::string& src) {
+    if (src.find("<|channel|>") != std::string::npos) return chat::OutputFormat::Harmony;
+    if (src.find("tool\u2581calls\u2581begin") != std::string::npos) return chat::OutputFormat::DeepSeek;
+    if (src.find("[TOOL_CALLS]") != std::string::npos) return chat::OutputFormat::Mistral;
+    if (src.find("<tool_call>") != std::string::npos) return chat::OutputFormat::Hermes;
+    if (src.find("<|python_tag|>") != std::string::npos || src.find("ipython") != std::string::npos)
+        return chat::OutputFormat::Llama3;
+    return chat::OutputFormat::Generic;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+ChatFormatter::ChatFormatter(const vocab::Vocab& vocab, std::string template_source) : vocab_(vocab) {
+    if (template_source.empty()) {
+        template_source = kDefaultChatTemplate;
+        is_default_ = true;
+    }
+    source_ = std::move(template_source);
+    template_ = std::make_unique<jinja::Template>(source_);
+    format_ = detect_format(source_);
+    if (vocab_.bos() != vocab::kNoToken) bos_text_ = vocab_.token(vocab_.bos()).text;
+    if (vocab_.eos() != vocab::kNoToken) eos_text_ = vocab_.token(vocab_.eos()).text;
+}
+
+std::string ChatFormatter::render(const json& messages, const json& tools, bool add_generation_prompt,
+                                  const json& extra_context) const {
+    chat::ChatTemplateInputs in;
+    in.messages = messages;
+    in.tools = tools;
+    in.add_generation_prompt = add_generation_prompt;
+    in.bos_token = bos_text_;
+    in.eos_token = eos_text_;
+    in.extra_context = extra_context;
+    std::string text;
+    try {
+        text = chat::render_chat_template(*template_, in);
+    } catch (const std::exception& e) {
+        throw ApiError(400, "invalid_request_error", std::string("the chat template failed: ") + e.what());
+    }
+    // Tokenizing adds the BOS token itself; keep it from appearing twice.
+    if (!bos_text_.empty() && vocab_.add_bos() && text.compare(0, bos_text_.size(), bos_text_) == 0)
+        text.erase(0, bos_text_.size());
+    return text;
+}
+
+std::vector<vocab::TokenId> ChatFormatter::tokenize(const std::string& text) const {
+    return vocab_.tokenize(text, true, true);
+}
+
+chat::OutputParserOptions ChatFormatter::prepare(ChatJob& job) const {
+    chat::OutputParserOptions parser;
+    parser.format = format_;
+    json tools = job.tool_choice == "none" ? json() : job.tools;
+    if (!tools.is_null() && job.tool_choice != "auto" && job.tool_choice != "required") {
+        json only = json::array();
+        for (const auto& t : tools)
+            if (t["function"]["name"] == job.tool_choice) only.push_back(t);
+        if (only.empty()) throw bad_request("'tool_choice' names a function that is not in 'tools'", "tool_choice");
+        tools = only;
+    }
+    const std::string text = render(job.messages, tools, true, job.template_kwargs);
+    job.gen.prompt = tokenize(text);
+    parser.reasoning_starts_open = ends_with(text, "<think>\n") || ends_with(text, "<think>");
+
+    try {
+        if (!job.response_schema.is_null()) {
+            json schema = job.response_schema;
+            if (schema.empty()) schema = {{"type", "object"}};
+            job.gen.grammar = grammar::json_schema_to_gbnf(nlohmann::json(schema));
+        } else if (!tools.is_null()) {
+            // A forced call is constrained from the first token; "auto" only
+            // once the model opens a call (a lazy grammar), where the format
+            // has an opening marker to wait for.
+            const bool forced = job.tool_choice != "auto";
+            const bool hermes = format_ == chat::OutputFormat::Hermes;
+            if (forced || hermes) {
+                auto g = grammar::tool_call_grammar(nlohmann::json(tools),
+                                                    hermes ? grammar::ToolCallFormat::Hermes : grammar::ToolCallFormat::Json,
+                                                    job.parallel_tool_calls);
+                job.gen.grammar = g.gbnf;
+                if (!forced) {
+                    job.gen.grammar_options.lazy = true;
+                    job.gen.grammar_options.triggers.words = g.trigger_words;
+                }
+                // Bare JSON calls are read as Llama 3's.
+                if (!hermes && (parser.format == chat::OutputFormat::Generic)) parser.format = chat::OutputFormat::Llama3;
+            }
+        }
+    } catch (const ApiError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw bad_request(std::string("cannot build a grammar: ") + e.what(), "response_format");
+    }
+    if (is_default_) {
+        // The ChatML markers may not be tokens of this vocabulary; stop on their text.
+        job.gen.stop.push_back("<|im_end|>");
+        job.gen.stop.push_back("<|im_start|>");
+    }
+    return parser;
+}
+
+}  // namespace cria::server

@@ -1,0 +1,47 @@
+#pragma once
+// From a ChatJob to what the scheduler needs: the rendered and tokenized
+// prompt, the grammar (response_format, tool calls) and how to parse the
+// output (reasoning markers, the model family's tool-call format).
+#include <memory>
+#include <string>
+
+#include "api.h"
+#include "cria/chat/jinja.h"
+#include "cria/chat/output_parser.h"
+#include "cria/vocab/vocab.h"
+
+namespace cria::server {
+
+// A ChatML template with Hermes-style tool calls, used when neither the
+// model nor the command line gives one.
+extern const char* const kDefaultChatTemplate;
+
+class ChatFormatter {
+public:
+    // Throws cria::Error when the template does not parse.
+    ChatFormatter(const vocab::Vocab& vocab, std::string template_source);
+
+    const std::string& source() const { return source_; }
+    chat::OutputFormat output_format() const { return format_; }
+    bool is_default() const { return is_default_; }
+
+    // The prompt text (the leading BOS text is removed: tokenizing adds it).
+    // Template errors become 400s.
+    std::string render(const json& messages, const json& tools, bool add_generation_prompt,
+                       const json& extra_context) const;
+
+    // Fills job.gen.prompt / grammar / stop strings and returns the parser options.
+    chat::OutputParserOptions prepare(ChatJob& job) const;
+
+    std::vector<vocab::TokenId> tokenize(const std::string& text) const;
+
+private:
+    const vocab::Vocab& vocab_;
+    std::string source_;
+    std::unique_ptr<jinja::Template> template_;
+    chat::OutputFormat format_ = chat::OutputFormat::Generic;
+    bool is_default_ = false;
+    std::string bos_text_, eos_text_;
+};
+
+}  // namespace cria::server

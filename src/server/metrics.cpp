@@ -1,0 +1,40 @@
+#include "metrics.h"
+
+#include <sstream>
+
+namespace cria::server {
+
+namespace {
+
+void metric(std::ostringstream& out, const char* name, const char* type, const char* help, double value) {
+    out << "# HELP cria:" << name << ' ' << help << "\n# TYPE cria:" << name << ' ' << type << "\ncria:" << name << ' '
+        << value << '\n';
+}
+
+}  // namespace
+
+std::string metrics_text(const SchedulerStats& s, uint64_t http_requests) {
+    std::ostringstream out;
+    out.precision(10);
+    metric(out, "http_requests_total", "counter", "HTTP requests received.", static_cast<double>(http_requests));
+    metric(out, "requests_total", "counter", "Generation requests accepted.", static_cast<double>(s.requests_total));
+    metric(out, "requests_success_total", "counter", "Generation requests completed.", static_cast<double>(s.requests_success));
+    metric(out, "requests_cancelled_total", "counter", "Generation requests cancelled (client gone).", static_cast<double>(s.requests_cancelled));
+    metric(out, "requests_failed_total", "counter", "Generation requests that failed or timed out.", static_cast<double>(s.requests_failed));
+    metric(out, "prompt_tokens_total", "counter", "Prompt tokens evaluated.", static_cast<double>(s.prompt_tokens_total));
+    metric(out, "prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot's cache.", static_cast<double>(s.cached_tokens_total));
+    metric(out, "prompt_seconds_total", "counter", "Time spent on prompts.", s.prompt_seconds_total);
+    metric(out, "tokens_predicted_total", "counter", "Tokens generated.", static_cast<double>(s.generated_tokens_total));
+    metric(out, "tokens_predicted_seconds_total", "counter", "Time spent generating (summed over requests).", s.generation_seconds_total);
+    metric(out, "prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
+           s.prompt_seconds_total > 0 ? static_cast<double>(s.prompt_tokens_total) / s.prompt_seconds_total : 0.0);
+    metric(out, "predicted_tokens_seconds", "gauge", "Average generation throughput per request in tokens/s.",
+           s.generation_seconds_total > 0 ? static_cast<double>(s.generated_tokens_total) / s.generation_seconds_total : 0.0);
+    metric(out, "n_decode_total", "counter", "decode() calls (batches).", static_cast<double>(s.decode_calls));
+    metric(out, "requests_processing", "gauge", "Slots busy.", s.slots_busy);
+    metric(out, "requests_deferred", "gauge", "Requests waiting in the queue.", s.queue_size);
+    metric(out, "slots_total", "gauge", "Slots.", s.slots_total);
+    return out.str();
+}
+
+}  // namespace cria::server

@@ -1,0 +1,80 @@
+#pragma once
+// What a finished or streaming generation looks like to each API: the
+// OpenAI chat/completions objects and chunks, and the Anthropic message and
+// its stream events. Writers are fed parsed deltas and return the SSE text
+// to send; the same accumulated state builds the non-streaming body.
+#include <string>
+#include <vector>
+
+#include "api.h"
+#include "cria/chat/output_parser.h"
+
+namespace cria::server {
+
+struct Usage {
+    int32_t prompt = 0, cached = 0, completion = 0;
+    double prompt_ms = 0, generation_ms = 0;
+};
+
+struct Collected {
+    std::string reasoning, content;
+    std::vector<chat::ToolCall> calls;
+    std::vector<TokenLogprob> logprobs;
+    std::string finish_reason;  // scheduler's: stop / length / cancelled
+    std::string stop_word;
+    Usage usage;
+};
+
+std::string random_id(const std::string& prefix, size_t n = 24);
+json timings_json(const Usage& u);
+json usage_openai(const Usage& u);
+json logprobs_openai_chat(const std::vector<TokenLogprob>& lps);
+
+// OpenAI chat completion (non-streaming body).
+json openai_chat_body(const std::string& id, long long created, const std::string& model, const Collected& c,
+                      bool want_logprobs);
+// OpenAI finish_reason for what happened.
+std::string openai_finish_reason(const Collected& c);
+
+class OpenAIChatStream {
+public:
+    OpenAIChatStream(std::string id, long long created, std::string model, bool include_usage, bool logprobs)
+        : id_(std::move(id)), created_(created), model_(std::move(model)), include_usage_(include_usage), logprobs_(logprobs) {}
+    std::string start();
+    std::string delta(const chat::OutputDelta& d, const std::vector<TokenLogprob>& lps);
+    std::string finish(const Collected& c);
+    std::string error(int status, const std::string& message);
+
+private:
+    json chunk(json delta, json finish_reason = nullptr) const;
+    std::string id_;
+    long long created_;
+    std::string model_;
+    bool include_usage_, logprobs_;
+    int tool_index_ = 0;
+};
+
+// Anthropic
+json anthropic_message_body(const std::string& id, const std::string& model, const Collected& c,
+                            const std::vector<std::string>& user_stops);
+std::string anthropic_stop_reason(const Collected& c, const std::vector<std::string>& user_stops);
+
+class AnthropicStream {
+public:
+    AnthropicStream(std::string id, std::string model, std::vector<std::string> user_stops)
+        : id_(std::move(id)), model_(std::move(model)), user_stops_(std::move(user_stops)) {}
+    std::string start(int32_t input_tokens);
+    std::string delta(const chat::OutputDelta& d);
+    std::string finish(const Collected& c);
+    std::string error(int status, const std::string& message);
+
+private:
+    std::string open_block(const std::string& type, json block);
+    std::string close_block();
+    std::string id_, model_;
+    std::vector<std::string> user_stops_;
+    int index_ = -1;
+    std::string open_;  // type of the open block, "" when none
+};
+
+}  // namespace cria::server

@@ -1,0 +1,93 @@
+#include "cria/server/runtime_backend.h"
+
+#include <cmath>
+
+#include "cria/core/error.h"
+#include "cria/gguf/file.h"
+#include "cria/model/model.h"
+#include "cria/runtime/context.h"
+
+namespace cria::server {
+
+RuntimeBackend::RuntimeBackend(const std::string& model_path, const RuntimeBackendParams& params) : params_(params) {
+    if (params_.n_seq <= 0 || params_.n_seq > 64) throw Error("the number of slots must be 1..64");
+    if (params_.n_batch <= 0) params_.n_batch = 512;
+    model_ = model::Model::load(model_path);
+    vocab_ = std::make_unique<vocab::Vocab>(vocab::Vocab::from_gguf(model_->file()));
+    const auto& hp = model_->hparams();
+    if (params_.n_ctx <= 0) params_.n_ctx = static_cast<int32_t>(hp.n_ctx_train) * params_.n_seq;
+    n_ctx_per_seq_ = params_.n_ctx / params_.n_seq;
+    if (n_ctx_per_seq_ < 8) throw Error("the context is too small for " + std::to_string(params_.n_seq) + " slots");
+    runtime::ContextParams cp;
+    cp.n_ctx = static_cast<uint32_t>(params_.n_ctx);
+    cp.n_batch = static_cast<uint32_t>(params_.n_batch);
+    cp.n_ubatch = static_cast<uint32_t>(params_.n_batch);
+    cp.n_seq_max = static_cast<uint32_t>(params_.n_seq);
+    cp.n_threads = params_.n_threads;
+    ctx_ = std::make_unique<runtime::Context>(*model_, cp);
+}
+
+RuntimeBackend::~RuntimeBackend() = default;
+
+int32_t RuntimeBackend::n_vocab() const { return static_cast<int32_t>(model_->hparams().n_vocab); }
+
+std::string RuntimeBackend::model_name() const {
+    return model_->file().get_string("general.name", model_->hparams().arch_name);
+}
+
+std::string RuntimeBackend::chat_template() const {
+    return model_->file().get_string("tokenizer.chat_template", "");
+}
+
+void RuntimeBackend::decode(std::span<const BatchToken> batch, std::vector<float>& logits) {
+    runtime::Batch b;
+    for (const BatchToken& t : batch) {
+        if (t.pos >= n_ctx_per_seq_) throw Error("the slot's context is full");
+        b.add(t.token, t.pos, {t.seq}, t.logits);
+    }
+    if (ctx_->decode(b) != 0) throw Error("the KV cache has no room for this batch");
+    logits.clear();
+    const size_t nv = static_cast<size_t>(n_vocab());
+    for (size_t i = 0; i < batch.size(); ++i) {
+        if (!batch[i].logits) continue;
+        auto row = ctx_->logits(static_cast<int32_t>(i));
+        if (row.size() != nv) throw Error("unexpected logit row size");
+        logits.insert(logits.end(), row.begin(), row.end());
+    }
+}
+
+void RuntimeBackend::seq_keep_prefix(int32_t seq, int32_t keep) { ctx_->memory_seq_rm(seq, keep, -1); }
+
+std::vector<float> RuntimeBackend::embed(std::span<const TokenId> tokens) {
+    std::lock_guard lock(embed_mutex_);
+    const auto n_train = static_cast<int32_t>(model_->hparams().n_ctx_train);
+    const int32_t n_ctx = std::min<int32_t>(n_train > 0 ? n_train : 2048, 2048);
+    if (tokens.empty()) throw Error("cannot embed an empty input");
+    if (static_cast<int32_t>(tokens.size()) > n_ctx)
+        throw Error("the input has " + std::to_string(tokens.size()) + " tokens, more than " + std::to_string(n_ctx));
+    if (!embed_ctx_) {
+        runtime::ContextParams cp;
+        cp.n_ctx = static_cast<uint32_t>(n_ctx);
+        cp.n_batch = static_cast<uint32_t>(n_ctx);
+        cp.n_ubatch = 512;
+        cp.n_seq_max = 1;
+        cp.n_threads = params_.n_threads;
+        cp.embeddings = true;
+        cp.pooling = runtime::Pooling::Mean;
+        embed_ctx_ = std::make_unique<runtime::Context>(*model_, cp);
+    }
+    embed_ctx_->memory_clear();
+    runtime::Batch b;
+    for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], static_cast<int32_t>(i), {0}, true);
+    if (embed_ctx_->decode(b) != 0) throw Error("the embedding context has no room for the input");
+    auto pooled = embed_ctx_->embeddings_seq(0);
+    std::vector<float> out(pooled.begin(), pooled.end());
+    double norm = 0;
+    for (float v : out) norm += static_cast<double>(v) * v;
+    norm = std::sqrt(norm);
+    if (norm > 0)
+        for (float& v : out) v = static_cast<float>(v / norm);
+    return out;
+}
+
+}  // namespace cria::server

@@ -1,0 +1,593 @@
+#include "cria/server/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <numeric>
+
+#include "cria/core/error.h"
+#include "cria/sampling/chain.h"
+#include "cria/server/grammar_constraint.h"
+#include "cria/vocab/streaming_detokenizer.h"
+
+namespace cria::server {
+
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------- RequestHandle
+
+void RequestHandle::push(GenerationEvent event) {
+    {
+        std::lock_guard lock(mutex_);
+        events_.push_back(std::move(event));
+    }
+    cv_.notify_all();
+}
+
+std::optional<GenerationEvent> RequestHandle::pop(std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex_);
+    if (!cv_.wait_for(lock, wait, [&] { return !events_.empty(); })) return std::nullopt;
+    GenerationEvent e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+}
+
+// ---------------------------------------------------------------- Slot
+
+struct Scheduler::Slot {
+    int32_t id = 0;
+    bool busy = false;
+    std::vector<TokenId> cache;  // tokens the backend holds for sequence `id`
+
+    // The request being served.
+    GenerationRequest request;
+    std::shared_ptr<RequestHandle> handle;
+    Clock::time_point deadline, t_start, t_prompt_done;
+    sampling::Chain chain;
+    std::unique_ptr<vocab::StreamingDetokenizer> detok;
+    size_t n_past = 0;              // prompt tokens already in `cache`
+    bool generating = false;        // prompt done; `last` waits to be decoded
+    TokenId last = 0;
+    int32_t n_cached = 0, n_generated = 0, max_tokens = 0;
+    std::string text;               // generated text so far
+    size_t sent = 0;                // bytes of `text` already sent
+    std::vector<TokenLogprob> held_logprobs;
+    std::string stop_word;
+};
+
+namespace {
+
+size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
+    const size_t n = std::min(a.size(), b.size());
+    size_t i = 0;
+    while (i < n && a[i] == b[i]) ++i;
+    return i;
+}
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Scheduler
+
+Scheduler::Scheduler(Backend& backend, SchedulerOptions options) : backend_(backend), options_(options) {
+    if (options_.n_slots <= 0) throw Error("the number of slots must be positive");
+    if (options_.n_batch <= 0) options_.n_batch = 256;
+    options_.n_batch = std::min(options_.n_batch, backend_.max_batch());
+    if (options_.max_queue < 0) options_.max_queue = 0;
+    vocab_index_ = grammar::VocabIndex::build(backend_.vocab());
+    for (int32_t i = 0; i < options_.n_slots; ++i) {
+        auto slot = std::make_unique<Slot>();
+        slot->id = i;
+        slots_.push_back(std::move(slot));
+    }
+    stats_.slots_total = options_.n_slots;
+    thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+std::shared_ptr<RequestHandle> Scheduler::submit(GenerationRequest request) {
+    const int32_t n_ctx = backend_.n_ctx_per_seq();
+    if (request.prompt.empty()) throw Error("the prompt is empty");
+    if (static_cast<int32_t>(request.prompt.size()) >= n_ctx)
+        throw Error("the prompt has " + std::to_string(request.prompt.size()) +
+                    " tokens, more than the context of " + std::to_string(n_ctx) + " positions allows");
+    for (TokenId t : request.prompt)
+        if (t < 0 || t >= backend_.n_vocab()) throw Error("token id " + std::to_string(t) + " is out of range");
+    if (request.top_logprobs > 20) throw Error("top_logprobs must be at most 20");
+    Pending pending;
+    pending.handle = std::make_shared<RequestHandle>();
+    pending.deadline = Clock::now() + request.timeout;
+    // Build the chain here, on the caller's thread, so that bad parameters
+    // and grammars are reported to the client before anything is queued.
+    sampling::ChainContext cc;
+    cc.vocab = &backend_.vocab();
+    cc.n_ctx = n_ctx;
+    cc.n_ctx_train = n_ctx;
+    pending.chain = std::make_unique<sampling::Chain>(sampling::build_chain(request.sampling, cc));
+    if (!request.grammar.empty())
+        pending.chain->set_grammar(std::make_unique<GrammarConstraint>(vocab_index_, backend_.vocab(), request.grammar,
+                                                                       request.grammar_options));
+    pending.request = std::move(request);
+    auto handle = pending.handle;
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) throw Error("the server is shutting down");
+        if (static_cast<int32_t>(queue_.size()) >= options_.max_queue) throw QueueFull();
+        queue_.push_back(std::move(pending));
+        ++stats_.requests_total;
+        stats_.queue_size = static_cast<int32_t>(queue_.size());
+    }
+    cv_.notify_all();
+    return handle;
+}
+
+SchedulerStats Scheduler::stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+}
+
+std::vector<SlotInfo> Scheduler::slots() const {
+    std::lock_guard lock(mutex_);
+    return slot_snapshot_;
+}
+
+void Scheduler::publish_slots() {
+    std::vector<SlotInfo> snap;
+    int32_t busy = 0;
+    for (const auto& s : slots_) {
+        snap.push_back({s->id, s->busy, static_cast<int32_t>(s->cache.size()),
+                        s->busy ? static_cast<int32_t>(s->request.prompt.size()) : 0, s->n_generated});
+        busy += s->busy ? 1 : 0;
+    }
+    std::lock_guard lock(mutex_);
+    slot_snapshot_ = std::move(snap);
+    stats_.slots_busy = busy;
+    stats_.queue_size = static_cast<int32_t>(queue_.size());
+}
+
+// ---------------------------------------------------------------- the loop
+
+void Scheduler::loop() {
+    publish_slots();
+    for (;;) {
+        std::deque<std::function<void()>> tasks;
+        {
+            std::unique_lock lock(mutex_);
+            const bool any_busy =
+                std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy; });
+            if (!any_busy)
+                cv_.wait_for(lock, std::chrono::milliseconds(100),
+                             [&] { return stopping_ || !queue_.empty() || !tasks_.empty(); });
+            if (stopping_) break;
+            tasks.swap(tasks_);
+        }
+        for (auto& task : tasks) task();
+        assign_waiting();
+        step();
+        publish_slots();
+    }
+    // Shutting down: tell everyone still waiting.
+    for (auto& s : slots_)
+        if (s->busy) fail(*s, "the server is shutting down");
+    std::deque<Pending> rest;
+    std::deque<std::function<void()>> tasks;
+    {
+        std::lock_guard lock(mutex_);
+        rest.swap(queue_);
+        tasks.swap(tasks_);
+    }
+    for (auto& p : rest) {
+        GenerationEvent e;
+        e.kind = GenerationEvent::Kind::Error;
+        e.error = "the server is shutting down";
+        e.http_status = 503;
+        p.handle->push(std::move(e));
+    }
+    for (auto& task : tasks) task();  // they report the shutdown themselves
+}
+
+void Scheduler::assign_waiting() {
+    for (;;) {
+        Pending pending;
+        Slot* slot = nullptr;
+        bool cancelled = false, late = false;
+        {
+            std::lock_guard lock(mutex_);
+            if (queue_.empty()) return;
+            Pending& front = queue_.front();
+            if (front.handle->cancelled()) {
+                cancelled = true;
+                ++stats_.requests_cancelled;
+            } else if (Clock::now() > front.deadline) {
+                late = true;
+                ++stats_.requests_failed;
+            } else {
+                // The idle slot with the longest cached prefix; ties go to the lowest id.
+                size_t best_len = 0;
+                for (auto& s : slots_) {
+                    if (s->busy) continue;
+                    const size_t len = common_prefix(s->cache, front.request.prompt);
+                    if (!slot || len > best_len) slot = s.get(), best_len = len;
+                }
+                if (!slot) return;
+            }
+            pending = std::move(front);
+            queue_.pop_front();
+            stats_.queue_size = static_cast<int32_t>(queue_.size());
+        }
+        if (cancelled) {
+            GenerationEvent e;
+            e.kind = GenerationEvent::Kind::Done;
+            e.finish_reason = "cancelled";
+            e.n_prompt = static_cast<int32_t>(pending.request.prompt.size());
+            pending.handle->push(std::move(e));
+        } else if (late) {
+            GenerationEvent e;
+            e.kind = GenerationEvent::Kind::Error;
+            e.error = "the request timed out while waiting for a free slot";
+            e.http_status = 503;
+            pending.handle->push(std::move(e));
+        } else {
+            start(*slot, std::move(pending));
+        }
+    }
+}
+
+void Scheduler::start(Slot& slot, Pending pending) {
+    slot.busy = true;
+    slot.request = std::move(pending.request);
+    slot.handle = std::move(pending.handle);
+    slot.deadline = pending.deadline;
+    slot.chain = std::move(*pending.chain);
+    slot.detok = std::make_unique<vocab::StreamingDetokenizer>(backend_.vocab(), slot.request.render_special);
+    slot.t_start = Clock::now();
+    slot.generating = false;
+    slot.text.clear();
+    slot.sent = 0;
+    slot.held_logprobs.clear();
+    slot.n_generated = 0;
+    const int32_t n_ctx = backend_.n_ctx_per_seq();
+    const int32_t room = n_ctx - static_cast<int32_t>(slot.request.prompt.size());
+    slot.max_tokens = slot.request.max_tokens < 0 ? room : std::min(slot.request.max_tokens, room);
+    if (options_.max_tokens_cap > 0) slot.max_tokens = std::min(slot.max_tokens, options_.max_tokens_cap);
+    // Keep the longest common prefix, but always evaluate at least the last
+    // prompt token: its logits are needed for the first sample.
+    size_t keep = common_prefix(slot.cache, slot.request.prompt);
+    if (keep == slot.request.prompt.size()) --keep;
+    backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep));
+    slot.cache.resize(keep);
+    slot.n_past = keep;
+    slot.n_cached = static_cast<int32_t>(keep);
+    // Penalty samplers see the prompt, as in llama.cpp's server.
+    if (slot.max_tokens <= 0) finish(slot, "length");
+}
+
+bool Scheduler::step() {
+    // Cancelled or overdue requests leave before anything is spent on them.
+    for (auto& s : slots_) {
+        if (!s->busy) continue;
+        if (s->handle->cancelled()) finish(*s, "cancelled");
+        else if (Clock::now() > s->deadline) fail(*s, "the request timed out");
+    }
+    std::vector<BatchToken> batch;
+    std::vector<Slot*> owners;  // slot of each batch entry
+    const int32_t n_batch = options_.n_batch;
+    // Generation first: one token per generating slot keeps every stream moving.
+    for (auto& s : slots_) {
+        if (!s->busy || !s->generating) continue;
+        batch.push_back({s->last, static_cast<int32_t>(s->cache.size()), s->id, true});
+        owners.push_back(s.get());
+    }
+    // Prompt chunks share the rest of the batch, in slot order.
+    for (auto& s : slots_) {
+        if (!s->busy || s->generating) continue;
+        const auto budget = static_cast<size_t>(std::max<int32_t>(0, n_batch - static_cast<int32_t>(batch.size())));
+        if (budget == 0) break;
+        const size_t left = s->request.prompt.size() - s->n_past;
+        const size_t take = std::min(budget, left);
+        for (size_t i = 0; i < take; ++i) {
+            const size_t p = s->n_past + i;
+            const bool last = p + 1 == s->request.prompt.size();
+            batch.push_back({s->request.prompt[p], static_cast<int32_t>(p), s->id, last});
+            owners.push_back(s.get());
+        }
+    }
+    if (batch.empty()) return false;
+    try {
+        backend_.decode(batch, logits_);
+    } catch (const std::exception& e) {
+        for (Slot* s : owners) {
+            if (!s->busy) continue;
+            backend_.seq_keep_prefix(s->id, 0);
+            s->cache.clear();
+            fail(*s, std::string("decode failed: ") + e.what());
+        }
+        return true;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        ++stats_.decode_calls;
+    }
+    const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
+    size_t row = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+        Slot& s = *owners[i];
+        s.cache.push_back(batch[i].token);
+        if (!s.generating) ++s.n_past;
+        if (!batch[i].logits) continue;
+        const float* logits = logits_.data() + row * n_vocab;
+        ++row;
+        if (!s.generating) {
+            s.generating = true;
+            s.t_prompt_done = Clock::now();
+            const auto n_eval = static_cast<uint64_t>(s.request.prompt.size()) - static_cast<uint64_t>(s.n_cached);
+            std::lock_guard lock(mutex_);
+            stats_.prompt_tokens_total += n_eval;
+            stats_.cached_tokens_total += static_cast<uint64_t>(s.n_cached);
+            stats_.prompt_seconds_total += ms_between(s.t_start, s.t_prompt_done) / 1000.0;
+        }
+        if (s.busy) on_logits(s, logits);
+    }
+    return true;
+}
+
+void Scheduler::on_logits(Slot& slot, const float* logits) {
+    const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
+    TokenId token = 0;
+    try {
+        token = slot.chain.sample(std::span<const float>(logits, n_vocab));
+        slot.chain.accept(token);
+    } catch (const std::exception& e) {
+        fail(slot, std::string("sampling failed: ") + e.what());
+        return;
+    }
+    ++slot.n_generated;
+    {
+        std::lock_guard lock(mutex_);
+        ++stats_.generated_tokens_total;
+    }
+    if (slot.request.top_logprobs >= 0) {
+        // Log-probabilities of the model's own distribution (before sampling filters).
+        float max_logit = -INFINITY;
+        for (size_t i = 0; i < n_vocab; ++i) max_logit = std::max(max_logit, logits[i]);
+        double sum = 0;
+        for (size_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
+        const float log_z = max_logit + static_cast<float>(std::log(sum));
+        TokenLogprob lp;
+        lp.id = token;
+        lp.token = backend_.vocab().token_to_piece(token);
+        lp.logprob = logits[token] - log_z;
+        const size_t k = std::min(static_cast<size_t>(slot.request.top_logprobs), n_vocab);
+        if (k > 0) {
+            std::vector<TokenId> ids(n_vocab);
+            std::iota(ids.begin(), ids.end(), 0);
+            std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+                              [&](TokenId a, TokenId b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+            for (size_t i = 0; i < k; ++i)
+                lp.top.push_back({backend_.vocab().token_to_piece(ids[i]), logits[ids[i]] - log_z});
+        }
+        slot.held_logprobs.push_back(std::move(lp));
+    }
+    if (backend_.vocab().is_eog(token)) {
+        finish(slot, "stop");
+        return;
+    }
+    slot.last = token;
+    slot.text += slot.detok->push(token);
+    if (emit_text(slot, false)) return;  // a stop string ended it
+    const bool full = static_cast<int32_t>(slot.cache.size()) + 1 >= backend_.n_ctx_per_seq();
+    if (slot.n_generated >= slot.max_tokens || full) finish(slot, "length");
+}
+
+bool Scheduler::emit_text(Slot& slot, bool at_end) {
+    const auto& stops = slot.request.stop;
+    size_t max_len = 0;
+    for (const auto& s : stops) max_len = std::max(max_len, s.size());
+    // A complete stop string (the earliest) ends the output where it starts.
+    size_t cut = std::string::npos;
+    std::string word;
+    const size_t from = slot.sent >= max_len ? slot.sent - max_len + 1 : 0;
+    for (const auto& s : stops) {
+        if (s.empty()) continue;
+        const size_t at = slot.text.find(s, from);
+        if (at != std::string::npos && at < cut) cut = at, word = s;
+    }
+    size_t upto = slot.text.size();
+    if (cut != std::string::npos) {
+        upto = std::max(cut, slot.sent);
+    } else if (!at_end) {
+        // Hold back a tail that could still grow into a stop string.
+        for (const auto& s : stops) {
+            for (size_t k = std::min(s.size() - 1, slot.text.size()); k > 0; --k) {
+                if (slot.text.compare(slot.text.size() - k, k, s, 0, k) == 0) {
+                    upto = std::min(upto, slot.text.size() - k);
+                    break;
+                }
+            }
+        }
+        upto = std::max(upto, slot.sent);
+    }
+    if (upto > slot.sent || (!slot.held_logprobs.empty() && (upto > slot.sent || at_end || cut != std::string::npos))) {
+        GenerationEvent e;
+        e.kind = GenerationEvent::Kind::Text;
+        e.text = slot.text.substr(slot.sent, upto - slot.sent);
+        e.logprobs = std::move(slot.held_logprobs);
+        slot.held_logprobs.clear();
+        slot.sent = upto;
+        if (!e.text.empty() || !e.logprobs.empty()) slot.handle->push(std::move(e));
+    }
+    if (cut != std::string::npos) {
+        slot.text.resize(cut);
+        if (!at_end) {
+            slot.stop_word = word;
+            finish(slot, "stop");
+        } else {
+            slot.stop_word = word;
+        }
+        return true;
+    }
+    return false;
+}
+
+void Scheduler::finish(Slot& slot, const std::string& reason) {
+    std::string why = reason;
+    if (reason != "cancelled") {
+        slot.text += slot.detok->flush();
+        if (slot.stop_word.empty() && emit_text(slot, true)) why = "stop";
+    }
+    GenerationEvent e;
+    e.kind = GenerationEvent::Kind::Done;
+    e.finish_reason = why;
+    e.stop_word = slot.stop_word;
+    e.n_prompt = static_cast<int32_t>(slot.request.prompt.size());
+    e.n_cached = slot.n_cached;
+    e.n_generated = slot.n_generated;
+    const auto now = Clock::now();
+    if (slot.generating) {
+        e.prompt_ms = ms_between(slot.t_start, slot.t_prompt_done);
+        e.generation_ms = ms_between(slot.t_prompt_done, now);
+    } else {
+        e.prompt_ms = ms_between(slot.t_start, now);
+    }
+    e.slot = slot.id;
+    {
+        std::lock_guard lock(mutex_);
+        if (why == "cancelled") ++stats_.requests_cancelled; else ++stats_.requests_success;
+        stats_.generation_seconds_total += e.generation_ms / 1000.0;
+    }
+    slot.handle->push(std::move(e));
+    release(slot);
+}
+
+void Scheduler::fail(Slot& slot, const std::string& message) {
+    GenerationEvent e;
+    e.kind = GenerationEvent::Kind::Error;
+    e.error = message;
+    e.http_status = 500;
+    e.slot = slot.id;
+    {
+        std::lock_guard lock(mutex_);
+        ++stats_.requests_failed;
+    }
+    slot.handle->push(std::move(e));
+    release(slot);
+}
+
+void Scheduler::release(Slot& slot) {
+    // The sampled-but-undecoded token is not in the cache; the rest stays for prefix reuse.
+    slot.busy = false;
+    slot.generating = false;
+    slot.handle.reset();
+    slot.detok.reset();
+    slot.chain = sampling::Chain();
+    slot.stop_word.clear();
+    slot.request = GenerationRequest();
+}
+
+// ---------------------------------------------------------------- slot files
+
+void Scheduler::run_on_loop(const std::function<void()>& task) {
+    auto done = std::make_shared<std::promise<void>>();
+    auto future = done->get_future();
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) throw Error("the server is shutting down");
+        tasks_.push_back([task, done] {
+            try {
+                task();
+                done->set_value();
+            } catch (...) {
+                done->set_exception(std::current_exception());
+            }
+        });
+    }
+    cv_.notify_all();
+    future.get();
+}
+
+namespace {
+
+constexpr char kSlotMagic[8] = {'C', 'R', 'I', 'A', 'S', 'L', 'O', 'T'};
+constexpr uint32_t kSlotVersion = 1;
+
+}  // namespace
+
+size_t Scheduler::save_slot(int32_t id, const std::string& path) {
+    if (id < 0 || id >= options_.n_slots) throw Error("slot id " + std::to_string(id) + " does not exist");
+    size_t n = 0;
+    run_on_loop([&] {
+        Slot& slot = *slots_[static_cast<size_t>(id)];
+        if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        if (!out) throw Error("cannot write the slot file");
+        const auto count = static_cast<uint32_t>(slot.cache.size());
+        out.write(kSlotMagic, sizeof kSlotMagic);
+        out.write(reinterpret_cast<const char*>(&kSlotVersion), sizeof kSlotVersion);
+        out.write(reinterpret_cast<const char*>(&count), sizeof count);
+        out.write(reinterpret_cast<const char*>(slot.cache.data()),
+                  static_cast<std::streamsize>(slot.cache.size() * sizeof(TokenId)));
+        if (!out) throw Error("writing the slot file failed");
+        n = slot.cache.size();
+    });
+    return n;
+}
+
+size_t Scheduler::restore_slot(int32_t id, const std::string& path) {
+    if (id < 0 || id >= options_.n_slots) throw Error("slot id " + std::to_string(id) + " does not exist");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("the slot file does not exist");
+    char magic[8] = {};
+    uint32_t version = 0, count = 0;
+    in.read(magic, sizeof magic);
+    in.read(reinterpret_cast<char*>(&version), sizeof version);
+    in.read(reinterpret_cast<char*>(&count), sizeof count);
+    if (!in || std::memcmp(magic, kSlotMagic, sizeof magic) != 0 || version != kSlotVersion)
+        throw Error("not a cria slot file");
+    if (static_cast<int64_t>(count) >= backend_.n_ctx_per_seq()) throw Error("the slot file holds more tokens than the context");
+    std::vector<TokenId> tokens(count);
+    in.read(reinterpret_cast<char*>(tokens.data()), static_cast<std::streamsize>(count * sizeof(TokenId)));
+    if (!in) throw Error("the slot file is truncated");
+    for (TokenId t : tokens)
+        if (t < 0 || t >= backend_.n_vocab()) throw Error("the slot file holds an invalid token id");
+    run_on_loop([&] {
+        Slot& slot = *slots_[static_cast<size_t>(id)];
+        if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
+        backend_.seq_keep_prefix(id, 0);
+        slot.cache.clear();
+        std::vector<BatchToken> batch;
+        std::vector<float> unused;
+        for (size_t i = 0; i < tokens.size();) {
+            batch.clear();
+            for (; i < tokens.size() && static_cast<int32_t>(batch.size()) < options_.n_batch; ++i)
+                batch.push_back({tokens[i], static_cast<int32_t>(i), id, false});
+            backend_.decode(batch, unused);
+            for (const auto& b : batch) slot.cache.push_back(b.token);
+        }
+    });
+    return tokens.size();
+}
+
+void Scheduler::erase_slot(int32_t id) {
+    if (id < 0 || id >= options_.n_slots) throw Error("slot id " + std::to_string(id) + " does not exist");
+    run_on_loop([&] {
+        Slot& slot = *slots_[static_cast<size_t>(id)];
+        if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
+        backend_.seq_keep_prefix(id, 0);
+        slot.cache.clear();
+    });
+}
+
+}  // namespace cria::server

@@ -1,0 +1,683 @@
+// Routing, authentication, limits and the glue between HTTP and the scheduler.
+#include "cria/server/server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "api.h"
+#include "chat_prompt.h"
+#include "cria/core/error.h"
+#include "cria/core/version.h"
+#include "cria/server/slot_files.h"
+#include "metrics.h"
+#include "responses.h"
+#include "sse.h"
+#include "webui.h"
+
+namespace cria::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+long long unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Dialect dialect_of(const std::string& path) {
+    return path.rfind("/v1/messages", 0) == 0 ? Dialect::Anthropic : Dialect::OpenAI;
+}
+
+// Compares without stopping at the first difference, so response time does
+// not tell how much of a guessed key was right.
+std::string base64_encode(const std::string& in) {
+    static const char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((in.size() + 2) / 3 * 4);
+    size_t i = 0;
+    for (; i + 2 < in.size(); i += 3) {
+        const uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) | uint8_t(in[i + 2]);
+        out += table[v >> 18];
+        out += table[(v >> 12) & 63];
+        out += table[(v >> 6) & 63];
+        out += table[v & 63];
+    }
+    if (i + 1 == in.size()) {
+        const uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+        out += table[v >> 18];
+        out += table[(v >> 12) & 63];
+        out += "==";
+    } else if (i + 2 == in.size()) {
+        const uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8);
+        out += table[v >> 18];
+        out += table[(v >> 12) & 63];
+        out += table[(v >> 6) & 63];
+        out += '=';
+    }
+    return out;
+}
+
+bool same_secret(const std::string& a, const std::string& b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+    return diff == 0 && !b.empty();
+}
+
+}  // namespace
+
+struct Server::Impl {
+    ServerConfig config;
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<ChatFormatter> formatter;
+    std::unique_ptr<Scheduler> scheduler;
+    httplib::Server http;
+    std::thread thread;
+    int port = 0;
+    std::string model_id;
+    long long created = unix_now();
+    std::atomic<uint64_t> http_requests{0};
+    std::atomic<bool> stopped{false};
+
+    void send_json(httplib::Response& res, int status, const json& body) {
+        res.status = status;
+        res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json; charset=utf-8");
+    }
+
+    void send_error(httplib::Response& res, Dialect d, int status, const std::string& message,
+                    const std::string& type = {}, const std::string& param = {}) {
+        res.status = status;
+        res.set_content(error_body(d, status, type, message, param), "application/json; charset=utf-8");
+    }
+
+    bool authorized(const httplib::Request& req) const {
+        if (config.api_key.empty()) return true;
+        const std::string auth = req.get_header_value("Authorization");
+        if (auth.rfind("Bearer ", 0) == 0 && same_secret(auth.substr(7), config.api_key)) return true;
+        const std::string x = req.get_header_value("x-api-key");
+        return !x.empty() && same_secret(x, config.api_key);
+    }
+
+    void check_model(const std::string& requested, Dialect d) const {
+        if (requested.empty() || requested == model_id) return;
+        const std::filesystem::path p(config.model_path);
+        if (requested == p.filename().string() || requested == p.stem().string()) return;
+        if (d == Dialect::Anthropic)
+            throw ApiError(404, "not_found_error", "model: " + requested);
+        throw ApiError(404, "model_not_found", "The model `" + requested + "` does not exist");
+    }
+
+    // Runs a handler body, turning every failure into the API's error shape.
+    template <typename F>
+    void guarded(const httplib::Request& req, httplib::Response& res, F&& body) {
+        const Dialect d = dialect_of(req.path);
+        try {
+            body();
+        } catch (const ApiError& e) {
+            send_error(res, d, e.status(), e.what(), e.type(), e.param());
+        } catch (const QueueFull& e) {
+            send_error(res, d, d == Dialect::Anthropic ? 529 : 503, e.what());
+        } catch (const Error& e) {
+            send_error(res, d, 400, e.what(), "invalid_request_error");
+        } catch (const std::exception& e) {
+            send_error(res, d, 500, std::string("internal error: ") + e.what());
+        }
+    }
+
+    GenerationRequest& finish_request(GenerationRequest& gen) {
+        gen.timeout = std::chrono::seconds(config.request_timeout_s);
+        if (gen.max_tokens < 0) gen.max_tokens = config.default_max_tokens;
+        return gen;
+    }
+
+    // Waits for the whole generation (non-streaming responses).
+    bool collect(const std::shared_ptr<RequestHandle>& handle, const chat::OutputParserOptions& popt, Collected& out,
+                 GenerationEvent& error) {
+        chat::StreamingOutputParser parser(popt);
+        auto absorb = [&](const chat::OutputDelta& d) {
+            out.reasoning += d.reasoning;
+            out.content += d.content;
+            out.calls.insert(out.calls.end(), d.tool_calls.begin(), d.tool_calls.end());
+        };
+        const auto hard_deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s + 30);
+        while (Clock::now() < hard_deadline && !stopped.load()) {
+            auto ev = handle->pop(std::chrono::milliseconds(200));
+            if (!ev) continue;
+            if (ev->kind == GenerationEvent::Kind::Text) {
+                absorb(parser.push(ev->text));
+                out.logprobs.insert(out.logprobs.end(), ev->logprobs.begin(), ev->logprobs.end());
+            } else if (ev->kind == GenerationEvent::Kind::Done) {
+                absorb(parser.finish());
+                out.finish_reason = ev->finish_reason;
+                out.stop_word = ev->stop_word;
+                out.usage = {ev->n_prompt, ev->n_cached, ev->n_generated, ev->prompt_ms, ev->generation_ms};
+                return true;
+            } else {
+                error = std::move(*ev);
+                return false;
+            }
+        }
+        handle->cancel();
+        error.error = "the request timed out";
+        error.http_status = 504;
+        return false;
+    }
+
+    // Streams events as SSE; `writer` turns one event into text to send and
+    // says whether the stream is complete.
+    using EventWriter = std::function<std::string(GenerationEvent&, bool& done)>;
+    void stream(httplib::Response& res, std::shared_ptr<RequestHandle> handle, std::string first, EventWriter writer) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Accel-Buffering", "no");
+        auto pending_first = std::make_shared<std::string>(std::move(first));
+        auto finished = std::make_shared<bool>(false);
+        const auto hard_deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s + 30);
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [this, handle, pending_first, finished, writer, hard_deadline](size_t, httplib::DataSink& sink) {
+                if (!pending_first->empty()) {
+                    if (!sink.write(pending_first->data(), pending_first->size())) return false;
+                    pending_first->clear();
+                }
+                if (*finished) {
+                    sink.done();
+                    return true;
+                }
+                if (stopped.load() || Clock::now() > hard_deadline) return false;
+                auto ev = handle->pop(std::chrono::milliseconds(100));
+                if (!ev) return sink.is_writable();
+                bool done = false;
+                const std::string text = writer(*ev, done);
+                if (!text.empty() && !sink.write(text.data(), text.size())) return false;
+                if (done) {
+                    *finished = true;
+                    sink.done();
+                }
+                return true;
+            },
+            [handle](bool) { handle->cancel(); });  // finished, or the client went away
+    }
+
+    void handle_chat(const httplib::Request& req, httplib::Response& res, Dialect dialect) {
+        guarded(req, res, [&] {
+            const json body = parse_body(req.body);
+            ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body) : parse_openai_chat(body);
+            check_model(job.model, dialect);
+            const chat::OutputParserOptions popt = formatter->prepare(job);
+            const std::vector<std::string> user_stops(job.gen.stop.begin(),
+                                                      job.gen.stop.end() - (formatter->is_default() ? 2 : 0));
+            finish_request(job.gen);
+            const int32_t n_prompt = static_cast<int32_t>(job.gen.prompt.size());
+            auto handle = scheduler->submit(std::move(job.gen));
+            const std::string model = job.model.empty() ? model_id : job.model;
+            const long long created_at = unix_now();
+            if (!job.stream) {
+                Collected c;
+                GenerationEvent err;
+                if (!collect(handle, popt, c, err)) throw ApiError(err.http_status, "server_error", err.error);
+                if (dialect == Dialect::Anthropic)
+                    send_json(res, 200, anthropic_message_body(random_id("msg_"), model, c, user_stops));
+                else
+                    send_json(res, 200, openai_chat_body(random_id("chatcmpl-"), created_at, model, c, job.logprobs));
+                return;
+            }
+            auto parser = std::make_shared<chat::StreamingOutputParser>(popt);
+            auto collected = std::make_shared<Collected>();
+            if (dialect == Dialect::Anthropic) {
+                auto w = std::make_shared<AnthropicStream>(random_id("msg_"), model, user_stops);
+                std::string first = w->start(n_prompt);
+                stream(res, handle, first, [w, parser, collected](GenerationEvent& ev, bool& done) {
+                    if (ev.kind == GenerationEvent::Kind::Text) return w->delta(parser->push(ev.text));
+                    done = true;
+                    if (ev.kind == GenerationEvent::Kind::Error) return w->error(ev.http_status, ev.error);
+                    auto d = parser->finish();
+                    std::string out = w->delta(d);
+                    collected->calls = d.tool_calls;
+                    collected->finish_reason = ev.finish_reason;
+                    collected->stop_word = ev.stop_word;
+                    collected->usage = {ev.n_prompt, ev.n_cached, ev.n_generated, ev.prompt_ms, ev.generation_ms};
+                    return out + w->finish(*collected);
+                });
+            } else {
+                auto w = std::make_shared<OpenAIChatStream>(random_id("chatcmpl-"), created_at, model,
+                                                            job.include_usage, job.logprobs);
+                std::string first = w->start();
+                stream(res, handle, first, [w, parser, collected](GenerationEvent& ev, bool& done) {
+                    if (ev.kind == GenerationEvent::Kind::Text) {
+                        auto d = parser->push(ev.text);
+                        collected->calls.insert(collected->calls.end(), d.tool_calls.begin(), d.tool_calls.end());
+                        return w->delta(d, ev.logprobs);
+                    }
+                    done = true;
+                    if (ev.kind == GenerationEvent::Kind::Error) return w->error(ev.http_status, ev.error);
+                    auto d = parser->finish();
+                    collected->calls.insert(collected->calls.end(), d.tool_calls.begin(), d.tool_calls.end());
+                    std::string out = w->delta(d, {});
+                    collected->finish_reason = ev.finish_reason;
+                    collected->usage = {ev.n_prompt, ev.n_cached, ev.n_generated, ev.prompt_ms, ev.generation_ms};
+                    return out + w->finish(*collected);
+                });
+            }
+        });
+    }
+
+    void handle_completions(const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            const json body = parse_body(req.body);
+            std::string requested;
+            if (body.contains("model") && !body["model"].is_null()) {
+                if (!body["model"].is_string()) throw bad_request("'model' must be a string", "model");
+                requested = body["model"].get<std::string>();
+            }
+            check_model(requested, Dialect::OpenAI);
+            GenerationRequest gen;
+            gen.max_tokens = 16;  // OpenAI's default for completions
+            parse_openai_sampling(body, gen, false);
+            if (!body.contains("prompt")) throw bad_request("'prompt' is required", "prompt");
+            const json& prompt = body["prompt"];
+            auto tokens_of = [&](const json& arr) {
+                std::vector<TokenId> ids;
+                for (const auto& t : arr) {
+                    if (!t.is_number_integer()) throw bad_request("'prompt' token arrays must hold integers", "prompt");
+                    ids.push_back(t.get<TokenId>());
+                }
+                return ids;
+            };
+            if (prompt.is_string()) {
+                gen.prompt = backend->vocab().tokenize(prompt.get<std::string>(), true, true);
+            } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
+                gen.prompt = backend->vocab().tokenize(prompt[0].get<std::string>(), true, true);
+            } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_array()) {
+                gen.prompt = tokens_of(prompt[0]);
+            } else if (prompt.is_array() && !prompt.empty() && prompt[0].is_number()) {
+                gen.prompt = tokens_of(prompt);
+            } else {
+                throw bad_request("'prompt' must be a string, one string in an array, or token ids (batches are not supported)", "prompt");
+            }
+            if (body.contains("echo") && body["echo"].is_boolean() && body["echo"].get<bool>())
+                throw bad_request("'echo' is not supported", "echo");
+            bool stream_it = false, include_usage = false;
+            if (body.contains("stream") && !body["stream"].is_null()) {
+                if (!body["stream"].is_boolean()) throw bad_request("'stream' must be a boolean", "stream");
+                stream_it = body["stream"].get<bool>();
+            }
+            if (body.contains("stream_options") && body["stream_options"].is_object())
+                include_usage = body["stream_options"].value("include_usage", false);
+            if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+                if (!body["logprobs"].is_number_integer() || body["logprobs"].get<int>() < 0 || body["logprobs"].get<int>() > 5)
+                    throw bad_request("'logprobs' must be an integer 0..5", "logprobs");
+                gen.top_logprobs = body["logprobs"].get<int>();
+            }
+            const bool want_logprobs = gen.top_logprobs >= 0;
+            finish_request(gen);
+            auto handle = scheduler->submit(std::move(gen));
+            const std::string id = random_id("cmpl-");
+            const long long created_at = unix_now();
+            const std::string model = requested.empty() ? model_id : requested;
+            auto logprobs_json = [](const std::vector<TokenLogprob>& lps, size_t offset) {
+                json tokens = json::array(), lp = json::array(), top = json::array(), offs = json::array();
+                for (const auto& l : lps) {
+                    tokens.push_back(l.token);
+                    lp.push_back(l.logprob);
+                    json t = json::object();
+                    for (const auto& x : l.top) t[x.token] = x.logprob;
+                    top.push_back(t);
+                    offs.push_back(offset);
+                    offset += l.token.size();
+                }
+                return json{{"tokens", tokens}, {"token_logprobs", lp}, {"top_logprobs", top}, {"text_offset", offs}};
+            };
+            auto make = [=](const std::string& text, json finish, json lps) {
+                return json{{"id", id},
+                            {"object", "text_completion"},
+                            {"created", created_at},
+                            {"model", model},
+                            {"system_fingerprint", "cria"},
+                            {"choices", json::array({{{"text", text}, {"index", 0}, {"logprobs", lps}, {"finish_reason", finish}}})}};
+            };
+            if (!stream_it) {
+                Collected c;
+                GenerationEvent err;
+                chat::OutputParserOptions raw;
+                std::string text;
+                // Completions are not parsed for reasoning or tools: collect raw text.
+                const auto hard_deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s + 30);
+                for (;;) {
+                    if (Clock::now() > hard_deadline) {
+                        handle->cancel();
+                        throw ApiError(504, "server_error", "the request timed out");
+                    }
+                    auto ev = handle->pop(std::chrono::milliseconds(200));
+                    if (!ev) continue;
+                    if (ev->kind == GenerationEvent::Kind::Text) {
+                        text += ev->text;
+                        c.logprobs.insert(c.logprobs.end(), ev->logprobs.begin(), ev->logprobs.end());
+                        continue;
+                    }
+                    if (ev->kind == GenerationEvent::Kind::Error) throw ApiError(ev->http_status, "server_error", ev->error);
+                    c.finish_reason = ev->finish_reason;
+                    c.usage = {ev->n_prompt, ev->n_cached, ev->n_generated, ev->prompt_ms, ev->generation_ms};
+                    break;
+                }
+                json out = make(text, c.finish_reason == "length" ? "length" : "stop",
+                                want_logprobs ? logprobs_json(c.logprobs, 0) : json());
+                out["usage"] = usage_openai(c.usage);
+                out["timings"] = timings_json(c.usage);
+                send_json(res, 200, out);
+                return;
+            }
+            auto offset = std::make_shared<size_t>(0);
+            stream(res, handle, "", [=](GenerationEvent& ev, bool& done) -> std::string {
+                auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+                if (ev.kind == GenerationEvent::Kind::Text) {
+                    json lps = want_logprobs ? logprobs_json(ev.logprobs, *offset) : json();
+                    *offset += ev.text.size();
+                    return sse_event(dump(make(ev.text, nullptr, lps)));
+                }
+                done = true;
+                if (ev.kind == GenerationEvent::Kind::Error)
+                    return sse_event(error_body(Dialect::OpenAI, ev.http_status, "", ev.error));
+                Usage u{ev.n_prompt, ev.n_cached, ev.n_generated, ev.prompt_ms, ev.generation_ms};
+                json last = make("", ev.finish_reason == "length" ? "length" : "stop", nullptr);
+                last["timings"] = timings_json(u);
+                std::string out = sse_event(dump(last));
+                if (include_usage) {
+                    json uj = make("", nullptr, nullptr);
+                    uj["choices"] = json::array();
+                    uj["usage"] = usage_openai(u);
+                    out += sse_event(dump(uj));
+                }
+                return out + sse_event("[DONE]");
+            });
+        });
+    }
+
+    void handle_embeddings(const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            const json body = parse_body(req.body);
+            std::string requested;
+            if (body.contains("model") && body["model"].is_string()) requested = body["model"].get<std::string>();
+            check_model(requested, Dialect::OpenAI);
+            if (!body.contains("input")) throw bad_request("'input' is required", "input");
+            const json& input = body["input"];
+            std::vector<std::vector<TokenId>> inputs;
+            auto ids_of = [&](const json& arr) {
+                std::vector<TokenId> ids;
+                for (const auto& t : arr) {
+                    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= backend->n_vocab())
+                        throw bad_request("'input' token ids must be integers in the vocabulary", "input");
+                    ids.push_back(t.get<TokenId>());
+                }
+                return ids;
+            };
+            if (input.is_string()) {
+                inputs.push_back(backend->vocab().tokenize(input.get<std::string>(), true, false));
+            } else if (input.is_array() && !input.empty() && input[0].is_number()) {
+                inputs.push_back(ids_of(input));
+            } else if (input.is_array() && !input.empty()) {
+                for (const auto& item : input) {
+                    if (item.is_string()) inputs.push_back(backend->vocab().tokenize(item.get<std::string>(), true, false));
+                    else if (item.is_array()) inputs.push_back(ids_of(item));
+                    else throw bad_request("'input' must be a string, strings, or token arrays", "input");
+                }
+            } else {
+                throw bad_request("'input' must be a non-empty string or array", "input");
+            }
+            if (inputs.size() > 256) throw bad_request("'input' holds more than 256 items", "input");
+            std::string format = "float";
+            if (body.contains("encoding_format") && !body["encoding_format"].is_null()) {
+                if (!body["encoding_format"].is_string()) throw bad_request("'encoding_format' must be a string", "encoding_format");
+                format = body["encoding_format"].get<std::string>();
+                if (format != "float" && format != "base64")
+                    throw bad_request("'encoding_format' must be float or base64", "encoding_format");
+            }
+            json data = json::array();
+            int64_t n_tokens = 0;
+            for (size_t i = 0; i < inputs.size(); ++i) {
+                if (inputs[i].empty()) throw bad_request("'input' must not be empty", "input");
+                std::vector<float> v;
+                try {
+                    v = backend->embed(inputs[i]);
+                } catch (const Error& e) {
+                    throw ApiError(501, "not_supported_error", e.what());
+                }
+                n_tokens += static_cast<int64_t>(inputs[i].size());
+                json item = {{"object", "embedding"}, {"index", i}};
+                if (format == "base64") item["embedding"] = base64_encode(
+                    std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+                else item["embedding"] = v;
+                data.push_back(item);
+            }
+            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", requested.empty() ? model_id : requested},
+                                 {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
+        });
+    }
+
+    json model_json() const {
+        return {{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "cria"},
+                {"meta", {{"n_vocab", backend->n_vocab()}, {"n_ctx", backend->n_ctx_per_seq()}}}};
+    }
+
+    void routes();
+};
+
+void Server::Impl::routes() {
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        ++http_requests;
+        const bool open_route = req.path == "/health" || (req.method == "GET" && (req.path == "/" || req.path == "/index.html"));
+        if (open_route || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, dialect_of(req.path), 401, "Invalid API key: pass it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'",
+                   dialect_of(req.path) == Dialect::OpenAI ? "invalid_request_error" : "");
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return;
+        const Dialect d = dialect_of(req.path);
+        switch (res.status) {
+            case 404: send_error(res, d, 404, "no route for " + req.method + " " + req.path, d == Dialect::OpenAI ? "not_found_error" : ""); break;
+            case 413: send_error(res, d, 413, "the request body is larger than " + std::to_string(config.max_body_bytes) + " bytes"); break;
+            case 400: send_error(res, d, 400, "malformed HTTP request", "invalid_request_error"); break;
+            default: send_error(res, d, res.status, "HTTP error " + std::to_string(res.status)); break;
+        }
+    });
+    http.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown error";
+        try {
+            std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+            what = e.what();
+        } catch (...) {
+        }
+        send_error(res, dialect_of(req.path), 500, "internal error: " + what);
+    });
+
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, {{"status", "ok"}});
+    });
+    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
+    });
+    http.Get("/models", [this](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
+    });
+    http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            check_model(req.matches[1].str(), Dialect::OpenAI);
+            send_json(res, 200, model_json());
+        });
+    });
+    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::OpenAI); });
+    http.Post("/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::OpenAI); });
+    http.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::Anthropic); });
+    http.Post("/v1/messages/count_tokens", [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            json body = parse_body(req.body);
+            if (!body.contains("max_tokens")) body["max_tokens"] = 1;
+            ChatJob job = parse_anthropic_messages(body);
+            check_model(job.model, Dialect::Anthropic);
+            formatter->prepare(job);
+            send_json(res, 200, {{"input_tokens", job.gen.prompt.size()}});
+        });
+    });
+    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
+    http.Post("/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
+    http.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
+    http.Post("/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
+
+    http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            const json body = parse_body(req.body);
+            if (!body.contains("content") || !body["content"].is_string()) throw bad_request("'content' must be a string", "content");
+            const bool add_special = body.contains("add_special") && body["add_special"].is_boolean() && body["add_special"].get<bool>();
+            const bool parse_special = !body.contains("parse_special") || !body["parse_special"].is_boolean() || body["parse_special"].get<bool>();
+            const bool with_pieces = body.contains("with_pieces") && body["with_pieces"].is_boolean() && body["with_pieces"].get<bool>();
+            const auto ids = backend->vocab().tokenize(body["content"].get<std::string>(), add_special, parse_special);
+            json tokens = json::array();
+            for (TokenId id : ids) {
+                if (with_pieces) tokens.push_back({{"id", id}, {"piece", backend->vocab().token_to_piece(id)}});
+                else tokens.push_back(id);
+            }
+            send_json(res, 200, {{"tokens", tokens}});
+        });
+    });
+    http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            const json body = parse_body(req.body);
+            if (!body.contains("tokens") || !body["tokens"].is_array()) throw bad_request("'tokens' must be an array", "tokens");
+            std::vector<TokenId> ids;
+            for (const auto& t : body["tokens"]) {
+                if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= backend->n_vocab())
+                    throw bad_request("'tokens' must hold token ids of this vocabulary", "tokens");
+                ids.push_back(t.get<TokenId>());
+            }
+            send_json(res, 200, {{"content", backend->vocab().detokenize(ids)}});
+        });
+    });
+    http.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            const ChatJob job = parse_openai_chat(parse_body(req.body));
+            send_json(res, 200, {{"prompt", formatter->render(job.messages, job.tools, true, job.template_kwargs)}});
+        });
+    });
+    http.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+        const auto& o = scheduler->options();
+        send_json(res, 200, {{"default_generation_settings", {{"n_ctx", backend->n_ctx_per_seq()}, {"params", {{"temperature", 0.8}, {"top_k", 40}, {"top_p", 0.95}, {"min_p", 0.05}, {"max_tokens", config.default_max_tokens}}}}},
+                             {"total_slots", o.n_slots},
+                             {"model_alias", model_id},
+                             {"model_path", config.model_path},
+                             {"model_name", backend->model_name()},
+                             {"chat_template", formatter->source()},
+                             {"chat_template_is_default", formatter->is_default()},
+                             {"build_info", std::string("cria ") + cria::version_string() + " (" + cria::git_commit() + ")"},
+                             {"endpoint_slots", true},
+                             {"endpoint_metrics", config.metrics}});
+    });
+    http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            if (!config.metrics) throw ApiError(501, "not_supported_error", "metrics are disabled (start the server with --metrics)");
+            res.set_content(metrics_text(scheduler->stats(), http_requests.load()), "text/plain; version=0.0.4");
+        });
+    });
+    http.Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
+        json out = json::array();
+        for (const auto& s : scheduler->slots())
+            out.push_back({{"id", s.id}, {"n_ctx", backend->n_ctx_per_seq()}, {"is_processing", s.busy},
+                           {"n_cached", s.n_cached}, {"n_prompt", s.n_prompt}, {"n_generated", s.n_generated}});
+        send_json(res, 200, out);
+    });
+    http.Post(R"(/slots/(\d{1,6}))", [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            const int32_t id = std::stoi(req.matches[1].str());
+            const std::string action = req.get_param_value("action");
+            if (action == "erase") {
+                scheduler->erase_slot(id);
+                send_json(res, 200, {{"id_slot", id}, {"action", "erase"}});
+                return;
+            }
+            if (action != "save" && action != "restore") throw bad_request("'action' must be save, restore or erase", "action");
+            if (config.slot_save_path.empty())
+                throw ApiError(501, "not_supported_error", "slot saving is disabled (start the server with --slot-save-path)");
+            const json body = parse_body(req.body);
+            if (!body.contains("filename") || !body["filename"].is_string()) throw bad_request("'filename' must be a string", "filename");
+            const std::string name = body["filename"].get<std::string>();
+            if (!is_valid_slot_filename(name))
+                throw bad_request("invalid file name: use 1..128 characters from A-Z a-z 0-9 . _ - not starting with a dot", "filename");
+            const std::string path = slot_file_path(config.slot_save_path, name);
+            const auto t0 = Clock::now();
+            size_t n = 0;
+            if (action == "save") {
+                n = scheduler->save_slot(id, path);
+            } else {
+                if (!std::filesystem::exists(path)) throw ApiError(404, "not_found_error", "no slot file named " + name);
+                n = scheduler->restore_slot(id, path);
+            }
+            const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+            send_json(res, 200, {{"id_slot", id}, {"filename", name},
+                                 {action == "save" ? "n_saved" : "n_restored", n},
+                                 {"timings", {{action == "save" ? "save_ms" : "restore_ms", ms}}}});
+        });
+    });
+    if (config.webui) {
+        auto page = [](const httplib::Request&, httplib::Response& res) {
+            res.set_header("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'");
+            res.set_content(webui_index_html().data(), webui_index_html().size(), "text/html; charset=utf-8");
+        };
+        http.Get("/", page);
+        http.Get("/index.html", page);
+    }
+}
+
+Server::Server(std::unique_ptr<Backend> backend, ServerConfig config) : impl_(std::make_unique<Impl>()) {
+    auto& m = *impl_;
+    m.config = std::move(config);
+    m.backend = std::move(backend);
+    std::string tmpl = m.config.chat_template.empty() ? m.backend->chat_template() : m.config.chat_template;
+    m.formatter = std::make_unique<ChatFormatter>(m.backend->vocab(), tmpl);
+    m.scheduler = std::make_unique<Scheduler>(*m.backend, m.config.scheduler);
+    m.model_id = m.config.model_alias;
+    if (m.model_id.empty()) m.model_id = std::filesystem::path(m.config.model_path).filename().string();
+    if (m.model_id.empty()) m.model_id = m.backend->model_name();
+    const int threads = m.config.n_http_threads > 0 ? m.config.n_http_threads
+                                                    : std::max(8, 2 * (m.config.scheduler.n_slots + 4));
+    m.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    m.http.set_payload_max_length(m.config.max_body_bytes);
+    m.http.set_read_timeout(m.config.read_timeout_s, 0);
+    m.http.set_write_timeout(m.config.write_timeout_s, 0);
+    m.http.set_keep_alive_max_count(1000);
+    m.routes();
+}
+
+Server::~Server() {
+    stop();
+    if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void Server::start() {
+    auto& m = *impl_;
+    if (m.config.port == 0) {
+        m.port = m.http.bind_to_any_port(m.config.host);
+        if (m.port < 0) throw Error("cannot bind to " + m.config.host);
+    } else {
+        if (!m.http.bind_to_port(m.config.host, m.config.port))
+            throw Error("cannot bind to " + m.config.host + ":" + std::to_string(m.config.port));
+        m.port = m.config.port;
+    }
+    m.thread = std::thread([&m] { m.http.listen_after_bind(); });
+    // listen_after_bind() sets is_running() before it accepts; wait for that (bounded).
+    for (int i = 0; i < 2000 && !m.http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void Server::wait() {
+    if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void Server::stop() {
+    impl_->stopped.store(true);
+    impl_->http.stop();
+}
+
+int Server::port() const { return impl_->port; }
+Scheduler& Server::scheduler() { return *impl_->scheduler; }
+
+}  // namespace cria::server

@@ -1,0 +1,127 @@
+// cria serve: the OpenAI- and Anthropic-compatible HTTP server (llama-server's flags).
+//
+//   cria serve -m MODEL [-c N] [-np N] [-t N] [--host H] [--port P] [--api-key K]
+//              [--chat-template JINJA | --chat-template-file FILE] [--slot-save-path DIR] [--metrics]
+//              [-a ALIAS] [-b N] [-n N] [--timeout S] [--no-webui]
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cria/core/error.h"
+#include "cria/runtime/options.h"
+#include "cria/server/runtime_backend.h"
+#include "cria/server/server.h"
+#include "tools/command.h"
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_signal(int) { g_stop = 1; }
+
+struct ServeOptions {
+    std::string model;
+    int32_t n_ctx = 0;
+    int32_t n_parallel = 1;
+    int threads = 0;
+    int32_t n_batch = 512;
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    std::string api_key;
+    std::string alias;
+    std::string chat_template;
+    std::string chat_template_file;
+    std::string slot_save_path;
+    bool metrics = false;
+    bool no_webui = false;
+    int32_t n_predict = -1;
+    int timeout = 600;
+    int32_t max_queue = 64;
+    size_t max_body = 8u << 20;
+};
+
+std::function<int()> setup(CLI::App& cmd) {
+    auto opt = std::make_shared<ServeOptions>();
+    cmd.add_option("-m,--model", opt->model, "GGUF model file")->required();
+    cmd.add_option("--ctx-size", opt->n_ctx, "Total context (KV cells), shared by the slots (0: training context per slot); also -c N");
+    cmd.add_option("--parallel", opt->n_parallel, "Slots (requests served at once); also -np N");
+    cmd.add_option("-t,--threads", opt->threads, "Threads (default: all hardware threads)");
+    cmd.add_option("-b,--batch-size", opt->n_batch, "Most tokens per decode step (prompt chunks share it)");
+    cmd.add_option("--host", opt->host, "Address to listen on (default 127.0.0.1)");
+    cmd.add_option("--port", opt->port, "Port (default 8080, 0: any free port)");
+    cmd.add_option("--api-key", opt->api_key, "Require this key (Authorization: Bearer KEY or x-api-key) on every route but /health");
+    cmd.add_option("-a,--alias", opt->alias, "Model id reported to clients (default: the file name)");
+    cmd.add_option("--chat-template", opt->chat_template, "Jinja chat template source (overrides the model's)");
+    cmd.add_option("--chat-template-file", opt->chat_template_file, "File holding the Jinja chat template");
+    cmd.add_option("--slot-save-path", opt->slot_save_path, "Directory for POST /slots/N?action=save|restore");
+    cmd.add_flag("--metrics", opt->metrics, "Enable GET /metrics (Prometheus)");
+    cmd.add_flag("--no-webui", opt->no_webui, "Do not serve the chat page at /");
+    cmd.add_option("--n-predict", opt->n_predict, "Default most tokens per reply (-1: until the context ends); also -n N");
+    cmd.add_option("--timeout", opt->timeout, "Seconds a request may take, queue included");
+    cmd.add_option("--max-queue", opt->max_queue, "Requests that may wait for a slot; more get 503");
+    cmd.add_option("--max-body", opt->max_body, "Largest request body in bytes");
+    cmd.allow_extras();  // -c, -np and -n, as llama-server spells them
+    return [opt, &cmd]() -> int {
+        using namespace cria;
+        std::string n_ctx, n_parallel, n_predict;
+        runtime::take_dash_options(cmd.remaining(), {{"-c", &n_ctx}, {"-np", &n_parallel}, {"-n", &n_predict}});
+        if (!n_predict.empty()) opt->n_predict = n_predict == "-1" ? -1 : static_cast<int32_t>(runtime::parse_count(n_predict, "-n"));
+        if (!n_ctx.empty()) opt->n_ctx = static_cast<int32_t>(runtime::parse_count(n_ctx, "-c"));
+        if (!n_parallel.empty()) opt->n_parallel = static_cast<int32_t>(runtime::parse_count(n_parallel, "-np"));
+        if (opt->n_parallel < 1 || opt->n_parallel > 64) throw Error("-np must be 1..64");
+        if (opt->timeout < 1) throw Error("--timeout must be positive");
+
+        server::ServerConfig config;
+        config.host = opt->host;
+        config.port = opt->port;
+        config.api_key = opt->api_key;
+        config.model_alias = opt->alias;
+        config.model_path = opt->model;
+        config.chat_template = opt->chat_template;
+        if (!opt->chat_template_file.empty()) {
+            std::ifstream in(opt->chat_template_file, std::ios::binary);
+            if (!in) throw Error("cannot open '" + opt->chat_template_file + "'");
+            std::ostringstream ss;
+            ss << in.rdbuf();
+            config.chat_template = ss.str();
+        }
+        config.slot_save_path = opt->slot_save_path;
+        config.metrics = opt->metrics;
+        config.webui = !opt->no_webui;
+        config.request_timeout_s = opt->timeout;
+        config.default_max_tokens = opt->n_predict;
+        config.max_body_bytes = opt->max_body;
+        config.scheduler.n_slots = opt->n_parallel;
+        config.scheduler.n_batch = opt->n_batch;
+        config.scheduler.max_queue = opt->max_queue;
+
+        server::RuntimeBackendParams bp;
+        bp.n_seq = opt->n_parallel;
+        bp.n_ctx = opt->n_ctx;
+        bp.n_batch = opt->n_batch;
+        bp.n_threads = opt->threads;
+        std::fprintf(stderr, "cria serve: loading %s\n", opt->model.c_str());
+        auto backend = std::make_unique<server::RuntimeBackend>(opt->model, bp);
+        const int32_t per_slot = backend->n_ctx_per_seq();
+        server::Server srv(std::move(backend), config);
+        std::signal(SIGPIPE, SIG_IGN);
+        std::signal(SIGINT, on_signal);
+        std::signal(SIGTERM, on_signal);
+        srv.start();
+        std::fprintf(stderr, "cria serve: listening on http://%s:%d (%d slots of %d tokens)%s\n", opt->host.c_str(),
+                     srv.port(), opt->n_parallel, per_slot, opt->api_key.empty() ? "" : ", API key required");
+        std::fflush(stderr);
+        while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::fprintf(stderr, "cria serve: stopping\n");
+        srv.stop();
+        srv.wait();
+        return 0;
+    };
+}
+
+}  // namespace
+
+CRIA_REGISTER_COMMAND(serve, "serve", "OpenAI- and Anthropic-compatible HTTP server with a web chat page", setup);
