@@ -22,26 +22,28 @@
 namespace cria::cpu {
 namespace {
 
-// Set for the lifetime of a worker thread, and around the caller's own
-// chunks: a parallel_for issued from inside a task then runs inline.
-thread_local bool t_in_task = false;
+// The pool whose task this thread is running (null outside tasks) and the
+// thread index it runs under. Set for the lifetime of a worker thread, and
+// around the caller's own chunks: a parallel_for on the same pool issued from
+// inside a task then runs inline.
+thread_local const ThreadPool* t_current_pool = nullptr;
 thread_local int t_thread_index = 0;
 
 class InTaskScope {
 public:
-    explicit InTaskScope(int thread) : was_in_task_(t_in_task), previous_index_(t_thread_index) {
-        t_in_task = true;
+    InTaskScope(const ThreadPool* pool, int thread) : previous_pool_(t_current_pool), previous_index_(t_thread_index) {
+        t_current_pool = pool;
         t_thread_index = thread;
     }
     ~InTaskScope() {
-        t_in_task = was_in_task_;
+        t_current_pool = previous_pool_;
         t_thread_index = previous_index_;
     }
     InTaskScope(const InTaskScope&) = delete;
     InTaskScope& operator=(const InTaskScope&) = delete;
 
 private:
-    bool was_in_task_;
+    const ThreadPool* previous_pool_;
     int previous_index_;
 };
 
@@ -99,7 +101,7 @@ int ThreadPool::hardware_threads() {
     return n > 0 ? static_cast<int>(n) : 1;
 }
 
-bool ThreadPool::in_task() { return t_in_task; }
+bool ThreadPool::in_task() { return t_current_pool != nullptr; }
 
 ThreadPool::ThreadPool(int n_threads, Options options)
     : n_threads_(n_threads > 0 ? n_threads : hardware_threads()), options_(options) {
@@ -117,10 +119,14 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::run(int64_t n_tasks, int64_t grain, TaskFn fn, void* ctx) {
     if (n_tasks <= 0) return;
-    if (t_in_task || n_threads_ == 1) {
-        // Nested call, or nobody to share with: run inline.
-        InTaskScope scope(t_in_task ? t_thread_index : 0);
+    if (t_current_pool == this) {
+        // Nested call from one of our own tasks: run inline, same thread index.
         fn(ctx, 0, n_tasks, t_thread_index);
+        return;
+    }
+    if (n_threads_ == 1) {
+        InTaskScope scope(this, 0);
+        fn(ctx, 0, n_tasks, 0);
         return;
     }
     if (grain <= 0) {
@@ -132,7 +138,7 @@ void ThreadPool::run(int64_t n_tasks, int64_t grain, TaskFn fn, void* ctx) {
     grain = std::max<int64_t>(grain, (n_tasks + static_cast<int64_t>(kMaxChunks) - 1) / static_cast<int64_t>(kMaxChunks));
     const uint64_t n_chunks = static_cast<uint64_t>((n_tasks + grain - 1) / grain);
     if (n_chunks == 1) {
-        InTaskScope scope(0);
+        InTaskScope scope(this, 0);
         fn(ctx, 0, n_tasks, 0);
         return;
     }
@@ -154,7 +160,7 @@ void ThreadPool::run(int64_t n_tasks, int64_t grain, TaskFn fn, void* ctx) {
     if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(wake_seq_);
 
     {
-        InTaskScope scope(0);
+        InTaskScope scope(this, 0);
         work(0);
     }
     wait_until_done();
@@ -227,7 +233,7 @@ void ThreadPool::wait_for_job(uint32_t& seen) {
 }
 
 void ThreadPool::worker_main(int thread) {
-    t_in_task = true;
+    t_current_pool = this;
     t_thread_index = thread;
     // Start from the value the constructor left, not from a fresh load: jobs
     // (or the stop request) published before this thread got going must

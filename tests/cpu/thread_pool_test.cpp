@@ -102,6 +102,20 @@ TEST(ThreadPool, NestedCallsRunInlineOnTheSameThread) {
     EXPECT_FALSE(ThreadPool::in_task());
 }
 
+TEST(ThreadPool, CallsIntoAnotherPoolDispatchNormally) {
+    ThreadPool outer(2), inner(3);
+    std::vector<std::atomic<int>> hits(4 * 50);
+    std::atomic<int> bad_thread{0};
+    outer.parallel_for(4, [&](int64_t o, int) {
+        inner.parallel_for(50, [&](int64_t i, int thread) {
+            if (thread < 0 || thread >= inner.size()) bad_thread++;
+            hits[static_cast<size_t>(o * 50 + i)]++;
+        }, 1);
+    }, 1);
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    EXPECT_EQ(bad_thread.load(), 0);
+}
+
 TEST(ThreadPool, ConcurrentOutsideCallersAreSerialised) {
     ThreadPool pool(3);
     std::atomic<int64_t> sum{0};

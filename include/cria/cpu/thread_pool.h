@@ -15,9 +15,13 @@
 // - Idle workers spin for a bounded time (Options::spin_us, a few tens of
 //   microseconds) so back-to-back dispatches are cheap, then sleep on a futex
 //   so a busy machine is not robbed of CPU time.
-// - Nested use: parallel_for called from inside a task (of any pool) runs the
-//   inner loop inline, serially, on the calling thread, with the same thread
-//   index. Calls from several outside threads at once are serialised.
+// - Nested use: parallel_for called from inside a task of the same pool runs
+//   the inner loop inline, serially, on the calling thread, with the same
+//   thread index (so per-thread scratch indexed by `thread` stays private).
+//   Called from a task of a different pool, it dispatches normally with the
+//   calling thread as thread 0 (two pools that call into each other from
+//   their tasks can deadlock: don't). Calls from several outside threads at
+//   once are serialised.
 // - An exception thrown by a task stops the hand-out of further chunks and is
 //   rethrown from parallel_for once every started chunk has finished (the
 //   first exception wins).
@@ -61,10 +65,9 @@ public:
         run(n_tasks, grain, &call<F>, const_cast<void*>(static_cast<const void*>(&fn)));
     }
 
-    // Calls fn(thread) once on each of size() threads... when they are free:
-    // each index runs exactly once, but not necessarily on distinct OS threads
-    // (a descheduled worker's index is run by another thread). Useful for
-    // per-thread partial results indexed by `thread`.
+    // Calls fn(index) once for each index in [0, size()). The indices are
+    // handed out like tasks, so they need not run on distinct OS threads (a
+    // descheduled worker's index is taken by another thread).
     template <class Fn>
     void for_each_thread(Fn&& fn) {
         parallel_for(n_threads_, [&fn](int64_t task, int) { fn(static_cast<int>(task)); }, 1);
@@ -73,7 +76,8 @@ public:
     // The hardware threads this process may run on.
     static int hardware_threads();
 
-    // True while the current thread is running a task of some pool.
+    // True while the current thread is running a task of some pool (always
+    // true on worker threads).
     static bool in_task();
 
 private:
