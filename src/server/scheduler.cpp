@@ -505,9 +505,10 @@ void Scheduler::run_on_loop(const std::function<void()>& task) {
     {
         std::lock_guard lock(mutex_);
         if (stopping_) throw Error("the server is shutting down");
-        tasks_.push_back([task, done] {
+        tasks_.push_back([this, task, done] {
             try {
                 task();
+                publish_slots();  // callers see the slot as the task left it
                 done->set_value();
             } catch (...) {
                 done->set_exception(std::current_exception());
