@@ -188,6 +188,25 @@ OutputFormat output_format_from_name(const std::string& name) {
     throw cria::Error("unknown output format '" + name + "' (generic, hermes, llama3, mistral, deepseek, harmony)");
 }
 
+OutputFormat detect_output_format(const std::string& src) {
+    if (src.find("<|channel|>") != std::string::npos) return OutputFormat::Harmony;
+    if (src.find(kDsCallsBegin) != std::string::npos) return OutputFormat::DeepSeek;
+    if (src.find(kMistralCalls) != std::string::npos) return OutputFormat::Mistral;
+    if (src.find(kHermesOpen) != std::string::npos) return OutputFormat::Hermes;
+    if (src.find(kPythonTag) != std::string::npos || src.find("<|start_header_id|>ipython") != std::string::npos)
+        return OutputFormat::Llama3;
+    return OutputFormat::Generic;
+}
+
+bool prompt_opens_reasoning(const std::string& prompt) {
+    const std::string t = trim(prompt);
+    for (const auto& r : kReasoning) {
+        const std::string open = r.open;
+        if (t.size() >= open.size() && t.compare(t.size() - open.size(), open.size(), open) == 0) return true;
+    }
+    return false;
+}
+
 StreamingOutputParser::StreamingOutputParser(OutputParserOptions options) : opt_(options) {
     if (opt_.reasoning_starts_open) {
         mode_ = Mode::Reasoning;

@@ -4,6 +4,10 @@
 
 #include "cria/chat/output_parser.h"
 #include "cria/core/error.h"
+#include "support/test_paths.h"
+
+#include <fstream>
+#include <sstream>
 
 namespace {
 
@@ -177,6 +181,34 @@ TEST(OutputParser, FormatNames) {
     EXPECT_EQ(cria::chat::output_format_from_name("qwen"), OutputFormat::Hermes);
     EXPECT_EQ(cria::chat::output_format_from_name("gpt-oss"), OutputFormat::Harmony);
     EXPECT_THROW(cria::chat::output_format_from_name("nope"), cria::Error);
+}
+
+}  // namespace
+
+namespace {
+
+std::string template_source(const std::string& name) {
+    std::ifstream in(cria::test::data_path("chat-templates/" + name + ".jinja"), std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+TEST(OutputParser, DetectsTheFormatOfRealTemplates) {
+    using cria::chat::detect_output_format;
+    EXPECT_EQ(detect_output_format(template_source("Qwen-Qwen3-0.6B")), OutputFormat::Hermes);
+    EXPECT_EQ(detect_output_format(template_source("NousResearch-Hermes-3-Llama-3.1-8B-tool_use")), OutputFormat::Hermes);
+    EXPECT_EQ(detect_output_format(template_source("meta-llama-Llama-3.1-8B-Instruct")), OutputFormat::Llama3);
+    EXPECT_EQ(detect_output_format(template_source("mistralai-Mistral-Nemo-Instruct-2407")), OutputFormat::Mistral);
+    EXPECT_EQ(detect_output_format(template_source("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B")), OutputFormat::DeepSeek);
+    EXPECT_EQ(detect_output_format(template_source("openai-gpt-oss-120b")), OutputFormat::Harmony);
+    EXPECT_EQ(detect_output_format(template_source("google-gemma-2-2b-it")), OutputFormat::Generic);
+}
+
+TEST(OutputParser, PromptOpensReasoning) {
+    EXPECT_TRUE(cria::chat::prompt_opens_reasoning("<|im_start|>assistant\n<think>\n"));
+    EXPECT_FALSE(cria::chat::prompt_opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+    EXPECT_FALSE(cria::chat::prompt_opens_reasoning("<|im_start|>assistant\n"));
 }
 
 }  // namespace

@@ -25,6 +25,14 @@ enum class OutputFormat { Generic, Hermes, Llama3, Mistral, DeepSeek, Harmony };
 // Throws cria::Error for an unknown name.
 OutputFormat output_format_from_name(const std::string& name);
 
+// Guesses the output convention from a chat template's source (the markers it
+// uses to show past tool calls). Generic when nothing matches.
+OutputFormat detect_output_format(const std::string& chat_template_source);
+
+// True when a rendered prompt ends inside an open reasoning block (e.g. the
+// generation prompt ended in "<think>\n"), for OutputParserOptions.
+bool prompt_opens_reasoning(const std::string& rendered_prompt);
+
 struct ToolCall {
     std::string id;         // as the model gave it, or empty
     std::string name;
