@@ -164,13 +164,11 @@ const KvCache::Plan& KvCache::plan_for(uint32_t window) {
     uint32_t& plan_window = plan_window_[window > 0 ? 1 : 0];
     if (plan.valid && plan_window == window) return plan;
     const auto n = static_cast<size_t>(ubatch_.n_tokens);
-    plan.op_positions.assign(n, 0);
     plan.lo.assign(n, 1);
     plan.hi.assign(n, 0);
     plan.contiguous.assign(n, 0);
     plan.gather_offsets.assign(n + 1, 0);
     plan.gather_cells.clear();
-    plan.single_call = true;
     for (size_t t = 0; t < n; ++t) {
         const int s = std::countr_zero(ub_seqs_[t]);  // the first sequence decides, as in llama.cpp
         const int64_t p = ub_pos_[t];
@@ -192,10 +190,6 @@ const KvCache::Plan& KvCache::plan_for(uint32_t window) {
             plan.hi[t] = hi;
         }
         plan.gather_offsets[t + 1] = static_cast<uint32_t>(plan.gather_cells.size());
-        // What the op would see for "position" hi: keys 0..hi, or the window before hi.
-        const uint32_t op_lo = window > 0 && hi + 1 > window ? hi + 1 - window : 0;
-        if (!contiguous || lo != op_lo) plan.single_call = false;
-        plan.op_positions[t] = static_cast<int32_t>(hi);
     }
     plan.valid = true;
     plan_window = window;
@@ -208,18 +202,54 @@ void KvCache::attend(ops::Ops& ops, uint32_t layer, const ops::TensorView& q, co
     if (q.ne[2] != n || out.ne[2] != n) throw Error("KV cache: attend() needs the queries of the placed micro-batch");
     if (params_.n_swa > 0) window = std::min(window == 0 ? params_.n_swa : window, params_.n_swa);
     const Plan& plan = plan_for(window);
+    current_plan_ = &plan;
     ops::AttentionParams ap = params;
-    if (plan.single_call) {
-        ap.causal = true;
-        ap.window = window;
-        ap.positions = plan.op_positions.data();
-        ops.attention(q, k_view(layer, 0, n_hi_), v_view(layer, 0, n_hi_), ap, out);
-        return;
+    ap.window = window;
+    int64_t t = 0;
+    while (t < n) {
+        if (plan.contiguous[t]) {
+            // A run of tokens whose visible cells are what the op picks over
+            // cells base.. for "position" hi - base: one call, cache in place.
+            const uint32_t base = plan.lo[t];
+            int64_t u = t + 1;
+            const auto fits = [&](int64_t i) {
+                if (!plan.contiguous[i] || plan.hi[i] < base) return false;
+                const uint32_t want = window > 0 && plan.hi[i] + 1 >= base + window ? plan.hi[i] + 1 - window : base;
+                return plan.lo[i] == want;
+            };
+            if (fits(t)) {
+                while (u < n && fits(u)) ++u;
+                uint32_t top = 0;
+                run_positions_.resize(static_cast<size_t>(u - t));
+                for (int64_t i = t; i < u; ++i) {
+                    run_positions_[static_cast<size_t>(i - t)] = static_cast<int32_t>(plan.hi[i] - base);
+                    top = std::max(top, plan.hi[i]);
+                }
+                ops::TensorView qt = q, ot = out;
+                qt.data = q.row(0, t);
+                ot.data = out.row(0, t);
+                qt.ne[2] = ot.ne[2] = u - t;
+                ap.causal = true;
+                ap.positions = run_positions_.data();
+                const uint32_t count = top - base + 1;
+                ops.attention(qt, k_view(layer, base, count), v_view(layer, base, count), ap, ot);
+                t = u;
+                continue;
+            }
+        }
+        attend_one(ops, layer, q, params, t, out);
+        ++t;
     }
+}
+
+void KvCache::attend_one(ops::Ops& ops, uint32_t layer, const ops::TensorView& q, const ops::AttentionParams& params,
+                         int64_t t, const ops::TensorView& out) {
+    const Plan& plan = *current_plan_;
+    ops::AttentionParams ap = params;
     ap.causal = false;
     ap.window = 0;
     ap.positions = nullptr;
-    for (int64_t t = 0; t < n; ++t) {
+    {
         ops::TensorView qt = q, ot = out;
         qt.data = q.row(0, t);
         ot.data = out.row(0, t);
@@ -227,14 +257,14 @@ void KvCache::attend(ops::Ops& ops, uint32_t layer, const ops::TensorView& q, co
         if (plan.contiguous[t]) {
             const uint32_t lo = plan.lo[t], count = plan.hi[t] - plan.lo[t] + 1;
             ops.attention(qt, k_view(layer, lo, count), v_view(layer, lo, count), ap, ot);
-            continue;
+            return;
         }
         const uint32_t begin = plan.gather_offsets[t], end = plan.gather_offsets[t + 1];
         const uint32_t count = end - begin;
         if (count == 0) {
             // Nothing visible (cannot happen for a token stored before attending).
             std::fill(reinterpret_cast<float*>(ot.data), reinterpret_cast<float*>(ot.data) + out.ne[0] * out.ne[1], 0.0f);
-            continue;
+            return;
         }
         gather_k_.resize(count * k_cell_bytes_);
         gather_v_.resize(count * v_cell_bytes_);

@@ -14,12 +14,13 @@
 // sequence s at position p sees the cells that belong to s with position <= p
 // (and p - pos < n_swa on sliding-window layers). attend() works out that set
 // for every query token of the micro-batch once per window kind, then:
-//   1. If for every token the visible cells are exactly the index range the
-//      op would pick (0..p', or the window before p') for some p' -- the case
-//      of one sequence decoded from an empty cache -- one attention call
-//      covers the whole micro-batch, reading the cache in place.
-//   2. Otherwise, token by token: a visible set that is one contiguous range
-//      of cells is passed as a view (no copy, causal off); any other set is
+//   1. Consecutive tokens whose visible cells are exactly the index range the
+//      op would pick over cells base.. (base..p', or the window before p')
+//      -- a sequence stored in position order, e.g. one sequence decoded
+//      from an empty cache, or each prompt of a multi-sequence batch -- share
+//      one attention call over a view of the cache from `base` (in place).
+//   2. Any other token alone: a visible set that is one contiguous range of
+//      cells is passed as a view (no copy, causal off); any other set is
 //      gathered into scratch rows first (order is irrelevant to attention).
 // So the common paths read the cache in place, and every other layout (many
 // sequences, removed ranges, shifted positions, reused cells) stays exact.
@@ -117,13 +118,16 @@ private:
     // Visibility of each token of the current micro-batch for one window.
     struct Plan {
         bool valid = false;
-        bool single_call = false;
-        std::vector<int32_t> op_positions;  // single call: the index position per token
         std::vector<uint32_t> lo, hi;       // contiguous range per token (hi < lo: empty)
         std::vector<uint8_t> contiguous;
         std::vector<uint32_t> gather_offsets, gather_cells;  // cells of non-contiguous tokens
     };
     const Plan& plan_for(uint32_t window);
+    // Attention of token t alone: over a contiguous range in place, or over gathered cells.
+    void attend_one(ops::Ops& ops, uint32_t layer, const ops::TensorView& q, const ops::AttentionParams& params,
+                    int64_t t, const ops::TensorView& out);
+    const Plan* current_plan_ = nullptr;
+    std::vector<int32_t> run_positions_;
 
     KvCacheParams params_;
     size_t k_cell_bytes_ = 0, v_cell_bytes_ = 0, k_row_bytes_ = 0, v_row_bytes_ = 0;
