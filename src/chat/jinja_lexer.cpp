@@ -118,7 +118,8 @@ private:
     }
 
     [[noreturn]] void fail(const std::string& message, size_t pos) {
-        throw TemplateError("TemplateSyntaxError", message, line_at(pos));
+        const int line = line_at(pos);
+        throw TemplateError("TemplateSyntaxError", message, line, column_at(pos));
     }
 
     void emit_text(const std::string& text, size_t pos) {

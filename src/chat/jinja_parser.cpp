@@ -42,7 +42,7 @@ private:
         return true;
     }
     [[noreturn]] void fail(const std::string& message) const {
-        throw TemplateError("TemplateSyntaxError", message, cur().line);
+        throw TemplateError("TemplateSyntaxError", message, cur().line, cur().column);
     }
     std::string describe(const Token& t) const {
         switch (t.type) {

@@ -10,15 +10,23 @@
 namespace cria::jinja {
 
 namespace {
-std::string with_line(const std::string& kind, const std::string& message, int line) {
+std::string with_line(const std::string& kind, const std::string& message, int line, int column) {
     std::string s = kind + ": " + message;
-    if (line > 0) s += " (template line " + std::to_string(line) + ")";
+    if (line > 0) {
+        s += " (template line " + std::to_string(line);
+        if (column > 0) s += ", column " + std::to_string(column);
+        s += ")";
+    }
     return s;
 }
 }  // namespace
 
-TemplateError::TemplateError(std::string kind, std::string message, int line)
-    : cria::Error(with_line(kind, message, line)), kind_(std::move(kind)), message_(std::move(message)), line_(line) {}
+TemplateError::TemplateError(std::string kind, std::string message, int line, int column)
+    : cria::Error(with_line(kind, message, line, column)),
+      kind_(std::move(kind)),
+      message_(std::move(message)),
+      line_(line),
+      column_(column) {}
 
 // --- CycleCollector -----------------------------------------------------------
 

@@ -72,6 +72,18 @@ TEST(JinjaEngine, RuntimeErrorsCarryTheTemplateLine) {
     }
 }
 
+TEST(JinjaEngine, SyntaxErrorsCarryLineAndColumn) {
+    try {
+        render("ok\n  {{ 1 + }}");
+        FAIL();
+    } catch (const TemplateError& e) {
+        EXPECT_EQ(e.kind(), "TemplateSyntaxError");
+        EXPECT_EQ(e.line(), 2);
+        EXPECT_EQ(e.column(), 10);  // the "}}" where an operand was expected
+        EXPECT_NE(std::string(e.what()).find("line 2, column 10"), std::string::npos) << e.what();
+    }
+}
+
 TEST(JinjaEngine, TrailingNewlineIsDroppedOnce) {
     EXPECT_EQ(render("x\n"), "x");
     EXPECT_EQ(render("x\n\n"), "x\n");

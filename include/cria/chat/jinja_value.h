@@ -27,10 +27,11 @@ namespace cria::jinja {
 // caller can show exactly what Python would have shown.
 class TemplateError : public cria::Error {
 public:
-    TemplateError(std::string kind, std::string message, int line = 0);
+    TemplateError(std::string kind, std::string message, int line = 0, int column = 0);
     const std::string& kind() const { return kind_; }
     const std::string& message() const { return message_; }
     int line() const { return line_; }
+    int column() const { return column_; }  // known for syntax errors only; 0 otherwise
     // "Kind: message", the form Python prints as the last line of a traceback.
     std::string python_form() const { return kind_ + ": " + message_; }
 
@@ -38,6 +39,7 @@ private:
     std::string kind_;
     std::string message_;
     int line_;
+    int column_;
 };
 
 class Value;
