@@ -1,8 +1,9 @@
 // Attention of query tokens over a KV cache, flash style: keys are visited in
 // blocks, scores of a block are exponentiated against a running maximum, and
 // the running sum and output are rescaled whenever the maximum grows, so no
-// full score row is ever stored. One task per (query token, query head); a
-// query head reads the KV head it shares with its group (grouped-query).
+// full score row is ever stored. One task per query token and group of query
+// heads sharing a KV head (grouped-query), so each cache row is read, and
+// dequantized, once for the whole group.
 //
 // K and V rows in F32/F16/BF16 are read directly by the SIMD primitives;
 // Q8_0/Q4_0 rows are first expanded to floats with the quant module's
@@ -34,6 +35,8 @@ struct Scratch {
     std::vector<float> probs;
     std::vector<float> acc;
     std::vector<float> row;  // a dequantized K or V row
+    std::vector<float> max;  // running maximum per query head
+    std::vector<float> sum;  // running denominator per query head
 };
 
 // dot(q, key row) for any cache type.
@@ -87,64 +90,103 @@ void CpuOps::attention(const TensorView& q, const TensorView& kc, const TensorVi
     const VecKernels& k = vec_kernels();
     std::vector<Scratch> scratch(static_cast<size_t>(pool_.size()));
 
-    pool_.parallel_for(n_tokens * n_heads, [&](int64_t task, int thread) {
-        const int64_t t = task / n_heads;
-        const int64_t h = task % n_heads;
-        const int64_t kv_head = h / group;
+    // Query heads that share a KV head are processed together, so each K and
+    // V row is read (and dequantized) once for all of them. Groups are split
+    // in halves while there are too few tasks to keep the pool busy.
+    int64_t heads_per_task = group;
+    while (heads_per_task % 2 == 0 && n_tokens * n_kv_heads * (group / heads_per_task) < 4 * pool_.size()) {
+        heads_per_task /= 2;
+    }
+    const int64_t tasks_per_token = n_heads / heads_per_task;
+
+    pool_.parallel_for(n_tokens * tasks_per_token, [&](int64_t task, int thread) {
+        const int64_t t = task / tasks_per_token;
+        const int64_t h0 = (task % tasks_per_token) * heads_per_task;  // first query head of this task
+        const int64_t kv_head = h0 / group;
         const int64_t pos = params.positions != nullptr ? params.positions[t] : n_kv - n_tokens + t;
         // Visible keys: [lo, hi].
-        int64_t hi = params.causal ? std::min(pos, n_kv - 1) : n_kv - 1;
-        int64_t lo = params.window > 0 ? std::max<int64_t>(0, pos - params.window + 1) : 0;
+        const int64_t hi = params.causal ? std::min(pos, n_kv - 1) : n_kv - 1;
+        const int64_t lo = params.window > 0 ? std::max<int64_t>(0, pos - params.window + 1) : 0;
 
+        const size_t nh = static_cast<size_t>(heads_per_task);
         Scratch& s = scratch[static_cast<size_t>(thread)];
-        s.scores.resize(kBlock);
-        s.probs.resize(kBlock);
-        s.acc.assign(static_cast<size_t>(head_dim_v), 0.0f);
+        s.scores.resize(nh * kBlock);
+        s.probs.resize(nh * kBlock);
+        s.acc.assign(nh * static_cast<size_t>(head_dim_v), 0.0f);
         s.row.resize(static_cast<size_t>(std::max(head_dim, head_dim_v)));
-        const float* qrow = reinterpret_cast<const float*>(q.row(h, t));
+        s.max.assign(nh, -std::numeric_limits<float>::infinity());
+        s.sum.assign(nh, 0.0f);
+        auto acc_of = [&](size_t g) { return s.acc.data() + g * static_cast<size_t>(head_dim_v); };
+        auto query_of = [&](size_t g) {
+            return reinterpret_cast<const float*>(q.row(h0 + static_cast<int64_t>(g), t));
+        };
+        const bool plain_k = kc.type == ElementType::F32 || kc.type == ElementType::F16 || kc.type == ElementType::BF16;
+        const bool plain_v = vc.type == ElementType::F32 || vc.type == ElementType::F16 || vc.type == ElementType::BF16;
 
-        float running_max = -std::numeric_limits<float>::infinity();
-        float running_sum = 0.0f;
         for (int64_t start = lo; start <= hi; start += kBlock) {
             const int64_t count = std::min(kBlock, hi - start + 1);
             for (int64_t j = 0; j < count; ++j) {
-                float score = dot_key(k, qrow, kc.row(kv_head, start + j), kc.type, head_dim, s.row.data()) * params.scale;
-                if (params.softcap > 0.0f) score = params.softcap * std::tanh(score / params.softcap);
-                s.scores[static_cast<size_t>(j)] = score;
-            }
-            const float block_max = k.max(s.scores.data(), count);
-            if (block_max > running_max) {
-                // Rescale what was accumulated against the old maximum.
-                const float factor = std::exp(running_max - block_max);
-                if (running_sum != 0.0f) {
-                    k.scale(s.acc.data(), factor, s.acc.data(), head_dim_v);
+                const char* key = kc.row(kv_head, start + j);
+                const float* key_f = nullptr;
+                if (!plain_k) {
+                    quant::dequantize_row(kc.type, key, s.row.data(), head_dim);
+                    key_f = s.row.data();
                 }
-                running_sum *= factor;
-                running_max = block_max;
+                for (size_t g = 0; g < nh; ++g) {
+                    float score = plain_k ? dot_key(k, query_of(g), key, kc.type, head_dim, nullptr)
+                                          : k.dot(query_of(g), key_f, head_dim);
+                    score *= params.scale;
+                    if (params.softcap > 0.0f) score = params.softcap * std::tanh(score / params.softcap);
+                    s.scores[g * kBlock + static_cast<size_t>(j)] = score;
+                }
             }
-            running_sum += k.exp_shift_sum(s.scores.data(), running_max, s.probs.data(), count);
+            for (size_t g = 0; g < nh; ++g) {
+                float* scores = s.scores.data() + g * kBlock;
+                const float block_max = k.max(scores, count);
+                if (block_max > s.max[g]) {
+                    // Rescale what was accumulated against the old maximum.
+                    const float factor = std::exp(s.max[g] - block_max);
+                    if (s.sum[g] != 0.0f) k.scale(acc_of(g), factor, acc_of(g), head_dim_v);
+                    s.sum[g] *= factor;
+                    s.max[g] = block_max;
+                }
+                s.sum[g] += k.exp_shift_sum(scores, s.max[g], s.probs.data() + g * kBlock, count);
+            }
             for (int64_t j = 0; j < count; ++j) {
-                const float p = s.probs[static_cast<size_t>(j)];
-                if (p != 0.0f) add_value(k, p, vc.row(kv_head, start + j), vc.type, head_dim_v, s.acc.data(), s.row.data());
+                const char* value = vc.row(kv_head, start + j);
+                if (!plain_v) quant::dequantize_row(vc.type, value, s.row.data(), head_dim_v);
+                for (size_t g = 0; g < nh; ++g) {
+                    const float p = s.probs[g * kBlock + static_cast<size_t>(j)];
+                    if (p == 0.0f) continue;
+                    if (plain_v) {
+                        add_value(k, p, value, vc.type, head_dim_v, acc_of(g), nullptr);
+                    } else {
+                        k.axpy(p, s.row.data(), acc_of(g), head_dim_v);
+                    }
+                }
             }
         }
-        if (params.sinks != nullptr) {
-            // The sink joins the denominator only.
-            const float sink = params.sinks[h];
-            if (sink > running_max) {
-                const float factor = std::exp(running_max - sink);
-                k.scale(s.acc.data(), factor, s.acc.data(), head_dim_v);
-                running_sum *= factor;
-                running_max = sink;
+        for (size_t g = 0; g < nh; ++g) {
+            const int64_t h = h0 + static_cast<int64_t>(g);
+            float running_max = s.max[g], running_sum = s.sum[g];
+            if (params.sinks != nullptr) {
+                // The sink joins the denominator only.
+                const float sink = params.sinks[h];
+                if (sink > running_max) {
+                    const float factor = std::exp(running_max - sink);
+                    k.scale(acc_of(g), factor, acc_of(g), head_dim_v);
+                    running_sum *= factor;
+                    running_max = sink;
+                }
+                running_sum += std::exp(sink - running_max);
             }
-            running_sum += std::exp(sink - running_max);
-        }
-        float* y = reinterpret_cast<float*>(out.row(h, t));
-        if (running_sum > 0.0f) {
-            k.scale(s.acc.data(), 1.0f / running_sum, y, head_dim_v);
-        } else {
-            // No visible key (and no sink): zeros rather than 0/0.
-            std::fill(y, y + head_dim_v, 0.0f);
+            float* y = reinterpret_cast<float*>(out.row(h, t));
+            if (running_sum > 0.0f) {
+                k.scale(acc_of(g), 1.0f / running_sum, y, head_dim_v);
+            } else {
+                // No visible key (and no sink): zeros rather than 0/0.
+                std::fill(y, y + head_dim_v, 0.0f);
+            }
         }
     });
 }
