@@ -78,7 +78,9 @@ TEST(GgufReader, EveryLoadModeGivesTheSameBytes) {
         // Reading modes report progress; mapping modes never read, so never report.
         const bool reads = mode == LoadMode::None || mode == LoadMode::Mlock || mode == LoadMode::Dio;
         EXPECT_EQ(calls > 0, reads);
-        if (mode == LoadMode::Dio) EXPECT_TRUE(f->load_mode() == LoadMode::Dio || f->load_mode() == LoadMode::None);
+        if (mode == LoadMode::Dio) {
+            EXPECT_TRUE(f->load_mode() == LoadMode::Dio || f->load_mode() == LoadMode::None);
+        }
         if (mode == LoadMode::Dio && f->load_mode() != LoadMode::Dio) {
             // The filesystem refused O_DIRECT: the fallback must say so.
             ASSERT_FALSE(f->warnings().empty());

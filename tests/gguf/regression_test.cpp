@@ -51,7 +51,9 @@ bool replay(const fs::path& path) {
         try {
             auto opened = File::open(path.string(), mode);
             EXPECT_TRUE(in_memory) << "File::open accepted what File::parse rejected: " << memory_error;
-            if (in_memory) EXPECT_EQ(opened->metadata(), in_memory->metadata());
+            if (in_memory) {
+                EXPECT_EQ(opened->metadata(), in_memory->metadata());
+            }
         } catch (const Error& e) {
             EXPECT_FALSE(in_memory) << "File::open rejected what File::parse accepted: " << e.what();
             EXPECT_EQ(std::string(e.what()), memory_error);
