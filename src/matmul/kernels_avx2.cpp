@@ -190,11 +190,15 @@ struct BlockKernel {
 // prepare: 16 int16 group scales, 16 float group offsets/mins (what each group
 // subtracts per unit of activation sum) and d; chunk(j): values 32j..32j+31
 // as unsigned bytes below 64.
+// The mins are kept in registers: written as scalars and reloaded as vectors
+// they would stall on store forwarding.
 struct Prepared {
     alignas(32) int16_t scale[16];
-    alignas(32) float mins[16];
+    __m256 mins_lo, mins_hi;  // groups 0..7 and 8..15
     float d;
 };
+
+
 
 inline __m256i two_halves(__m128i lo, __m128i hi) { return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1); }
 inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
@@ -205,12 +209,16 @@ inline __m256i bit_of(__m256i h, int bit) {
 }
 
 inline void prepare_k4(const uint8_t* packed, float d, float dmin, Prepared& p) {
-    alignas(16) uint8_t sm[16];
-    scales_mins_k4(packed, sm);
-    for (int j = 0; j < 8; ++j) {
-        p.scale[2 * j] = p.scale[2 * j + 1] = sm[j];
-        p.mins[2 * j] = p.mins[2 * j + 1] = dmin * static_cast<float>(sm[8 + j]);
-    }
+    uint32_t u[4];
+    scales_mins_k4_words(packed, u);
+    uint8_t sm[16];
+    std::memcpy(sm, u, 16);
+    for (int j = 0; j < 8; ++j) p.scale[2 * j] = p.scale[2 * j + 1] = sm[j];
+    // Mins of sub-blocks 0..7 (bytes 8..15), each covering two 16-value groups.
+    const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_setr_epi32(static_cast<int>(u[2]), static_cast<int>(u[3]), 0, 0)));
+    const __m256 scaled = _mm256_mul_ps(mins, _mm256_set1_ps(dmin));
+    p.mins_lo = _mm256_permutevar8x32_ps(scaled, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+    p.mins_hi = _mm256_permutevar8x32_ps(scaled, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
     p.d = d;
 }
 
@@ -237,10 +245,11 @@ struct DecodeQ6_K {
     using Block = block_q6_K;
     static void prepare(const Block& b, Prepared& p) {
         p.d = _cvtsh_ss(b.d);
-        for (int g = 0; g < 16; ++g) {
-            p.scale[g] = b.scales[g];
-            p.mins[g] = 32.0f * p.d * static_cast<float>(b.scales[g]);  // quants stored +32
-        }
+        for (int g = 0; g < 16; ++g) p.scale[g] = b.scales[g];
+        const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+        const __m256 k = _mm256_set1_ps(32.0f * p.d);  // quants stored +32
+        p.mins_lo = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), k);
+        p.mins_hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), k);
     }
     static __m256i chunk(const Block& b, int j) {
         const int n = j / 4, part = j % 4;
@@ -258,8 +267,15 @@ struct DecodeQ3_K {
     using Block = block_q3_K;
     static void prepare(const Block& b, Prepared& p) {
         p.d = _cvtsh_ss(b.d);
-        q3_k_scales(b.scales, p.scale);
-        for (int g = 0; g < 16; ++g) p.mins[g] = 4.0f * p.d * static_cast<float>(p.scale[g]);  // quants stored +4
+        uint32_t u[4];
+        q3_k_scale_words(b.scales, u);
+        const __m128i biased = _mm_setr_epi32(static_cast<int>(u[0]), static_cast<int>(u[1]), static_cast<int>(u[2]),
+                                              static_cast<int>(u[3]));
+        const __m128i sc = _mm_sub_epi8(biased, _mm_set1_epi8(32));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.scale), _mm256_cvtepi8_epi16(sc));
+        const __m256 k = _mm256_set1_ps(4.0f * p.d);  // quants stored +4
+        p.mins_lo = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), k);
+        p.mins_hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), k);
     }
     static __m256i chunk(const Block& b, int j) {
         const __m256i high = bit_of(load32(b.hmask), j);  // bit 4n + shift of hmask is bit j
@@ -270,11 +286,12 @@ struct DecodeQ2_K {
     using Block = block_q2_K;
     static void prepare(const Block& b, Prepared& p) {
         p.d = _cvtsh_ss(b.d);
-        const float dmin = _cvtsh_ss(b.dmin);
-        for (int g = 0; g < 16; ++g) {
-            p.scale[g] = b.scales[g] & 0x0F;
-            p.mins[g] = dmin * static_cast<float>(b.scales[g] >> 4);
-        }
+        for (int g = 0; g < 16; ++g) p.scale[g] = b.scales[g] & 0x0F;
+        const __m128i m = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)), 4),
+                                        _mm_set1_epi8(0x0F));
+        const __m256 dmin = _mm256_set1_ps(_cvtsh_ss(b.dmin));
+        p.mins_lo = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)), dmin);
+        p.mins_hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(m, 8))), dmin);
     }
     static __m256i chunk(const Block& b, int j) { return two_bits(b.qs, j); }
 };
@@ -321,8 +338,8 @@ struct SuperBlockKernel {
                 const __m256 g1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(bs, 1))), dy);
                 for (int r = 0; r < R; ++r) {
                     acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][c]), _mm256_set1_ps(prep[r].d * act->d), acc[r][c]);
-                    acc[r][c] = _mm256_fnmadd_ps(_mm256_load_ps(prep[r].mins), g0, acc[r][c]);
-                    acc[r][c] = _mm256_fnmadd_ps(_mm256_load_ps(prep[r].mins + 8), g1, acc[r][c]);
+                    acc[r][c] = _mm256_fnmadd_ps(prep[r].mins_lo, g0, acc[r][c]);
+                    acc[r][c] = _mm256_fnmadd_ps(prep[r].mins_hi, g1, acc[r][c]);
                 }
             }
         }
