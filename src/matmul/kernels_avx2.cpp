@@ -10,7 +10,8 @@
 //   unsigned values (< 64, so the int16 pair sums stay below 2^15); vpmaddwd
 //   applies the 16-value group scales; offsets and mins come out through
 //   Q8_K's group sums (bsums) in float.
-// Q4_1, Q5_1 and IQ4_XS have no AVX2 kernel: they run the scalar one.
+// - IQ4_XS against Q8_K: signed values and the sign trick, per 32 values.
+// Q4_1 and Q5_1 have no AVX2 kernel: they run the scalar one.
 
 #include <cstdint>
 #include <cstring>
@@ -348,6 +349,52 @@ struct SuperBlockKernel {
     }
 };
 
+// IQ4_XS: signed code-book values (up to 127 in magnitude), so the sign trick
+// of the 32-value blocks, with one 6-bit scale per 32 values.
+struct Iq4XsKernel {
+    static constexpr int MR = 2, NC = 2;
+    template <int R, int C>
+    static void run(const Tile& t) {
+        const int64_t nb = t.k / QK_K;
+        __m256 acc[R][C];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            const block_iq4_xs* wb[R];
+            for (int r = 0; r < R; ++r) wb[r] = reinterpret_cast<const block_iq4_xs*>(t.w + r * t.w_stride) + b;
+            __m256i isum[R][C];
+            for (int r = 0; r < R; ++r)
+                for (int c = 0; c < C; ++c) isum[r][c] = _mm256_setzero_si256();
+            for (int ib = 0; ib < 8; ++ib) {
+                __m256i w[R], wabs[R], scale[R];
+                for (int r = 0; r < R; ++r) {
+                    const block_iq4_xs& x = *wb[r];
+                    w[r] = lookup(kvalues_iq4nl, nibbles(x.qs + 16 * ib));
+                    wabs[r] = _mm256_sign_epi8(w[r], w[r]);
+                    const int ls = ((x.scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) | (((x.scales_h >> (2 * ib)) & 3) << 4);
+                    scale[r] = _mm256_set1_epi16(static_cast<short>(ls - 32));
+                }
+                for (int c = 0; c < C; ++c) {
+                    const auto* act = reinterpret_cast<const block_q8_K*>(t.a + c * t.a_stride) + b;
+                    const __m256i a = load32(reinterpret_cast<const uint8_t*>(act->qs) + 32 * ib);
+                    for (int r = 0; r < R; ++r) {
+                        const __m256i p = _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(a, w[r]));
+                        isum[r][c] = _mm256_add_epi32(isum[r][c], _mm256_madd_epi16(p, scale[r]));
+                    }
+                }
+            }
+            for (int c = 0; c < C; ++c) {
+                const auto* act = reinterpret_cast<const block_q8_K*>(t.a + c * t.a_stride) + b;
+                for (int r = 0; r < R; ++r)
+                    acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][c]),
+                                                _mm256_set1_ps(_cvtsh_ss(wb[r]->d) * act->d), acc[r][c]);
+            }
+        }
+        for (int c = 0; c < C; ++c)
+            for (int r = 0; r < R; ++r) t.y[c * t.y_stride + r] = hsum(acc[r][c]);
+    }
+};
+
 }  // namespace
 
 TypeKernel avx2_kernel(ElementType t) {
@@ -365,7 +412,8 @@ TypeKernel avx2_kernel(ElementType t) {
         case ElementType::Q4_K: return make_kernel<SuperBlockKernel<DecodeQ4_K>>(ActivationFormat::Q8_K);
         case ElementType::Q5_K: return make_kernel<SuperBlockKernel<DecodeQ5_K>>(ActivationFormat::Q8_K);
         case ElementType::Q6_K: return make_kernel<SuperBlockKernel<DecodeQ6_K>>(ActivationFormat::Q8_K);
-        default: return {};  // Q4_1, Q5_1, IQ4_XS: scalar kernels
+        case ElementType::IQ4_XS: return make_kernel<Iq4XsKernel>(ActivationFormat::Q8_K);
+        default: return {};  // Q4_1, Q5_1: scalar kernels
     }
 }
 
