@@ -181,6 +181,7 @@ void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat) 
             s.logit_bias.push_back({static_cast<vocab::TokenId>(id), value.get<float>()});
         }
     }
+    if (field(body, "ignore_eos")) s.ignore_eos = bool_field(body, "ignore_eos");  // llama.cpp extension
     if (field(body, "n") && integer_field(body, "n", 1, 1) != 1) throw bad_request("only n = 1 is supported", "n");
     const char* max_key = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (field(body, max_key)) gen.max_tokens = static_cast<int32_t>(integer_field(body, max_key, 0, 1 << 24));

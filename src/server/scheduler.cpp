@@ -125,7 +125,9 @@ std::shared_ptr<RequestHandle> Scheduler::submit(GenerationRequest request) {
     {
         std::lock_guard lock(mutex_);
         if (stopping_) throw Error("the server is shutting down");
-        if (static_cast<int32_t>(queue_.size()) >= options_.max_queue) throw QueueFull();
+        // Requests about to take an idle slot do not count against the queue.
+        const int32_t idle = options_.n_slots - stats_.slots_busy;
+        if (static_cast<int32_t>(queue_.size()) >= options_.max_queue + std::max(idle, 0)) throw QueueFull();
         queue_.push_back(std::move(pending));
         ++stats_.requests_total;
         stats_.queue_size = static_cast<int32_t>(queue_.size());

@@ -1,0 +1,371 @@
+// The HTTP server over loopback with stories260K: every route's happy path,
+// the error shapes, auth, limits, SSE framing, and slots freed after a
+// client disconnects mid-stream.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cria/server/runtime_backend.h"
+#include "cria/server/server.h"
+#include "support/test_paths.h"
+
+using namespace cria::server;
+using json = nlohmann::json;
+
+namespace {
+
+class HttpServer : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        std::signal(SIGPIPE, SIG_IGN);
+        slot_dir_ = new std::filesystem::path(cria::test::temp_dir() / "slots");
+        std::filesystem::create_directories(*slot_dir_);
+        RuntimeBackendParams bp;
+        bp.n_seq = 2;
+        bp.n_ctx = 4096;
+        bp.n_threads = 2;
+        const auto path = cria::test::model_path("stories260K/stories260K.gguf").string();
+        ServerConfig config;
+        config.port = 0;
+        config.api_key = "test-key";
+        config.model_path = path;
+        config.slot_save_path = slot_dir_->string();
+        config.metrics = true;
+        config.max_body_bytes = 64 * 1024;
+        config.scheduler.n_slots = 2;
+        config.scheduler.max_queue = 4;
+        server_ = new Server(std::make_unique<RuntimeBackend>(path, bp), config);
+        server_->start();
+    }
+    static void TearDownTestSuite() {
+        delete server_;
+        delete slot_dir_;
+    }
+
+    httplib::Client client(bool with_key = true) {
+        httplib::Client c("127.0.0.1", server_->port());
+        c.set_read_timeout(30, 0);
+        if (with_key) c.set_bearer_token_auth("test-key");
+        return c;
+    }
+    httplib::Result post(const std::string& path, const std::string& body, bool with_key = true) {
+        return client(with_key).Post(path.c_str(), body, "application/json");
+    }
+    static bool all_slots_free(httplib::Client& c) {
+        for (int i = 0; i < 200; ++i) {  // bounded: 10 s
+            auto r = c.Get("/slots");
+            if (r && r->status == 200) {
+                bool busy = false;
+                for (const auto& s : json::parse(r->body)) busy = busy || s["is_processing"].get<bool>();
+                if (!busy) return true;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return false;
+    }
+
+    static Server* server_;
+    static std::filesystem::path* slot_dir_;
+};
+Server* HttpServer::server_ = nullptr;
+std::filesystem::path* HttpServer::slot_dir_ = nullptr;
+
+const char* kChat = R"({"model":"stories260K.gguf","messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":12,"temperature":0})";
+
+// Splits an SSE body into its data payloads, checking the framing.
+std::vector<std::string> sse_data(const std::string& body, std::vector<std::string>* events = nullptr) {
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (pos < body.size()) {
+        const size_t end = body.find("\n\n", pos);
+        EXPECT_NE(end, std::string::npos) << "unterminated event";
+        if (end == std::string::npos) break;
+        std::string block = body.substr(pos, end - pos);
+        pos = end + 2;
+        std::string data, event;
+        size_t lp = 0;
+        while (lp <= block.size()) {
+            size_t nl = block.find('\n', lp);
+            if (nl == std::string::npos) nl = block.size();
+            const std::string line = block.substr(lp, nl - lp);
+            if (line.rfind("data: ", 0) == 0) data += line.substr(6);
+            else if (line.rfind("event: ", 0) == 0) event = line.substr(7);
+            else ADD_FAILURE() << "unexpected SSE line: " << line;
+            lp = nl + 1;
+        }
+        out.push_back(data);
+        if (events) events->push_back(event);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_F(HttpServer, HealthIsOpenEverythingElseNeedsTheKey) {
+    auto c = client(false);
+    auto h = c.Get("/health");
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->status, 200);
+    auto m = c.Get("/v1/models");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->status, 401);
+    EXPECT_TRUE(json::parse(m->body)["error"].contains("message"));
+    auto a = post("/v1/messages", "{}", false);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->status, 401);
+    EXPECT_EQ(json::parse(a->body)["error"]["type"], "authentication_error");
+    httplib::Headers x = {{"x-api-key", "test-key"}};
+    auto ok = c.Get("/v1/models", x);
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200);
+    EXPECT_EQ(json::parse(ok->body)["data"][0]["id"], "stories260K.gguf");
+    httplib::Headers wrong = {{"Authorization", "Bearer test-kez"}};
+    EXPECT_EQ(c.Get("/props", wrong)->status, 401);
+}
+
+TEST_F(HttpServer, ChatCompletionIsDeterministicAtTemperatureZero) {
+    auto r1 = post("/v1/chat/completions", kChat);
+    auto r2 = post("/v1/chat/completions", kChat);
+    ASSERT_TRUE(r1 && r2);
+    ASSERT_EQ(r1->status, 200) << r1->body;
+    const auto j1 = json::parse(r1->body), j2 = json::parse(r2->body);
+    EXPECT_EQ(j1["object"], "chat.completion");
+    EXPECT_EQ(j1["choices"][0]["message"]["role"], "assistant");
+    EXPECT_FALSE(j1["choices"][0]["message"]["content"].get<std::string>().empty());
+    EXPECT_EQ(j1["choices"][0]["message"]["content"], j2["choices"][0]["message"]["content"]);
+    EXPECT_EQ(j1["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(j1["usage"]["completion_tokens"], 12);
+    EXPECT_GT(j2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+}
+
+TEST_F(HttpServer, ChatStreamFramesChunksUsageAndDone) {
+    json body = json::parse(kChat);
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+    auto r = post("/v1/chat/completions", body.dump());
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+    auto data = sse_data(r->body);
+    ASSERT_GE(data.size(), 4u);
+    EXPECT_EQ(data.back(), "[DONE]");
+    std::string text;
+    for (size_t i = 0; i + 2 < data.size(); ++i) {
+        auto j = json::parse(data[i]);
+        EXPECT_EQ(j["object"], "chat.completion.chunk");
+        if (j["choices"][0]["delta"].contains("content")) text += j["choices"][0]["delta"]["content"].get<std::string>();
+    }
+    auto usage = json::parse(data[data.size() - 2]);
+    EXPECT_TRUE(usage["choices"].empty());
+    EXPECT_EQ(usage["usage"]["completion_tokens"], 12);
+    auto last = json::parse(data[data.size() - 3]);
+    EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+    // Streaming and not streaming give the same text.
+    auto whole = json::parse(post("/v1/chat/completions", kChat)->body);
+    EXPECT_EQ(text, whole["choices"][0]["message"]["content"]);
+}
+
+TEST_F(HttpServer, AnthropicMessagesAndStreamEvents) {
+    const char* body = R"({"model":"stories260K","max_tokens":6,"temperature":0,"messages":[{"role":"user","content":"Hi"}]})";
+    auto r = post("/v1/messages", body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    auto j = json::parse(r->body);
+    EXPECT_EQ(j["type"], "message");
+    EXPECT_EQ(j["content"][0]["type"], "text");
+    EXPECT_EQ(j["stop_reason"], "max_tokens");
+    EXPECT_EQ(j["usage"]["output_tokens"], 6);
+    json sb = json::parse(body);
+    sb["stream"] = true;
+    auto s = post("/v1/messages", sb.dump());
+    ASSERT_TRUE(s);
+    std::vector<std::string> events;
+    auto data = sse_data(s->body, &events);
+    ASSERT_GE(events.size(), 6u);
+    EXPECT_EQ(events.front(), "message_start");
+    EXPECT_EQ(events.back(), "message_stop");
+    std::string text;
+    for (size_t i = 0; i < data.size(); ++i) {
+        auto e = json::parse(data[i]);
+        EXPECT_EQ(e["type"], events[i]);
+        if (events[i] == "content_block_delta") text += e["delta"]["text"].get<std::string>();
+    }
+    EXPECT_EQ(text, j["content"][0]["text"]);
+}
+
+TEST_F(HttpServer, ForcedToolCallAndJsonSchema) {
+    const char* tools = R"({"model":"stories260K.gguf","max_tokens":200,"temperature":0,
+      "messages":[{"role":"user","content":"Weather?"}],
+      "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+        "properties":{"city":{"type":"string","enum":["Paris","Rome"]}},"required":["city"]}}}],
+      "tool_choice":"required"})";
+    auto r = post("/v1/chat/completions", tools);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    auto j = json::parse(r->body);
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls") << r->body;
+    auto call = j["choices"][0]["message"]["tool_calls"][0];
+    EXPECT_EQ(call["function"]["name"], "get_weather");
+    auto args = json::parse(call["function"]["arguments"].get<std::string>());
+    EXPECT_TRUE(args["city"] == "Paris" || args["city"] == "Rome");
+    const char* schema = R"({"max_tokens":100,"temperature":0,"messages":[{"role":"user","content":"JSON"}],
+      "response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object",
+        "properties":{"ok":{"type":"boolean"}},"required":["ok"]}}}})";
+    auto s = post("/v1/chat/completions", schema);
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->status, 200) << s->body;
+    auto content = json::parse(json::parse(s->body)["choices"][0]["message"]["content"].get<std::string>());
+    EXPECT_TRUE(content["ok"].is_boolean());
+}
+
+TEST_F(HttpServer, CompletionsTokenizeDetokenizeTemplateEmbeddings) {
+    auto c = post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":5,"temperature":0,"logprobs":2})");
+    ASSERT_TRUE(c);
+    ASSERT_EQ(c->status, 200) << c->body;
+    auto cj = json::parse(c->body);
+    EXPECT_EQ(cj["object"], "text_completion");
+    EXPECT_EQ(cj["choices"][0]["logprobs"]["tokens"].size(), 5u);
+    auto t = post("/tokenize", R"({"content":"Once upon a time"})");
+    ASSERT_TRUE(t);
+    auto tokens = json::parse(t->body)["tokens"];
+    EXPECT_FALSE(tokens.empty());
+    auto d = post("/detokenize", json{{"tokens", tokens}}.dump());
+    ASSERT_TRUE(d);
+    EXPECT_EQ(json::parse(d->body)["content"], "Once upon a time");
+    EXPECT_EQ(post("/detokenize", R"({"tokens":[999999]})")->status, 400);
+    auto a = post("/apply-template", R"({"messages":[{"role":"user","content":"hi"}]})");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(json::parse(a->body)["prompt"], "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+    auto e = post("/v1/embeddings", R"({"input":["hello","world"]})");
+    ASSERT_TRUE(e);
+    ASSERT_EQ(e->status, 200) << e->body;
+    auto ej = json::parse(e->body);
+    ASSERT_EQ(ej["data"].size(), 2u);
+    double norm = 0;
+    for (double v : ej["data"][0]["embedding"]) norm += v * v;
+    EXPECT_NEAR(norm, 1.0, 1e-4);
+    EXPECT_NE(ej["data"][0]["embedding"], ej["data"][1]["embedding"]);
+    auto b64 = post("/v1/embeddings", R"({"input":"hello","encoding_format":"base64"})");
+    EXPECT_EQ(json::parse(b64->body)["data"][0]["embedding"].get<std::string>().size(), (64 * 4 + 2) / 3 * 4);
+}
+
+TEST_F(HttpServer, ErrorsHaveTheApisShapeAndStatus) {
+    auto bad = post("/v1/chat/completions", "{not json");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    EXPECT_EQ(json::parse(bad->body)["error"]["type"], "invalid_request_error");
+    auto type = post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"max_tokens":"ten"})");
+    EXPECT_EQ(type->status, 400);
+    EXPECT_EQ(json::parse(type->body)["error"]["param"], "max_tokens");
+    auto model = post("/v1/chat/completions", R"({"model":"gpt-9","messages":[{"role":"user","content":"x"}]})");
+    EXPECT_EQ(model->status, 404);
+    EXPECT_EQ(json::parse(model->body)["error"]["code"], "model_not_found");
+    auto amodel = post("/v1/messages", R"({"model":"claude-9","max_tokens":3,"messages":[{"role":"user","content":"x"}]})");
+    EXPECT_EQ(amodel->status, 404);
+    EXPECT_EQ(json::parse(amodel->body)["error"]["type"], "not_found_error");
+    auto big = post("/v1/chat/completions", std::string(70 * 1024, ' '));
+    ASSERT_TRUE(big);
+    EXPECT_EQ(big->status, 413);
+    EXPECT_TRUE(json::parse(big->body).contains("error"));
+    auto abig = post("/v1/messages", std::string(70 * 1024, ' '));
+    EXPECT_EQ(json::parse(abig->body)["type"], "error");
+    auto long_prompt = post("/v1/completions", json{{"prompt", std::string(5000, 'x')}}.dump());
+    EXPECT_EQ(long_prompt->status, 400);
+    auto none = client().Get("/v1/nothing");
+    EXPECT_EQ(none->status, 404);
+    EXPECT_TRUE(json::parse(none->body).contains("error"));
+    // The server is still fine.
+    EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);
+}
+
+TEST_F(HttpServer, SlotsSaveRestoreEraseAndRejectTraversal) {
+    ASSERT_EQ(post("/v1/chat/completions", kChat)->status, 200);
+    for (const char* name : {"../evil", "/etc/passwd", ".hidden", "a/b", ""}) {
+        auto r = post("/slots/0?action=save", json{{"filename", name}}.dump());
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 400) << name;
+    }
+    EXPECT_FALSE(std::filesystem::exists(slot_dir_->parent_path() / "evil"));
+    auto save = post("/slots/0?action=save", R"({"filename":"s0.bin"})");
+    ASSERT_EQ(save->status, 200) << save->body;
+    EXPECT_GT(json::parse(save->body)["n_saved"].get<int>(), 0);
+    EXPECT_TRUE(std::filesystem::exists(*slot_dir_ / "s0.bin"));
+    auto restore = post("/slots/1?action=restore", R"({"filename":"s0.bin"})");
+    ASSERT_EQ(restore->status, 200) << restore->body;
+    EXPECT_EQ(json::parse(restore->body)["n_restored"], json::parse(save->body)["n_saved"]);
+    EXPECT_EQ(post("/slots/1?action=restore", R"({"filename":"missing.bin"})")->status, 404);
+    EXPECT_EQ(post("/slots/0?action=erase", "")->status, 200);
+    EXPECT_EQ(post("/slots/9?action=erase", "")->status, 400);
+    EXPECT_EQ(post("/slots/0?action=dance", "{}")->status, 400);
+}
+
+TEST_F(HttpServer, MetricsArePrometheusText) {
+    ASSERT_EQ(post("/v1/chat/completions", kChat)->status, 200);
+    auto m = client().Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->status, 200);
+    EXPECT_NE(m->body.find("# TYPE cria:tokens_predicted_total counter\ncria:tokens_predicted_total "), std::string::npos);
+    EXPECT_NE(m->body.find("cria:requests_processing "), std::string::npos);
+    auto props = json::parse(client().Get("/props")->body);
+    EXPECT_EQ(props["total_slots"], 2);
+}
+
+TEST_F(HttpServer, DisconnectMidStreamFreesTheSlot) {
+    // A raw socket: send a streaming request for many tokens, read a little, hang up.
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string body = R"({"messages":[{"role":"user","content":"Tell a story"}],"max_tokens":1900,"ignore_eos":true,"stream":true,"temperature":1,"seed":3})";
+    const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\n"
+                            "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+    const auto before = server_->scheduler().stats();
+    // Read until some generated text arrived, so the request holds a slot.
+    std::string got;
+    char buf[512];
+    while (got.find("\"content\":\"") == std::string::npos || got.find("\"content\":\"\"") == got.rfind("\"content\":\"")) {
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        ASSERT_GT(n, 0);
+        got.append(buf, static_cast<size_t>(n));
+        ASSERT_LT(got.size(), 100000u);
+    }
+    ::close(fd);
+    for (int i = 0; i < 200 && server_->scheduler().stats().requests_cancelled == before.requests_cancelled; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto after = server_->scheduler().stats();
+    EXPECT_EQ(after.requests_cancelled, before.requests_cancelled + 1);
+    EXPECT_LT(after.generated_tokens_total - before.generated_tokens_total, 1900u);
+    auto c = client();
+    EXPECT_TRUE(all_slots_free(c));
+}
+
+TEST_F(HttpServer, ConcurrentStreamsAllFinish) {
+    std::vector<std::thread> threads;
+    std::atomic<int> ok{0};
+    for (int i = 0; i < 6; ++i) {
+        threads.emplace_back([&, i] {
+            httplib::Client c("127.0.0.1", server_->port());
+            c.set_bearer_token_auth("test-key");
+            c.set_read_timeout(30, 0);
+            json body = {{"messages", {{{"role", "user"}, {"content", "Story " + std::to_string(i)}}}},
+                         {"max_tokens", 20}, {"stream", true}, {"seed", i}};
+            auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+            if (r && r->status == 200 && r->body.find("data: [DONE]\n\n") != std::string::npos) ++ok;
+        });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(ok.load(), 6);  // 2 slots + a queue of 4
+    auto c = client();
+    EXPECT_TRUE(all_slots_free(c));
+}
