@@ -622,7 +622,10 @@ private:
             first = false;
             auto f = make(ExprKind::Filter, cur().line);
             f->name = expect_name();
-            while (skip_op(".")) f->name += "." + expect_name();
+            while (skip_op(".")) {
+                f->name += '.';
+                f->name += expect_name();
+            }
             if (is_op("(")) parse_call_args(*f);
             f->a = std::move(node);
             node = std::move(f);
@@ -635,7 +638,10 @@ private:
         next();  // is
         if (skip_name("not")) t->op = "not";
         t->name = expect_name();
-        while (skip_op(".")) t->name += "." + expect_name();
+        while (skip_op(".")) {
+            t->name += '.';
+            t->name += expect_name();
+        }
         if (is_op("(")) {
             parse_call_args(*t);
         } else if ((cur().type == TokenType::Name || cur().type == TokenType::String || cur().type == TokenType::Integer ||

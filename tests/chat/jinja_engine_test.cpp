@@ -56,8 +56,12 @@ TEST(JinjaEngine, FailsLikeJinja2) {
             ADD_FAILURE() << "rendered '" << out << "'";
         } catch (const TemplateError& e) {
             EXPECT_EQ(e.kind(), c.kind) << e.what();
-            if (*c.message) EXPECT_EQ(e.message(), c.message);
-            if (c.line) EXPECT_EQ(e.line(), c.line) << e.what();
+            if (*c.message) {
+                EXPECT_EQ(e.message(), c.message);
+            }
+            if (c.line) {
+                EXPECT_EQ(e.line(), c.line) << e.what();
+            }
         }
     }
 }
