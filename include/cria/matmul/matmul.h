@@ -32,7 +32,11 @@ namespace cria::matmul {
 // which CRIA_ISA can lower): Scalar -> portable reference, Avx2 and Avx512 ->
 // AVX2/FMA/F16C kernels, Avx512Vnni and Amx -> AVX-512 kernels with vpdpbusd.
 // (No AMX kernels exist yet: an AMX machine runs the VNNI ones.)
-// A type without a kernel at some level uses the next lower level's kernel.
+// A type without a kernel at some level uses the next lower level's kernel:
+//   Avx512Vnni: every type (F32/F16/BF16 with FMA; all quantised with vpdpbusd)
+//   Avx2:       every type but Q4_1 and Q5_1 (those run the scalar kernel)
+// All levels give the same results up to float rounding of the block sums
+// (the integer block dot products are exact everywhere); see tests/matmul.
 using cpu::Isa;
 
 struct WeightMatrix {
