@@ -5,6 +5,7 @@
 #include "cria/model/model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "cria/core/error.h"
@@ -165,6 +166,7 @@ std::string Model::description() const {
     }
     std::string type = "?";
     if (!by_type.empty()) type = std::string(element_type_name(std::max_element(by_type.begin(), by_type.end())->second));
+    for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     return hp_.arch_name + " " + size + " " + type;
 }
 

@@ -1,0 +1,112 @@
+// Decode speed of the runtime on synthetic models, and the maker of the
+// benchmark-sized model files.
+//
+//   bench_runtime_decode                         Google Benchmark: pp/tg on a small llama
+//   bench_runtime_decode --make-models DIR       writes llama-1b-{q4_0,q8_0,f16}.gguf and
+//                                                qwen3-0.6b-q4_0.gguf (random weights, real shapes)
+//                                                into DIR for `cria bench` (Q4_K_M: cria quantize
+//                                                the F16 file). The files are never committed.
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "cria/model/model.h"
+#include "cria/model/synthetic_model.h"
+#include "cria/runtime/context.h"
+
+namespace {
+
+using namespace cria;
+
+const std::string& small_model_path() {
+    static const std::string path = [] {
+        model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny("llama");
+        spec.n_embd = 512;
+        spec.n_head = 8;
+        spec.n_head_kv = 4;
+        spec.head_dim = 64;
+        spec.n_ff = 1536;
+        spec.n_layer = 4;
+        spec.n_vocab = 4096;
+        spec.weight_type = ElementType::Q4_0;
+        spec.embd_type = ElementType::Q4_0;
+        const std::string p = (std::filesystem::temp_directory_path() / "cria-bench-runtime-small.gguf").string();
+        model::write_synthetic_model(spec, p);
+        return p;
+    }();
+    return path;
+}
+
+void BM_Prompt(benchmark::State& state) {
+    auto m = model::Model::load(small_model_path());
+    runtime::ContextParams cp;
+    cp.n_ctx = 512;
+    cp.n_threads = static_cast<int>(state.range(1));
+    runtime::Context ctx(*m, cp);
+    const auto n = static_cast<int32_t>(state.range(0));
+    std::vector<int32_t> tokens(static_cast<size_t>(n));
+    std::mt19937 rng(1);
+    for (auto& t : tokens) t = static_cast<int32_t>(rng() % m->hparams().n_vocab);
+    const runtime::Batch b = runtime::Batch::from_tokens(tokens, 0);
+    for (auto _ : state) {
+        ctx.memory_clear();
+        ctx.decode(b);
+    }
+    state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Prompt)->Args({128, 1})->Args({128, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Generate(benchmark::State& state) {
+    auto m = model::Model::load(small_model_path());
+    runtime::ContextParams cp;
+    cp.n_ctx = 1024;
+    cp.n_threads = static_cast<int>(state.range(0));
+    runtime::Context ctx(*m, cp);
+    runtime::Batch b;
+    int32_t pos = 0;
+    for (auto _ : state) {
+        if (pos >= 1000) {
+            ctx.memory_clear();
+            pos = 0;
+        }
+        b.clear();
+        b.add(pos % 100, pos, {0}, true);
+        ++pos;
+        ctx.decode(b);
+    }
+    state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Generate)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc == 3 && std::strcmp(argv[1], "--make-models") == 0) {
+        const std::filesystem::path dir = argv[2];
+        const struct {
+            const char* name;
+            model::SyntheticModelSpec spec;
+        } files[] = {
+            {"llama-1b-q4_0.gguf", model::SyntheticModelSpec::llama_1b(ElementType::Q4_0)},
+            {"llama-1b-q8_0.gguf", model::SyntheticModelSpec::llama_1b(ElementType::Q8_0)},
+            {"llama-1b-f16.gguf", model::SyntheticModelSpec::llama_1b(ElementType::F16)},
+            {"qwen3-0.6b-q4_0.gguf", model::SyntheticModelSpec::qwen3_0_6b(ElementType::Q4_0)},
+        };
+        for (const auto& f : files) {
+            const std::string path = (dir / f.name).string();
+            std::fprintf(stderr, "writing %s\n", path.c_str());
+            model::write_synthetic_model(f.spec, path);
+        }
+        return 0;
+    }
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
