@@ -46,7 +46,7 @@ struct ChatJob {
     json messages = json::array();
     json tools;                      // null: none
     std::string tool_choice = "auto";  // auto | none | required | a function name
-    bool parallel_tool_calls = true;
+    bool parallel_tool_calls = false;  // one call per reply unless asked (as llama-server)
     json response_schema;            // JSON schema the reply must follow (null: free text)
     bool stream = false;
     bool include_usage = false;

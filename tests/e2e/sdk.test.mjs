@@ -1,0 +1,189 @@
+// cria serve driven by the official OpenAI and Anthropic SDKs.
+// Expects CRIA_URL (http://127.0.0.1:PORT), CRIA_API_KEY and CRIA_MODEL (see scripts/e2e.sh).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
+
+const url = process.env.CRIA_URL;
+const key = process.env.CRIA_API_KEY;
+const model = process.env.CRIA_MODEL;
+assert.ok(url && key && model, "set CRIA_URL, CRIA_API_KEY and CRIA_MODEL");
+
+const openai = new OpenAI({ baseURL: url + "/v1", apiKey: key, maxRetries: 0, timeout: 60_000 });
+const anthropic = new Anthropic({ baseURL: url, apiKey: key, maxRetries: 0, timeout: 60_000 });
+
+const weatherTool = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "Weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string", enum: ["Bath", "London"] } }, required: ["city"] },
+  },
+};
+
+test("openai: models.list names the served model", async () => {
+  const page = await openai.models.list();
+  assert.deepEqual(page.data.map((m) => m.id), [model]);
+});
+
+test("openai: chat completion", async () => {
+  const r = await openai.chat.completions.create({
+    model, messages: [{ role: "user", content: "Tell me about Emma." }], max_tokens: 16, temperature: 0,
+  });
+  assert.equal(r.object, "chat.completion");
+  assert.equal(r.choices[0].message.role, "assistant");
+  assert.ok(r.choices[0].message.content.length > 0);
+  assert.equal(r.usage.completion_tokens, 16);
+  assert.equal(r.choices[0].finish_reason, "length");
+});
+
+test("openai: streaming equals non-streaming, with usage", async () => {
+  const params = { model, messages: [{ role: "user", content: "Describe Bath." }], max_tokens: 20, temperature: 0 };
+  const whole = await openai.chat.completions.create(params);
+  const stream = await openai.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } });
+  let text = "", usage = null, finish = null, chunks = 0;
+  for await (const chunk of stream) {
+    chunks++;
+    if (chunk.usage) usage = chunk.usage;
+    const c = chunk.choices[0];
+    if (c?.delta?.content) text += c.delta.content;
+    if (c?.finish_reason) finish = c.finish_reason;
+  }
+  assert.ok(chunks > 3);
+  assert.equal(text, whole.choices[0].message.content);
+  assert.equal(usage.completion_tokens, 20);
+  assert.equal(finish, "length");
+});
+
+test("openai: logprobs and seed", async () => {
+  const params = { model, messages: [{ role: "user", content: "Hello" }], max_tokens: 8, temperature: 1, seed: 42, logprobs: true, top_logprobs: 2 };
+  const a = await openai.chat.completions.create(params);
+  const b = await openai.chat.completions.create(params);
+  assert.equal(a.choices[0].message.content, b.choices[0].message.content);
+  const lp = a.choices[0].logprobs.content;
+  assert.equal(lp.length, 8);
+  for (const t of lp) { assert.ok(t.logprob <= 0); assert.equal(t.top_logprobs.length, 2); }
+});
+
+test("openai: tool call round trip", async () => {
+  const messages = [{ role: "user", content: "What is the weather in Bath?" }];
+  const first = await openai.chat.completions.create({ model, messages, tools: [weatherTool], tool_choice: "required", max_tokens: 300, temperature: 0 });
+  const choice = first.choices[0];
+  assert.equal(choice.finish_reason, "tool_calls");
+  const call = choice.message.tool_calls[0];
+  assert.equal(call.type, "function");
+  assert.equal(call.function.name, "get_weather");
+  const args = JSON.parse(call.function.arguments);
+  assert.ok(["Bath", "London"].includes(args.city));
+  messages.push(choice.message);
+  messages.push({ role: "tool", tool_call_id: call.id, content: JSON.stringify({ forecast: "rain" }) });
+  const second = await openai.chat.completions.create({ model, messages, tools: [weatherTool], max_tokens: 12, temperature: 0 });
+  assert.equal(second.choices[0].message.role, "assistant");
+  assert.ok(second.usage.prompt_tokens > first.usage.prompt_tokens);
+});
+
+test("openai: streamed tool call", async () => {
+  const stream = await openai.chat.completions.create({
+    model, messages: [{ role: "user", content: "Weather in London?" }], tools: [weatherTool],
+    tool_choice: { type: "function", function: { name: "get_weather" } }, max_tokens: 300, temperature: 0, stream: true,
+  });
+  const calls = [];
+  let finish = null;
+  for await (const chunk of stream) {
+    for (const t of chunk.choices[0]?.delta?.tool_calls ?? []) calls.push(t);
+    if (chunk.choices[0]?.finish_reason) finish = chunk.choices[0].finish_reason;
+  }
+  assert.equal(finish, "tool_calls");
+  assert.equal(calls[0].function.name, "get_weather");
+  assert.ok(JSON.parse(calls[0].function.arguments).city);
+});
+
+test("openai: json_schema response format", async () => {
+  const r = await openai.chat.completions.create({
+    model, messages: [{ role: "user", content: "A person" }], max_tokens: 200, temperature: 0,
+    response_format: { type: "json_schema", json_schema: { name: "p", schema: { type: "object", properties: { age: { type: "integer", minimum: 0, maximum: 120 } }, required: ["age"] } } },
+  });
+  const obj = JSON.parse(r.choices[0].message.content);
+  assert.equal(typeof obj.age, "number");
+});
+
+test("openai: embeddings (float and the SDK's default base64)", async () => {
+  const f = await openai.embeddings.create({ model, input: ["Pride", "Prejudice"], encoding_format: "float" });
+  assert.equal(f.data.length, 2);
+  const norm = f.data[0].embedding.reduce((s, v) => s + v * v, 0);
+  assert.ok(Math.abs(norm - 1) < 1e-3);
+  const b = await openai.embeddings.create({ model, input: "Pride" });
+  assert.equal(b.data[0].embedding.length, f.data[0].embedding.length);
+  b.data[0].embedding.forEach((v, i) => assert.ok(Math.abs(v - f.data[0].embedding[i]) < 1e-5));
+});
+
+test("openai: legacy completions", async () => {
+  const r = await openai.completions.create({ model, prompt: "It is a truth universally", max_tokens: 6, temperature: 0 });
+  assert.equal(r.object, "text_completion");
+  assert.equal(r.usage.completion_tokens, 6);
+});
+
+test("openai: errors map to the SDK's error classes", async () => {
+  await assert.rejects(openai.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "x" }] }),
+    (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+  await assert.rejects(openai.chat.completions.create({ model, messages: [{ role: "user", content: "x" }], temperature: "hot" }),
+    (e) => e instanceof OpenAI.BadRequestError && /temperature/.test(e.message));
+  await assert.rejects(openai.chat.completions.create({ model, messages: [] }), (e) => e instanceof OpenAI.BadRequestError);
+  const wrong = new OpenAI({ baseURL: url + "/v1", apiKey: "wrong", maxRetries: 0 });
+  await assert.rejects(wrong.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
+});
+
+test("anthropic: message", async () => {
+  const m = await anthropic.messages.create({ model, max_tokens: 10, system: "You write like Austen.", messages: [{ role: "user", content: "Begin." }] });
+  assert.equal(m.type, "message");
+  assert.equal(m.role, "assistant");
+  assert.equal(m.content[0].type, "text");
+  assert.equal(m.stop_reason, "max_tokens");
+  assert.equal(m.usage.output_tokens, 10);
+});
+
+test("anthropic: streaming events and final message", async () => {
+  const stream = anthropic.messages.stream({ model, max_tokens: 12, temperature: 0, messages: [{ role: "user", content: "Begin." }] });
+  const types = [];
+  let text = "";
+  stream.on("streamEvent", (e) => types.push(e.type));
+  stream.on("text", (t) => { text += t; });
+  const final = await stream.finalMessage();
+  assert.equal(types[0], "message_start");
+  assert.equal(types.at(-1), "message_stop");
+  assert.ok(types.includes("content_block_delta"));
+  assert.equal(final.content[0].text, text);
+  assert.equal(final.usage.output_tokens, 12);
+});
+
+test("anthropic: tool_use round trip", async () => {
+  const tools = [{ name: "get_weather", description: "Weather", input_schema: weatherTool.function.parameters }];
+  const messages = [{ role: "user", content: "Weather in Bath?" }];
+  const first = await anthropic.messages.create({ model, max_tokens: 300, temperature: 0, tools, tool_choice: { type: "any" }, messages });
+  assert.equal(first.stop_reason, "tool_use");
+  const use = first.content.find((b) => b.type === "tool_use");
+  assert.equal(use.name, "get_weather");
+  assert.ok(["Bath", "London"].includes(use.input.city));
+  messages.push({ role: "assistant", content: first.content });
+  messages.push({ role: "user", content: [{ type: "tool_result", tool_use_id: use.id, content: "rain" }] });
+  const second = await anthropic.messages.create({ model, max_tokens: 8, temperature: 0, tools, messages });
+  assert.equal(second.type, "message");
+});
+
+test("anthropic: errors", async () => {
+  await assert.rejects(anthropic.messages.create({ model: "claude-none", max_tokens: 5, messages: [{ role: "user", content: "x" }] }),
+    (e) => e instanceof Anthropic.NotFoundError && e.status === 404);
+  await assert.rejects(anthropic.messages.create({ model, max_tokens: 5, messages: [{ role: "wizard", content: "x" }] }),
+    (e) => e instanceof Anthropic.BadRequestError);
+  const wrong = new Anthropic({ baseURL: url, apiKey: "wrong", maxRetries: 0 });
+  await assert.rejects(wrong.messages.create({ model, max_tokens: 5, messages: [{ role: "user", content: "x" }] }),
+    (e) => e instanceof Anthropic.AuthenticationError && e.status === 401);
+});
+
+test("all slots are free at the end", async () => {
+  const r = await fetch(url + "/slots", { headers: { Authorization: "Bearer " + key } });
+  const slots = await r.json();
+  assert.ok(slots.length >= 1);
+  for (const s of slots) assert.equal(s.is_processing, false);
+});
