@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# End-to-end tests of `cria serve`: the official OpenAI and Anthropic SDKs
+# (tests/e2e/sdk.test.mjs) and the chat page in headless Chromium
+# (tests/e2e/webui.test.mjs), against a server this script starts on
+# 127.0.0.1 with the bundled austen-7m model. With --load it also runs the
+# loopback load test (tests/e2e/load.mjs: 1, 2, 4, 8 streaming clients).
+#
+#   scripts/e2e.sh [--cria PATH] [--load] [--load-seconds N] [--load-seconds-8 N]
+#
+# Installs what it needs: npm ci in tests/e2e, and Debian's chromium when it
+# is missing (apt-get, needs root). Every step has a time limit.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CRIA="${CRIA:-$ROOT/build/cria}"
+LOAD=0
+LOAD_SECONDS=15
+LOAD_SECONDS_8=60
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --cria) CRIA="$2"; shift 2 ;;
+    --load) LOAD=1; shift ;;
+    --load-seconds) LOAD_SECONDS="$2"; shift 2 ;;
+    --load-seconds-8) LOAD_SECONDS_8="$2"; shift 2 ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+[[ -x "$CRIA" ]] || { echo "no cria binary at $CRIA (build it, or pass --cria PATH)" >&2; exit 2; }
+MODEL="$ROOT/models/austen-7m/austen-7m-f16.gguf"
+
+echo "== npm ci"
+(cd "$ROOT/tests/e2e" && timeout 300 npm ci --no-audit --no-fund --loglevel=error)
+
+CHROMIUM="${CHROMIUM:-$(command -v chromium || true)}"
+if [[ -z "$CHROMIUM" ]]; then
+  echo "== apt-get install chromium"
+  timeout 600 apt-get install -y --no-install-recommends chromium >/dev/null
+  CHROMIUM="$(command -v chromium)"
+fi
+export CHROMIUM
+
+WORK="$(mktemp -d)"
+SERVER_PID=""
+cleanup() {
+  if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+start_server() {  # args: extra flags; sets SERVER_PID and CRIA_URL
+  : > "$WORK/server.log"
+  "$CRIA" serve -m "$MODEL" --host 127.0.0.1 --port 0 --api-key "$CRIA_API_KEY" -a austen-7m \
+    --metrics --slot-save-path "$WORK" "$@" > "$WORK/server.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 300); do
+    if grep -q "listening on" "$WORK/server.log"; then break; fi
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  CRIA_URL="$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/server.log" | head -1)"
+  [[ -n "$CRIA_URL" ]] || { echo "server did not start" >&2; cat "$WORK/server.log" >&2; exit 1; }
+  export CRIA_URL
+  echo "server at $CRIA_URL (pid $SERVER_PID)"
+}
+
+stop_server() {
+  kill "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+}
+
+export CRIA_API_KEY="e2e-$RANDOM$RANDOM"
+export CRIA_MODEL="austen-7m"
+
+echo "== SDK and web page tests"
+start_server -np 4 -c 8192
+(cd "$ROOT/tests/e2e" && timeout 300 node --test --test-concurrency=1 sdk.test.mjs webui.test.mjs)
+stop_server
+
+if [[ "$LOAD" == 1 ]]; then
+  echo "== load test (8 slots)"
+  start_server -np 8 -c 8192
+  CRIA_PID="$SERVER_PID" timeout $((4 * LOAD_SECONDS + LOAD_SECONDS_8 + 120)) \
+    node "$ROOT/tests/e2e/load.mjs" "$LOAD_SECONDS" "$LOAD_SECONDS_8"
+  stop_server
+fi
+echo "== e2e passed"
