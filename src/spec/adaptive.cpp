@@ -10,7 +10,7 @@ namespace {
 constexpr double kEmaWeight = 0.25;   // weight of a new cost measurement
 constexpr double kDecay = 0.9;        // per observation of a draft position: ~10 recent drafts count
 constexpr double kMargin = 1.03;      // drafting must promise 3% more tokens/s than plain decoding
-constexpr int kMinProbe = 8, kMaxProbe = 64;
+constexpr int kMinProbe = 8, kMaxProbe = 64, kMaxProbeLen = 16;
 }  // namespace
 
 void DecodeCostModel::observe(int n_tokens, double ms) {
@@ -86,9 +86,9 @@ int AdaptiveDrafting::limit(int drafter, int n_allowed) {
     if (!costs_.measured(1)) return 0;
     if (s.paused) {
         if (++s.since_probe < s.probe_interval) return 0;
-        s.since_probe = 0;
         s.probing = true;
-        return 1;  // a probe: the cheapest draft that tells something
+        // Slow start: one token, doubled after every fully accepted probe.
+        return std::min(s.probe_len, n_allowed);
     }
     const double plain = throughput(s, 0);
     int best = 0;
@@ -103,6 +103,7 @@ int AdaptiveDrafting::limit(int drafter, int n_allowed) {
     if (best == 0) {
         s.paused = true;
         s.since_probe = 0;
+        s.probe_len = 1;
     }
     return best;
 }
@@ -126,23 +127,35 @@ void AdaptiveDrafting::observe_draft(int drafter, int n_drafted, int n_accepted,
     }
     if (s.probing) {
         s.probing = false;
+        s.since_probe = 0;
         // Resume when the evidence now says drafting pays; else probe less often.
         const double plain = throughput(s, 0);
         bool pays = false;
-        for (int n = 1; n <= 16 && !pays; ++n)
-            pays = throughput(s, n) > plain * kMargin;
+        for (int n = 1; n <= kMaxProbeLen && !pays; ++n) pays = throughput(s, n) > plain * kMargin;
         if (pays) {
             s.paused = false;
             s.probe_interval = kMinProbe;
+            s.probe_len = 1;
+        } else if (n_accepted == n_drafted) {
+            // All accepted but not yet convincing: probe again at once, longer,
+            // which also measures the cost of a larger verify batch.
+            s.probe_len = std::min(s.probe_len * 2, kMaxProbeLen);
+            s.since_probe = s.probe_interval;
         } else {
+            s.probe_len = 1;
             s.probe_interval = std::min(s.probe_interval * 2, kMaxProbe);
         }
     }
 }
 
 void AdaptiveDrafting::observe_plain_step() {
-    // A probe that drafted nothing gives no evidence; it just waits for the next one.
-    for (auto& s : state_) s.probing = false;
+    // A probe that drafted nothing gives no evidence: try again next step
+    // (drafters without a match cost next to nothing).
+    for (auto& s : state_)
+        if (s.probing) {
+            s.probing = false;
+            s.since_probe = s.probe_interval;
+        }
 }
 
 }  // namespace cria::spec

@@ -12,9 +12,11 @@
 // A step with a draft of n tokens yields 1 + E(n) tokens, E(n) = sum_j prod_{i<=j} a_i,
 // in c(n+1) + d(n); a plain step yields 1 token in c(1). The controller picks
 // the n with the best tokens per second and drafts nothing when no n beats
-// plain decoding by a small margin. A paused drafter is probed with one-token
-// drafts at growing intervals (8 .. 64 steps), so it resumes when the text
-// starts to repeat or the cost picture changes.
+// plain decoding by a small margin. A paused drafter is probed at growing
+// intervals (8 .. 64 steps) with a one-token draft; a fully accepted probe is
+// followed at once by one twice as long (slow start, up to 16), which also
+// measures larger verify batches. So drafting resumes quickly where the text
+// repeats, and costs little where it does not.
 
 #include <cstddef>
 #include <cstdint>
@@ -55,9 +57,10 @@ private:
     struct State {
         std::vector<double> tried, accepted;  // decayed counts per position
         double ms_per_token = 0;              // drafting time per drafted token (moving average)
-        bool paused = false;
+        bool paused = true;       // every drafter starts by probing
         int probe_interval = 8;
-        int since_probe = 0;
+        int since_probe = 8;      // the first probe comes at once
+        int probe_len = 1;
         bool probing = false;
     };
     double acceptance(const State& s, int position) const;
