@@ -2,7 +2,7 @@
 // benchmark-sized model files.
 //
 //   bench_runtime_decode                         Google Benchmark: pp/tg on a small llama
-//   bench_runtime_decode --make-models DIR       writes llama-1b-{q4_0,q8_0,f16}.gguf and
+//   bench_runtime_decode --make-models DIR [NAME...]  writes llama-1b-{q4_0,q8_0,f16}.gguf and
 //                                                qwen3-0.6b-q4_0.gguf (random weights, real shapes)
 //                                                into DIR for `cria bench` (Q4_K_M: cria quantize
 //                                                the F16 file). The files are never committed.
@@ -87,7 +87,7 @@ BENCHMARK(BM_Generate)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTi
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc == 3 && std::strcmp(argv[1], "--make-models") == 0) {
+    if (argc >= 3 && std::strcmp(argv[1], "--make-models") == 0) {
         const std::filesystem::path dir = argv[2];
         const struct {
             const char* name;
@@ -99,6 +99,10 @@ int main(int argc, char** argv) {
             {"qwen3-0.6b-q4_0.gguf", model::SyntheticModelSpec::qwen3_0_6b(ElementType::Q4_0)},
         };
         for (const auto& f : files) {
+            // Optional names after DIR select files (e.g. qwen3-0.6b-q4_0.gguf).
+            bool wanted = argc == 3;
+            for (int i = 3; i < argc; ++i) wanted = wanted || std::strcmp(argv[i], f.name) == 0;
+            if (!wanted) continue;
             const std::string path = (dir / f.name).string();
             std::fprintf(stderr, "writing %s\n", path.c_str());
             model::write_synthetic_model(f.spec, path);
