@@ -1,0 +1,124 @@
+// The terminal chat of `cria run` without -p. It is the server's pipeline
+// with one slot and no HTTP: the same template rendering (ChatFormatter),
+// the same Scheduler (prefix reuse keeps the conversation in the KV cache,
+// so each turn only evaluates the new message) and the same output parser.
+#include "cria/server/interactive_chat.h"
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include "chat_prompt.h"
+#include "cria/core/error.h"
+#include "cria/server/runtime_backend.h"
+#include "cria/server/scheduler.h"
+
+namespace cria::server {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+
+// Ctrl-C while a reply is written stops the reply. The handler is installed
+// without SA_RESTART, so Ctrl-C at the prompt interrupts the read and ends the chat.
+struct InterruptGuard {
+    struct sigaction old {};
+    InterruptGuard() {
+        struct sigaction sa {};
+        sa.sa_handler = on_interrupt;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = 0;
+        sigaction(SIGINT, &sa, &old);
+    }
+    ~InterruptGuard() { sigaction(SIGINT, &old, nullptr); }
+};
+
+}  // namespace
+
+int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in, std::ostream& out) {
+    RuntimeBackendParams bp;
+    bp.n_seq = 1;
+    bp.n_ctx = options.n_ctx;
+    bp.n_threads = options.n_threads;
+    RuntimeBackend backend(options.model_path, bp);
+    const std::string tmpl = options.chat_template.empty() ? backend.chat_template() : options.chat_template;
+    ChatFormatter formatter(backend.vocab(), tmpl);
+    Scheduler scheduler(backend, {.n_slots = 1, .max_queue = 1, .n_batch = 512});
+    InterruptGuard guard;
+
+    json history = json::array();
+    if (!options.system_prompt.empty()) history.push_back({{"role", "system"}, {"content", options.system_prompt}});
+    out << "cria chat with " << backend.model_name() << " (" << backend.n_ctx_per_seq()
+        << " tokens of context). /clear starts over, /exit quits, Ctrl-C stops a reply.\n";
+    std::string line;
+    for (;;) {
+        out << "> " << std::flush;
+        g_interrupted.store(false);
+        if (!std::getline(in, line)) break;  // end of input or Ctrl-C at the prompt
+        if (line == "/exit" || line == "/quit") break;
+        if (line == "/clear") {
+            history = json::array();
+            if (!options.system_prompt.empty()) history.push_back({{"role", "system"}, {"content", options.system_prompt}});
+            out << "(conversation cleared)\n";
+            continue;
+        }
+        if (line.empty()) continue;
+        history.push_back({{"role", "user"}, {"content", line}});
+        ChatJob job;
+        job.messages = history;
+        job.gen.sampling = options.sampling;
+        job.gen.max_tokens = options.max_tokens;
+        std::shared_ptr<RequestHandle> handle;
+        chat::OutputParserOptions popt;
+        try {
+            popt = formatter.prepare(job);
+            handle = scheduler.submit(std::move(job.gen));
+        } catch (const std::exception& e) {
+            out << "error: " << e.what() << "\n";
+            history.erase(history.end() - 1);
+            continue;
+        }
+        chat::StreamingOutputParser parser(popt);
+        std::string reply;
+        bool in_reasoning = false;
+        auto show = [&](const chat::OutputDelta& d) {
+            if (!d.reasoning.empty()) {
+                if (!in_reasoning) out << "[thinking] ";
+                in_reasoning = true;
+                out << d.reasoning;
+            }
+            if (!d.content.empty()) {
+                if (in_reasoning) out << "\n[/thinking]\n";
+                in_reasoning = false;
+                out << d.content;
+                reply += d.content;
+            }
+            for (const auto& call : d.tool_calls) out << "\n[tool call] " << call.name << " " << call.arguments << "\n";
+            out << std::flush;
+        };
+        for (;;) {
+            if (g_interrupted.exchange(false)) handle->cancel();
+            auto ev = handle->pop(std::chrono::milliseconds(50));
+            if (!ev) continue;
+            if (ev->kind == GenerationEvent::Kind::Text) {
+                show(parser.push(ev->text));
+                continue;
+            }
+            if (ev->kind == GenerationEvent::Kind::Error) {
+                out << "\nerror: " << ev->error << "\n";
+                break;
+            }
+            show(parser.finish());
+            if (ev->finish_reason == "cancelled") out << " [stopped]";
+            else if (ev->finish_reason == "length") out << " [length limit]";
+            out << "\n";
+            break;
+        }
+        history.push_back({{"role", "assistant"}, {"content", reply}});
+    }
+    out << "\n";
+    return 0;
+}
+
+}  // namespace cria::server
