@@ -21,9 +21,7 @@ std::vector<std::unique_ptr<Drafter>> make_drafters(const SpecParams& params, co
         if (!mod_pool) mod_pool = std::make_shared<NgramModPool>(params.ngram_mod.n_match, size_t{4} << 20);
         out.push_back(std::make_unique<NgramModDrafter>(params.ngram_mod, mod_pool));
     }
-    if (wants(SpecType::NgramCache))
-        throw Error("speculative type ngram-cache is not implemented in cria yet (use ngram-simple, ngram-map-k, "
-                    "ngram-map-k4v or ngram-mod)");
+    if (wants(SpecType::NgramCache)) out.push_back(std::make_unique<NgramCacheDrafter>(params.ngram_cache));
     if (wants(SpecType::Draft) && params.draft_model.empty())
         throw Error("speculative type draft needs a draft model (-md FILE)");
     if (!params.draft_model.empty()) {

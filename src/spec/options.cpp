@@ -55,7 +55,7 @@ void add_ngram(std::vector<Option>& out, const std::string& kind, NgramParams Sp
 std::vector<Option> make_options() {
     std::vector<Option> o;
     o.push_back({"--spec-type", "speculative types, comma-separated: none, draft, ngram-simple, ngram-map-k, "
-                                "ngram-map-k4v, ngram-mod (ngram-cache: not implemented)",
+                                "ngram-map-k4v, ngram-mod, ngram-cache",
                  [](SpecParams& p, const std::string& v) { p.types = parse_spec_types(v); }});
     o.push_back({"--spec-draft-model,--model-draft", "draft model GGUF (draft-simple); also -md FILE",
                  [](SpecParams& p, const std::string& v) { p.draft_model = v; }});
@@ -88,6 +88,11 @@ std::vector<Option> make_options() {
                  [](SpecParams& p, const std::string& v) { p.ngram_mod.n_min = parse_int(v, "--spec-ngram-mod-n-min", 0, 1024); }});
     o.push_back({"--spec-ngram-mod-n-max", "ngram-mod: longest draft (default 64)",
                  [](SpecParams& p, const std::string& v) { p.ngram_mod.n_max = parse_int(v, "--spec-ngram-mod-n-max", 1, 1024); }});
+    o.push_back({"--spec-ngram-cache-static,--lookup-cache-static", "ngram-cache: static statistics file (read)",
+                 [](SpecParams& p, const std::string& v) { p.ngram_cache.static_path = v; }});
+    o.push_back({"--spec-ngram-cache-dynamic,--lookup-cache-dynamic",
+                 "ngram-cache: dynamic statistics file (read, updated after each request)",
+                 [](SpecParams& p, const std::string& v) { p.ngram_cache.dynamic_path = v; }});
     o.push_back({"--spec-adaptive", "adaptive drafting: on (default) or off",
                  [](SpecParams& p, const std::string& v) { p.adaptive = parse_bool(v, "--spec-adaptive"); }});
     return o;

@@ -191,6 +191,7 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
         adaptive.observe_draft(used, n_draft, n_accepted, used_draft_ms);
     }
     metrics_.n_tokens_generated = static_cast<int64_t>(result.tokens.size());
+    for (auto& d : drafters_) d->end();
     return result;
 }
 

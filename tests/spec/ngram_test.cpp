@@ -114,3 +114,68 @@ TEST(NgramMod, ResetsAfterThreePoorDrafts) {
 
 }  // namespace
 }  // namespace cria::spec
+
+#include <fstream>
+
+#include "cria/spec/ngram_cache.h"
+#include "support/test_paths.h"
+
+namespace cria::spec {
+namespace {
+
+TEST(NgramCache, DraftsTheDominantContinuationFromTheContext) {
+    NgramCacheDrafter d({/*n_draft=*/4, "", ""});
+    d.begin({});
+    // 5 -> 6 -> 7 -> 8 seen twice, then 5 and 1 once each after 8: a tie,
+    // which goes to the smaller token id.
+    const std::vector<TokenId> history = {5, 6, 7, 8, 5, 6, 7, 8, 1};
+    Draft out;
+    d.draft(history, 5, 4, out);
+    EXPECT_EQ(out.tokens, (std::vector<TokenId>{6, 7, 8, 1}));
+    out.clear();
+    d.draft(history, 5, 2, out);
+    EXPECT_EQ(out.tokens.size(), 2u);
+    // Nothing known after 9.
+    out.clear();
+    d.draft({1, 2, 3}, 9, 4, out);
+    EXPECT_TRUE(out.empty());
+}
+
+TEST(NgramCache, UndecidedStatisticsDoNotDraft) {
+    NgramCacheDrafter d({4, "", ""});
+    d.begin({});
+    // After 5: 6 once, 7 once (50% < 66% for 1-grams); no longer context repeats.
+    Draft out;
+    d.draft({5, 6, 1, 5, 7, 2}, 5, 4, out);
+    EXPECT_TRUE(out.empty());
+}
+
+TEST(NgramCache, TablesRoundTripThroughFilesAndRejectBadOnes) {
+    NgramTable t;
+    ngram_table_update(t, 1, 4, {1, 2, 3, 1, 2, 4}, 6);
+    EXPECT_EQ(t.at(NgramKey{{1, 2, -1, -1}}).at(3), 1);
+    EXPECT_EQ(t.at(NgramKey{{1, 2, -1, -1}}).at(4), 1);
+    const auto path = (test::temp_dir() / "lookup.bin").string();
+    ngram_table_save(t, path);
+    EXPECT_EQ(ngram_table_load(path), t);
+
+    // Dynamic statistics: loaded, merged with a request's, saved.
+    NgramCacheDrafter d({4, "", path});
+    d.begin({});
+    Draft out;
+    d.draft({1, 2, 9}, 1, 4, out);
+    d.end();
+    EXPECT_EQ(ngram_table_load(path).at(NgramKey{{2, -1, -1, -1}}).size(), 3u);  // 3, 4 and 9 after 2
+
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write("\x01\x00\x00\x00\x02", 5);
+    EXPECT_THROW(ngram_table_load(path), Error);
+    EXPECT_THROW(ngram_table_load(path + ".missing"), Error);
+    std::ofstream bad(path, std::ios::binary | std::ios::trunc);
+    const int32_t record[] = {1, -1, -1, -1, 0};  // an n-gram with no entries
+    bad.write(reinterpret_cast<const char*>(record), sizeof record);
+    bad.close();
+    EXPECT_THROW(ngram_table_load(path), Error);
+}
+
+}  // namespace
+}  // namespace cria::spec

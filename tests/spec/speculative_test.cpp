@@ -122,7 +122,7 @@ TEST_P(Identity, StoriesTemperatureZeroMatchesPlain) {
 
 INSTANTIATE_TEST_SUITE_P(Drafters, Identity,
                          ::testing::Values(SpecType::Draft, SpecType::NgramSimple, SpecType::NgramMapK,
-                                           SpecType::NgramMapK4v, SpecType::NgramMod),
+                                           SpecType::NgramMapK4v, SpecType::NgramMod, SpecType::NgramCache),
                          [](const auto& info) {
                              std::string s(spec_type_name(info.param));
                              std::erase(s, '-');
@@ -216,7 +216,8 @@ TEST(Speculative, UnknownOrUnavailableDrafters) {
     p.types = {SpecType::Draft};
     EXPECT_THROW(make_drafters(p, ctx, *t.vocab, 0.0f), Error);  // no -md
     p.types = {SpecType::NgramCache};
-    EXPECT_THROW(make_drafters(p, ctx, *t.vocab, 0.0f), Error);
+    p.ngram_cache.static_path = (test::temp_dir() / "missing.bin").string();
+    EXPECT_THROW(make_drafters(p, ctx, *t.vocab, 0.0f), Error);  // no such statistics file
 }
 
 }  // namespace

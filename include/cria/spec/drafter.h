@@ -47,6 +47,8 @@ public:
     virtual void draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) = 0;
     // How many tokens of the last non-empty draft the target accepted.
     virtual void accept(int n_accepted) { (void)n_accepted; }
+    // The request is over (ngram-cache saves its dynamic statistics here).
+    virtual void end() {}
     // The longest draft it ever proposes, and the shortest worth verifying
     // (a shorter draft is dropped, as llama.cpp's --spec-draft-n-min).
     virtual int n_max() const = 0;

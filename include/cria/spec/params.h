@@ -11,6 +11,7 @@
 #include "cria/core/element_type.h"
 #include "cria/spec/draft_model.h"
 #include "cria/spec/ngram.h"
+#include "cria/spec/ngram_cache.h"
 
 namespace cria::spec {
 
@@ -28,6 +29,7 @@ struct SpecParams {
     NgramParams ngram_map_k;       // --spec-ngram-map-k-*
     NgramParams ngram_map_k4v;     // --spec-ngram-map-k4v-*
     NgramModParams ngram_mod;      // --spec-ngram-mod-n-match / -n-min / -n-max
+    NgramCacheParams ngram_cache;  // --spec-ngram-cache-static / -dynamic
     int n_max = 16;                // the most tokens drafted per step, over all drafters
     bool adaptive = true;          // --spec-adaptive / --no-spec-adaptive (cria's own)
     uint32_t seed = 0xFFFFFFFFu;   // rejection sampling (kRandomSeed: random)

@@ -54,6 +54,7 @@ private:
 
 // The drafters `params` asks for, in llama.cpp's order (ngram-simple,
 // ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, then the draft model).
+// "-lcs"/"-lcd" of llama.cpp are --spec-ngram-cache-static/-dynamic here.
 // The draft model is loaded from params.draft_model and checked against
 // target_vocab; its context copies the target's settings unless overridden.
 // `mod_pool` lets several Speculators (server slots) share one ngram-mod pool;
