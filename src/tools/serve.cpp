@@ -2,7 +2,7 @@
 //
 //   cria serve -m MODEL [-c N] [-np N] [-t N] [--host H] [--port P] [--api-key K]
 //              [--chat-template JINJA | --chat-template-file FILE] [--slot-save-path DIR] [--metrics]
-//              [-a ALIAS] [-b N] [-n N] [--timeout S] [--no-webui]
+//              [-a ALIAS] [-b N] [-n N] [--max-tokens N] [--max-queue N] [--max-body BYTES] [--timeout S] [--no-webui]
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -40,6 +40,7 @@ struct ServeOptions {
     int32_t n_predict = -1;
     int timeout = 600;
     int32_t max_queue = 64;
+    int32_t max_tokens_cap = -1;
     size_t max_body = 8u << 20;
 };
 
@@ -61,6 +62,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_flag("--no-webui", opt->no_webui, "Do not serve the chat page at /");
     cmd.add_option("--n-predict", opt->n_predict, "Default most tokens per reply (-1: until the context ends); also -n N");
     cmd.add_option("--timeout", opt->timeout, "Seconds a request may take, queue included");
+    cmd.add_option("--max-tokens", opt->max_tokens_cap, "Server-wide cap on tokens per reply, whatever a request asks (-1: the slot's context)");
     cmd.add_option("--max-queue", opt->max_queue, "Requests that may wait for a slot; more get 503");
     cmd.add_option("--max-body", opt->max_body, "Largest request body in bytes");
     cmd.allow_extras();  // -c, -np and -n, as llama-server spells them
@@ -97,6 +99,7 @@ std::function<int()> setup(CLI::App& cmd) {
         config.scheduler.n_slots = opt->n_parallel;
         config.scheduler.n_batch = opt->n_batch;
         config.scheduler.max_queue = opt->max_queue;
+        config.scheduler.max_tokens_cap = opt->max_tokens_cap;
 
         server::RuntimeBackendParams bp;
         bp.n_seq = opt->n_parallel;
