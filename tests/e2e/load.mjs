@@ -20,6 +20,14 @@ function rssKiB() {
 }
 
 // One streaming request; returns generated tokens (usage) or the tokens seen before abandoning it.
+// Server CPU seconds so far (utime + stime), to read throughput per CPU
+// second too: on a shared machine wall-clock figures depend on the neighbours.
+function cpuSeconds() {
+  if (!pid) return NaN;
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;  // clock ticks (USER_HZ = 100)
+}
+
 async function oneRequest(seed, abandonAfter) {
   const controller = new AbortController();
   const body = {
@@ -58,6 +66,7 @@ async function phase(clients, seconds) {
   const end = Date.now() + seconds * 1000;
   let tokens = 0, requests = 0, abandoned = 0, errors = 0;
   const rssBefore = rssKiB();
+  const cpuBefore = cpuSeconds();
   const started = Date.now();
   await Promise.all(Array.from({ length: clients }, async (_, c) => {
     let n = 0;
@@ -76,7 +85,8 @@ async function phase(clients, seconds) {
   }));
   const elapsed = (Date.now() - started) / 1000;
   return { clients, seconds: Number(elapsed.toFixed(1)), requests, abandoned, errors, tokens,
-           tokens_per_s: Number((tokens / elapsed).toFixed(1)), rss_kib_before: rssBefore, rss_kib_after: rssKiB() };
+           tokens_per_s: Number((tokens / elapsed).toFixed(1)),
+           tokens_per_cpu_s: Number((tokens / (cpuSeconds() - cpuBefore)).toFixed(1)), rss_kib_before: rssBefore, rss_kib_after: rssKiB() };
 }
 
 async function slotsFree() {
