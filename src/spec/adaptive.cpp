@@ -8,7 +8,7 @@ namespace cria::spec {
 
 namespace {
 constexpr double kEmaWeight = 0.25;   // weight of a new cost measurement
-constexpr double kDecay = 0.9;        // per observation of a draft position: ~10 recent drafts count
+constexpr double kDecay = 0.95;       // per observation of a draft position: ~20 recent drafts count
 constexpr double kMargin = 1.03;      // drafting must promise 3% more tokens/s than plain decoding
 constexpr int kMinProbe = 8, kMaxProbe = 64, kMaxProbeLen = 16;
 }  // namespace
@@ -25,7 +25,14 @@ bool DecodeCostModel::measured(int n_tokens) const {
 
 double DecodeCostModel::cost(int n_tokens) const {
     n_tokens = std::clamp(n_tokens, 1, kMaxTokens);
-    if (measured(n_tokens)) return ema_[static_cast<size_t>(n_tokens)];
+    if (measured(n_tokens)) {
+        // A larger batch never costs less than a smaller one: timing noise
+        // must not make verification look free.
+        double floor = 0.0;
+        for (int k = 1; k < n_tokens; ++k)
+            if (measured(k)) floor = std::max(floor, ema_[static_cast<size_t>(k)]);
+        return std::max(ema_[static_cast<size_t>(n_tokens)], floor);
+    }
     int below = 0, above = 0;
     for (int k = n_tokens - 1; k >= 1 && below == 0; --k)
         if (measured(k)) below = k;
@@ -50,12 +57,13 @@ AdaptiveDrafting::AdaptiveDrafting(int n_drafters, bool enabled)
     : enabled_(enabled), state_(static_cast<size_t>(std::max(n_drafters, 0))) {}
 
 double AdaptiveDrafting::acceptance(const State& s, int position) const {
-    // Beta(1/2, 1/2)-like prior; an unseen position inherits the one before it.
+    // A sceptical prior (half an acceptance in two tries) so that one lucky
+    // draft does not restart drafting; an unseen position inherits the one before it.
     for (int i = position; i >= 0; --i) {
         const auto k = static_cast<size_t>(i);
-        if (k < s.tried.size() && s.tried[k] > 0.0) return (s.accepted[k] + 0.5) / (s.tried[k] + 1.0);
+        if (k < s.tried.size() && s.tried[k] > 0.0) return (s.accepted[k] + 0.5) / (s.tried[k] + 2.0);
     }
-    return 0.5;
+    return 0.25;
 }
 
 double AdaptiveDrafting::expected_accepted(int drafter, int n) const {
@@ -104,6 +112,7 @@ int AdaptiveDrafting::limit(int drafter, int n_allowed) {
         s.paused = true;
         s.since_probe = 0;
         s.probe_len = 1;
+        s.probe_interval = std::min(s.probe_interval * 2, kMaxProbe);
     }
     return best;
 }
@@ -133,8 +142,10 @@ void AdaptiveDrafting::observe_draft(int drafter, int n_drafted, int n_accepted,
         bool pays = false;
         for (int n = 1; n <= kMaxProbeLen && !pays; ++n) pays = throughput(s, n) > plain * kMargin;
         if (pays) {
+            // Resume, but a drafter that keeps pausing again waits longer
+            // (the interval only shrinks slowly).
             s.paused = false;
-            s.probe_interval = kMinProbe;
+            s.probe_interval = std::max(kMinProbe, s.probe_interval / 2);
             s.probe_len = 1;
         } else if (n_accepted == n_drafted) {
             // All accepted but not yet convincing: probe again at once, longer,
