@@ -230,6 +230,39 @@ TEST(GrammarSampler, LazyPatternStartsAtItsGroup) {
     EXPECT_FALSE(k[static_cast<size_t>(token("."))]);
 }
 
+// A tool call as the server builds it: the Hermes grammar of the tools, lazy
+// on its trigger word. Prose first, then the call token by token, each one
+// allowed by apply() before it is accepted.
+TEST(GrammarSampler, LazyToolCall) {
+    const auto tools = nlohmann::json::parse(R"([{"type": "function", "function": {"name": "visit",
+        "parameters": {"type": "object", "properties": {"town": {"type": "string"}}, "required": ["town"]}}}])");
+    const grammar::ToolCallGrammar call = grammar::tool_call_grammar(tools);
+    GrammarOptions options;
+    options.grammar = call.gbnf;
+    options.lazy = true;
+    options.triggers.words = call.trigger_words;
+    auto g = make_grammar_sampler(austen_index(), options);
+
+    auto feed = [&](const std::string& text) {
+        for (TokenId t : austen().tokenize(text, false, false)) {
+            EXPECT_TRUE(kept(*g)[static_cast<size_t>(t)]) << "token '" << austen_index()->piece(t) << "' of '" << text << "'";
+            g->accept(t);
+        }
+    };
+    feed("I shall go to Bath. ");
+    EXPECT_FALSE(g->active());
+    feed("<tool_call>");
+    EXPECT_TRUE(g->active());
+    auto wrong_name = g->clone();
+    feed("{\"name\": \"visit\", \"arguments\": {\"town\": \"Bath\"}}</tool_call>");
+    EXPECT_TRUE(g->can_end());
+    EXPECT_TRUE(kept(*g)[static_cast<size_t>(austen().eos())]);
+
+    // Only the declared tool may be called.
+    for (TokenId t : austen().tokenize("{\"name\": \"", false, false)) wrong_name->accept(t);
+    EXPECT_FALSE(kept(*wrong_name)[static_cast<size_t>(token("d"))]) << "a call of an undeclared tool 'd...'";
+}
+
 TEST(GrammarSampler, ChainResamplesOnlyWhenTheTokenIsRejected) {
     Chain chain;
     chain.add(make_greedy());
