@@ -63,10 +63,12 @@ start_server() {  # args: extra flags; sets SERVER_PID and CRIA_URL
   echo "server at $CRIA_URL (pid $SERVER_PID)"
 }
 
-stop_server() {
+stop_server() {  # SIGTERM: the server finishes cleanly and must exit 0 (sanitizer builds report here)
   kill "$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
+  local rc=0
+  wait "$SERVER_PID" || rc=$?
   SERVER_PID=""
+  if [[ $rc -ne 0 ]]; then echo "cria serve exited with $rc:" >&2; tail -50 "$WORK/server.log" >&2; exit 1; fi
 }
 
 export CRIA_API_KEY="e2e-$RANDOM$RANDOM"
