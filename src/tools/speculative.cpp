@@ -118,7 +118,16 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--verify-context", opt->verify_context, "Tokens in the cache before --verify-cost batches (128)");
     for (const auto& o : cria::spec::options())
         cmd.add_option_function<std::string>(
-            o.flags, [opt, &o](const std::string& v) { o.apply(opt->spec, v); }, o.help);
+            o.flags,
+            [opt, &o](const std::string& v) {
+                // CLI11 reports its own exception type; a cria::Error here would escape main's handler.
+                try {
+                    o.apply(opt->spec, v);
+                } catch (const cria::Error& e) {
+                    throw CLI::ValidationError(e.what());
+                }
+            },
+            o.help);
     cmd.allow_extras();  // -m FILE, -md FILE
     return [opt, &cmd]() -> int {
         using namespace cria;
