@@ -121,4 +121,20 @@ int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in
     return 0;
 }
 
+int run_interactive_chat(const std::string& model_path, int32_t n_ctx, int n_threads, int32_t max_tokens, float temp,
+                         int32_t top_k, float top_p, float min_p, uint32_t seed, float repeat_penalty) {
+    InteractiveChatOptions o;
+    o.model_path = model_path;
+    o.n_ctx = n_ctx;
+    o.n_threads = n_threads;
+    o.max_tokens = max_tokens;
+    o.sampling.temp = temp;
+    o.sampling.top_k = top_k;
+    o.sampling.top_p = top_p;
+    o.sampling.min_p = min_p;
+    o.sampling.seed = seed;
+    o.sampling.penalty_repeat = repeat_penalty;
+    return run_interactive_chat(o, std::cin, std::cout);
+}
+
 }  // namespace cria::server

@@ -23,4 +23,8 @@ struct InteractiveChatOptions {
 // Reads lines from `in` until /exit or end of input; returns the exit code.
 int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in, std::ostream& out);
 
+// The hook for `cria run` without -p: its flags as they are, on the terminal (stdin/stdout).
+int run_interactive_chat(const std::string& model_path, int32_t n_ctx, int n_threads, int32_t max_tokens, float temp,
+                         int32_t top_k, float top_p, float min_p, uint32_t seed, float repeat_penalty);
+
 }  // namespace cria::server
