@@ -34,3 +34,11 @@ PKG_CONFIG_PATH="$stage/lib/pkgconfig" g++ "$root/examples/print_version.cpp" -o
 "$stage/print_version"
 test -x "$stage/bin/cria"
 echo "install: ok"
+
+step "End to end: cria serve driven by the OpenAI and Anthropic SDKs, and the web page in headless Chromium"
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+"$root/scripts/e2e.sh" --cria "$root/build/release/cria"
+echo "e2e: ok"
