@@ -106,7 +106,9 @@ void expect_agree(const Rows& ref, const Rows& got, double tol, double tie, cons
     for (size_t i = 0; i < ref.size(); ++i) {
         std::vector<float> s = ref[i];
         std::partial_sort(s.begin(), s.begin() + 2, s.end(), std::greater<>());
-        if (s[0] - s[1] > tie) EXPECT_EQ(argmax(ref[i]), argmax(got[i])) << what << " position " << i;
+        if (s[0] - s[1] > tie) {
+            EXPECT_EQ(argmax(ref[i]), argmax(got[i])) << what << " position " << i;
+        }
     }
     EXPECT_LT(max_abs_diff(ref, got), tol) << what;
 }

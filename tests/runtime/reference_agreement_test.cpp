@@ -50,7 +50,9 @@ void expect_agree(const std::vector<std::vector<float>>& ref, const std::vector<
         // Top-1 must agree unless the reference itself is a near-tie.
         std::vector<float> sorted = ref[i];
         std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
-        if (sorted[0] - sorted[1] > 2 * tol) EXPECT_EQ(argmax(ref[i]), argmax(got[i])) << what << " position " << i;
+        if (sorted[0] - sorted[1] > 2 * tol) {
+            EXPECT_EQ(argmax(ref[i]), argmax(got[i])) << what << " position " << i;
+        }
     }
     EXPECT_LT(max_diff, tol) << what;
 }
