@@ -3,6 +3,8 @@
 # (Release), and run it on the bundled default model.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# When ccache is installed, paths relative to the checkout let every clone share its cache.
+export CCACHE_BASEDIR="$root"
 "$root/scripts/install-deps.sh"
 cmake -S "$root" -B "$root/build/release" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCRIA_BUILD_TESTS=OFF >/dev/null
 cmake --build "$root/build/release" --target cria -j "$(nproc)"

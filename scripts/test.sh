@@ -5,6 +5,8 @@
 # usable library. Exits non-zero on the first failure.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# When ccache is installed, paths relative to the checkout let every clone share its cache.
+export CCACHE_BASEDIR="$root"
 jobs=$(nproc)
 "$root/scripts/install-deps.sh"
 
