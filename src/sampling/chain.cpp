@@ -29,6 +29,12 @@ void Chain::accept(TokenId token) {
     }
 }
 
+void Chain::accept_prompt(TokenId token) {
+    for (auto& sampler : samplers_) {
+        sampler->accept(token);
+    }
+}
+
 void Chain::reset() {
     if (grammar_) {
         grammar_->reset();

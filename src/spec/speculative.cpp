@@ -50,7 +50,7 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
             batch.add(prompt[first + i], static_cast<int32_t>(first + i), {0}, first + i + 1 == prompt.size());
         if (ctx.decode(batch) != 0) throw Error("generate: no room in the KV cache for the prompt");
     }
-    for (TokenId t : prompt) chain.accept(t);
+    for (TokenId t : prompt) chain.accept_prompt(t);
     for (auto& d : drafters_) d->begin(prompt);
     metrics_.prompt_ms = ms_since(t0);
 

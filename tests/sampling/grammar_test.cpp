@@ -286,6 +286,20 @@ TEST(GrammarSampler, ChainResamplesOnlyWhenTheTokenIsRejected) {
     EXPECT_EQ(chain.sample(logits), token("the"));
 }
 
+// Prompt tokens go to the samplers' history but never to the grammar: a
+// prompt the grammar would reject must not stop generation.
+TEST(GrammarSampler, PromptTokensBypassTheGrammar) {
+    Chain chain;
+    chain.add(make_greedy());
+    chain.set_grammar(from_gbnf(kYesNo));
+    EXPECT_THROW(chain.copy().accept(token(" house")), Error);  // not allowed as output
+    for (const char* piece : {" house", ".", " the"}) chain.accept_prompt(token(piece));
+    std::vector<float> logits(austen().size(), 0.0f);
+    logits[static_cast<size_t>(token(" house"))] = 10.0f;  // best, but the grammar is at its start
+    logits[static_cast<size_t>(token("the"))] = 5.0f;
+    EXPECT_EQ(chain.sample(logits), token("the"));
+}
+
 // --- options -> sampler --------------------------------------------------------
 
 std::filesystem::path write_file(const std::string& name, const std::string& text) {

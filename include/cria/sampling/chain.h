@@ -37,6 +37,10 @@ public:
     std::string_view name() const override { return "chain"; }
     void apply(Candidates& candidates) override;
     void accept(TokenId token) override;  // grammar and every sampler
+    // Prompt tokens: the samplers' history (penalties, DRY) takes them, the
+    // grammar does not — it constrains only what is generated (llama.cpp's
+    // common_sampler_accept with accept_grammar = false).
+    void accept_prompt(TokenId token);
     void reset() override;
     std::unique_ptr<Sampler> clone() const override;
     Chain copy() const;
