@@ -24,7 +24,7 @@ GenerationResult generate(Context& ctx, const vocab::Vocab& vocab, sampling::Cha
         if (ctx.decode(b) != 0) throw Error("generate: no room in the KV cache for the prompt");
     }
     // The prompt joins the sampler's history (penalties), as in llama.cpp.
-    for (TokenId t : prompt) chain.accept(t);
+    for (TokenId t : prompt) chain.accept_prompt(t);  // history for penalties; the grammar constrains only output
 
     int32_t pos = static_cast<int32_t>(prompt.size());
     Batch one;

@@ -3,6 +3,9 @@
 //   cria run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]
 //            [--min-p P] [--seed S] [--repeat-penalty R] [-c CTX] [-t THREADS]
 //            [-b N] [-ub N] [-ctk T] [-ctv T] [--no-display-prompt] [--load-mode M]
+//            [--grammar G | --grammar-file F | -j SCHEMA | --json-schema-file F]
+//            [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ...
+//   cria run -m MODEL            (no -p: interactive chat in the terminal)
 //
 // stdout gets exactly the text: the prompt as its tokens read back (SPM's
 // leading space included, BOS/control tokens not shown) unless
@@ -19,7 +22,11 @@
 #include "cria/model/model.h"
 #include "cria/runtime/generate.h"
 #include "cria/runtime/options.h"
+#include "cria/sampling/grammar.h"
 #include "cria/sampling/params.h"
+#include "cria/server/interactive_chat.h"
+#include "cria/spec/options.h"
+#include "cria/spec/speculative.h"
 #include "cria/vocab/vocab.h"
 #include "tools/command.h"
 
@@ -43,6 +50,8 @@ struct RunOptions {
     std::string cache_type_v = "f16";
     bool no_display_prompt = false;
     std::string load_mode = "auto";
+    cria::sampling::GrammarOptions grammar;
+    cria::spec::SpecParams spec;
 };
 
 void print_timing(const char* what, double ms, int64_t tokens) {
@@ -53,7 +62,8 @@ void print_timing(const char* what, double ms, int64_t tokens) {
 
 std::function<int()> setup(CLI::App& cmd) {
     auto opt = std::make_shared<RunOptions>();
-    cmd.add_option("-m,--model", opt->model, "GGUF model file")->required();
+    // -m is read with the other one-dash flags: CLI11 would take "-md FILE" as "-m d".
+    cmd.add_option("--model", opt->model, "GGUF model file; also -m FILE");
     auto* prompt = cmd.add_option("-p,--prompt", opt->prompt, "Prompt to continue");
     cmd.add_option("-n,--n-predict", opt->n_predict, "Tokens to generate (-1: until end of generation or a full context)");
     cmd.add_option("--temp", opt->temp, "Temperature (0: greedy)");
@@ -71,20 +81,40 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.allow_extras();  // -c, -ub, -ctk, -ctv: see runtime::take_dash_options
     cmd.add_flag("--no-display-prompt", opt->no_display_prompt, "Do not print the prompt");
     cmd.add_option("--load-mode", opt->load_mode, "auto, none, mmap, mlock, mmap+mlock or dio");
+    cmd.add_option("--grammar", opt->grammar.grammar, "GBNF grammar the output must follow");
+    cmd.add_option("--grammar-file", opt->grammar.grammar_file, "File with a GBNF grammar");
+    cmd.add_option("-j,--json-schema", opt->grammar.json_schema, "JSON Schema the output must follow");
+    cmd.add_option("--json-schema-file", opt->grammar.json_schema_file, "File with a JSON Schema");
+    for (const auto& o : cria::spec::options()) {
+        cmd.add_option_function<std::string>(
+            o.flags,
+            [opt, &o](const std::string& v) {
+                try {
+                    o.apply(opt->spec, v);
+                } catch (const cria::Error& e) {
+                    throw CLI::ValidationError(e.what());
+                }
+            },
+            o.help);
+    }
     return [opt, prompt, &cmd]() -> int {
         using namespace cria;
-        std::string n_ctx, n_ubatch;
-        runtime::take_dash_options(cmd.remaining(), {{"-c", &n_ctx},
+        std::string n_ctx, n_ubatch, draft_model;
+        runtime::take_dash_options(cmd.remaining(), {{"-m", &opt->model},
+                                                     {"-md", &draft_model},
+                                                     {"-c", &n_ctx},
                                                      {"-ub", &n_ubatch},
                                                      {"-ctk", &opt->cache_type_k},
                                                      {"-ctv", &opt->cache_type_v}});
+        if (opt->model.empty()) throw Error("no model given (-m FILE)");
+        if (!draft_model.empty()) spec::apply_option(opt->spec, "-md", draft_model);
         if (!n_ctx.empty()) opt->n_ctx = runtime::parse_count(n_ctx, "-c");
         if (!n_ubatch.empty()) opt->n_ubatch = runtime::parse_count(n_ubatch, "-ub");
         if (prompt->count() == 0) {
-            std::fprintf(stderr,
-                         "cria run: no prompt given (-p TEXT). Interactive chat comes with the server issue and is "
-                         "not implemented yet.\n");
-            return 2;
+            // No prompt: chat in the terminal with the model's template.
+            return server::run_interactive_chat(opt->model, static_cast<int32_t>(opt->n_ctx), opt->threads,
+                                                opt->n_predict, opt->temp, opt->top_k, opt->top_p, opt->min_p,
+                                                opt->seed, opt->repeat_penalty);
         }
         const gguf::LoadMode mode = runtime::parse_load_mode_or_throw(opt->load_mode);
         runtime::ContextParams cp;
@@ -117,6 +147,7 @@ std::function<int()> setup(CLI::App& cmd) {
         cc.n_ctx = static_cast<int32_t>(ctx.n_ctx());
         cc.n_ctx_train = static_cast<int32_t>(model->hparams().n_ctx_train);
         auto chain = sampling::build_chain(sp, cc);
+        if (auto grammar = sampling::make_grammar_sampler(vocab, opt->grammar)) chain.set_grammar(std::move(grammar));
         std::fprintf(stderr, "cria run: sampler chain: %s\n", chain.describe().c_str());
 
         const auto tokens = vocab.tokenize(opt->prompt, true, true);
@@ -127,20 +158,35 @@ std::function<int()> setup(CLI::App& cmd) {
             std::fwrite(shown.data(), 1, shown.size(), stdout);
             std::fflush(stdout);
         }
-        const auto result = runtime::generate(ctx, vocab, chain, tokens, opt->n_predict, [&](runtime::TokenId t) {
+        const auto print = [&](runtime::TokenId t) {
             const std::string piece = vocab.token_to_piece(t, false);
             std::fwrite(piece.data(), 1, piece.size(), stdout);
             std::fflush(stdout);
             return true;
-        });
+        };
+        runtime::GenerationResult result;
+        std::string spec_report;
+        if (opt->spec.enabled()) {
+            spec::Speculator speculator(opt->spec, spec::make_drafters(opt->spec, ctx, vocab, opt->temp));
+            speculator.set_stochastic(opt->temp > 0.0f);
+            result = speculator.generate(ctx, vocab, chain, tokens, opt->n_predict, print);
+            spec_report = speculator.metrics().format();
+        } else {
+            result = runtime::generate(ctx, vocab, chain, tokens, opt->n_predict, print);
+        }
         // llama-completion's closing lines, on stdout like the text.
         if (result.stop == runtime::StopReason::EndOfGeneration) std::fputs(" [end of text]\n", stdout);
         std::fputs("\n\n", stdout);
         std::fflush(stdout);
         if (result.stop == runtime::StopReason::ContextFull) std::fprintf(stderr, "cria run: context full, stopping\n");
-        const auto& t = ctx.timings();
-        print_timing("prompt eval time", t.prompt_ms, t.prompt_tokens);
-        print_timing("eval time", t.eval_ms, t.eval_tokens);
+        if (!spec_report.empty()) {
+            // Verify batches are multi-token decodes: the speculative metrics tell the real story.
+            std::fputs(spec_report.c_str(), stderr);
+        } else {
+            const auto& t = ctx.timings();
+            print_timing("prompt eval time", t.prompt_ms, t.prompt_tokens);
+            print_timing("eval time", t.eval_ms, t.eval_tokens);
+        }
         return 0;
     };
 }
