@@ -5,6 +5,8 @@
 
 #include "api.h"
 #include "cria/core/error.h"
+#include "cria/grammar/gbnf.h"
+#include "cria/grammar/json_schema.h"
 
 namespace cria::server {
 
@@ -187,6 +189,22 @@ void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat) 
     if (field(body, max_key)) gen.max_tokens = static_cast<int32_t>(integer_field(body, max_key, 0, 1 << 24));
     if (!chat && field(body, "n_predict")) gen.max_tokens = static_cast<int32_t>(integer_field(body, "n_predict", -1, 1 << 24));
     gen.stop = stop_list(body, "stop", 16);
+    // llama.cpp's extensions: a GBNF grammar, or a JSON Schema, for the whole output.
+    if (field(body, "grammar") && field(body, "json_schema"))
+        throw bad_request("give either 'grammar' or 'json_schema', not both", "grammar");
+    try {
+        if (field(body, "grammar")) {
+            gen.grammar = string_field(body, "grammar");
+            grammar::parse_gbnf(gen.grammar);  // a clear 400 now rather than a failed slot later
+        } else if (const json* schema = field(body, "json_schema")) {
+            if (!schema->is_object()) throw bad_request("'json_schema' must be an object", "json_schema");
+            gen.grammar = grammar::json_schema_to_gbnf(nlohmann::json(*schema));
+        }
+    } catch (const ApiError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw bad_request(std::string("cannot build a grammar: ") + e.what(), field(body, "grammar") ? "grammar" : "json_schema");
+    }
 }
 
 ChatJob parse_openai_chat(const json& body) {

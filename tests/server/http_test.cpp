@@ -2,6 +2,8 @@
 // the error shapes, auth, limits, SSE framing, and slots freed after a
 // client disconnects mid-stream.
 #include <gtest/gtest.h>
+
+#include <cctype>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -223,6 +225,33 @@ TEST_F(HttpServer, ForcedToolCallAndJsonSchema) {
     ASSERT_EQ(s->status, 200) << s->body;
     auto content = json::parse(json::parse(s->body)["choices"][0]["message"]["content"].get<std::string>());
     EXPECT_TRUE(content["ok"].is_boolean());
+}
+
+// llama.cpp's request extensions: a GBNF grammar or a JSON Schema for the output.
+TEST_F(HttpServer, GrammarAndJsonSchemaFields) {
+    auto g = post("/v1/completions",
+                  R"({"prompt":"Once upon a time","max_tokens":8,"temperature":1,"seed":4,"grammar":"root ::= (\"yes\" | \"no\") \".\""})");
+    ASSERT_TRUE(g);
+    ASSERT_EQ(g->status, 200) << g->body;
+    const std::string text = json::parse(g->body)["choices"][0]["text"].get<std::string>();
+    EXPECT_TRUE(text == "yes." || text == "no.") << text;
+
+    auto s = post("/v1/completions",
+                  R"({"prompt":"x","max_tokens":40,"temperature":0,"json_schema":{"type":"integer","minimum":1,"maximum":9}})");
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->status, 200) << s->body;
+    std::string number = json::parse(s->body)["choices"][0]["text"].get<std::string>();
+    while (!number.empty() && std::isspace(static_cast<unsigned char>(number.back()))) number.pop_back();  // schema grammars end in optional space
+    ASSERT_EQ(number.size(), 1u) << number;
+    EXPECT_TRUE(number[0] >= '1' && number[0] <= '9') << number;
+
+    auto bad = post("/v1/completions", R"({"prompt":"x","grammar":"root ::= ("})");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    EXPECT_NE(bad->body.find("grammar"), std::string::npos) << bad->body;
+    auto both = post("/v1/completions", R"({"prompt":"x","grammar":"root ::= \"a\"","json_schema":{}})");
+    ASSERT_TRUE(both);
+    EXPECT_EQ(both->status, 400);
 }
 
 TEST_F(HttpServer, CompletionsTokenizeDetokenizeTemplateEmbeddings) {
