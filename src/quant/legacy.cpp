@@ -86,34 +86,41 @@ void dequantize_q4_0(const void* src, float* dst, int64_t n) {
     }
 }
 
-void quantize_q4_0(const float* src, void* dst, int64_t n, const float* importance) {
-    auto* blocks = static_cast<block_q4_0*>(dst);
-    uint8_t levels[kBlock];
+// Levels of one block of a symmetric type (Q4_0: half = 8, Q5_0: half = 16):
+// value = d * (q - half), q in [0, 2 * half - 1]. Returns d. With importance
+// weights, ggml's weighted search (make_qx_quants); without, the value of
+// largest magnitude maps to -half exactly (the asymmetric end of the range)
+// and the others round half up via +half+0.5 and truncation.
+namespace {
+float symmetric_block_levels(const float* x, const float* importance, float sigma2, int half, uint8_t* levels) {
     if (importance) {
-        const float sigma2 = row_mean_square(src, n);
         float weight[kBlock];
         int8_t L[kBlock];
-        for (int64_t i = 0; i < n / kBlock; ++i) {
-            const float* x = src + i * kBlock;
-            importance_weights(x, importance + i * kBlock, sigma2, weight);
-            const float d = make_qx_quants(kBlock, 8, x, L, weight);
-            blocks[i].d = f32_to_f16(d);
-            for (int j = 0; j < kBlock; ++j) levels[j] = static_cast<uint8_t>(L[j]);
-            pack_nibbles(levels, blocks[i].qs);
-        }
-        return;
+        importance_weights(x, importance, sigma2, weight);
+        const float d = make_qx_quants(kBlock, half, x, L, weight);
+        for (int j = 0; j < kBlock; ++j) levels[j] = static_cast<uint8_t>(L[j]);
+        return d;
     }
-    // The value of largest magnitude maps to -8 exactly (the asymmetric end of
-    // [-8, 7]); the others round half up via +8.5 and truncation.
+    const float d = signed_absmax(x) / static_cast<float>(-half);
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    const int top = 2 * half - 1;
+    const float bias = static_cast<float>(half) + 0.5f;  // 8.5f or 16.5f exactly, added in one step as ggml does
+    for (int j = 0; j < kBlock; ++j) {
+        const int q = truncate_to_int8(x[j] * id + bias);
+        levels[j] = static_cast<uint8_t>(q < top ? q : top);
+    }
+    return d;
+}
+}  // namespace
+
+void quantize_q4_0(const float* src, void* dst, int64_t n, const float* importance) {
+    auto* blocks = static_cast<block_q4_0*>(dst);
+    const float sigma2 = importance ? row_mean_square(src, n) : 0.0f;
+    uint8_t levels[kBlock];
     for (int64_t i = 0; i < n / kBlock; ++i) {
-        const float* x = src + i * kBlock;
-        const float d = signed_absmax(x) / -8.0f;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
+        const float d = symmetric_block_levels(src + i * kBlock, importance ? importance + i * kBlock : nullptr,
+                                               sigma2, 8, levels);
         blocks[i].d = f32_to_f16(d);
-        for (int j = 0; j < kBlock; ++j) {
-            const int q = truncate_to_int8(x[j] * id + 8.5f);
-            levels[j] = static_cast<uint8_t>(q < 15 ? q : 15);
-        }
         pack_nibbles(levels, blocks[i].qs);
     }
 }
@@ -187,31 +194,12 @@ void dequantize_q5_0(const void* src, float* dst, int64_t n) {
 
 void quantize_q5_0(const float* src, void* dst, int64_t n, const float* importance) {
     auto* blocks = static_cast<block_q5_0*>(dst);
+    const float sigma2 = importance ? row_mean_square(src, n) : 0.0f;
     uint8_t levels[kBlock];
-    if (importance) {
-        const float sigma2 = row_mean_square(src, n);
-        float weight[kBlock];
-        int8_t L[kBlock];
-        for (int64_t i = 0; i < n / kBlock; ++i) {
-            const float* x = src + i * kBlock;
-            importance_weights(x, importance + i * kBlock, sigma2, weight);
-            const float d = make_qx_quants(kBlock, 16, x, L, weight);
-            blocks[i].d = f32_to_f16(d);
-            for (int j = 0; j < kBlock; ++j) levels[j] = static_cast<uint8_t>(L[j]);
-            pack_nibbles(levels, blocks[i].qs);
-            pack_fifth_bits(levels, blocks[i].qh);
-        }
-        return;
-    }
     for (int64_t i = 0; i < n / kBlock; ++i) {
-        const float* x = src + i * kBlock;
-        const float d = signed_absmax(x) / -16.0f;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
+        const float d = symmetric_block_levels(src + i * kBlock, importance ? importance + i * kBlock : nullptr,
+                                               sigma2, 16, levels);
         blocks[i].d = f32_to_f16(d);
-        for (int j = 0; j < kBlock; ++j) {
-            const int q = truncate_to_int8(x[j] * id + 16.5f);
-            levels[j] = static_cast<uint8_t>(q < 31 ? q : 31);
-        }
         pack_nibbles(levels, blocks[i].qs);
         pack_fifth_bits(levels, blocks[i].qh);
     }
