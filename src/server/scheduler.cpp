@@ -34,6 +34,26 @@ std::optional<GenerationEvent> RequestHandle::pop(std::chrono::milliseconds wait
     return e;
 }
 
+bool RequestHandle::cancelled() {
+    if (cancelled_.load()) return true;
+    std::lock_guard lock(watch_mutex_);
+    if (client_gone_ && client_gone_()) {
+        cancelled_.store(true);
+        client_gone_ = nullptr;
+    }
+    return cancelled_.load();
+}
+
+void RequestHandle::watch_client(std::function<bool()> gone) {
+    std::lock_guard lock(watch_mutex_);
+    client_gone_ = std::move(gone);
+}
+
+void RequestHandle::unwatch_client() {
+    std::lock_guard lock(watch_mutex_);
+    client_gone_ = nullptr;
+}
+
 // ---------------------------------------------------------------- Slot
 
 struct Scheduler::Slot {

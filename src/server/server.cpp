@@ -8,6 +8,7 @@
 
 #include "api.h"
 #include "chat_prompt.h"
+#include "client_socket.h"
 #include "cria/core/error.h"
 #include "cria/core/version.h"
 #include "cria/server/slot_files.h"
@@ -131,6 +132,23 @@ struct Server::Impl {
         return gen;
     }
 
+    // Non-streaming responses write nothing until the end, so the scheduler
+    // watches the client's socket instead: a client that hangs up frees its
+    // slot at the next step. The guard stops the watching before the handler
+    // returns (after which httplib closes the socket and its number may be reused).
+    struct ClientWatch {
+        std::shared_ptr<RequestHandle> handle;
+        ~ClientWatch() {
+            if (handle) handle->unwatch_client();
+        }
+    };
+    ClientWatch watch_client(const httplib::Request& req, const std::shared_ptr<RequestHandle>& handle) {
+        const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+        if (fd < 0) return {};  // not found: only the timeout bounds the request
+        handle->watch_client([fd] { return client_hung_up(fd); });
+        return {handle};
+    }
+
     // Waits for the whole generation (non-streaming responses).
     bool collect(const std::shared_ptr<RequestHandle>& handle, const chat::OutputParserOptions& popt, Collected& out,
                  GenerationEvent& error) {
@@ -213,6 +231,7 @@ struct Server::Impl {
             const std::string model = job.model.empty() ? model_id : job.model;
             const long long created_at = unix_now();
             if (!job.stream) {
+                const ClientWatch watch = watch_client(req, handle);
                 Collected c;
                 GenerationEvent err;
                 if (!collect(handle, popt, c, err)) throw ApiError(err.http_status, "server_error", err.error);
@@ -337,6 +356,7 @@ struct Server::Impl {
                             {"choices", json::array({{{"text", text}, {"index", 0}, {"logprobs", lps}, {"finish_reason", finish}}})}};
             };
             if (!stream_it) {
+                const ClientWatch watch = watch_client(req, handle);
                 Collected c;
                 GenerationEvent err;
                 chat::OutputParserOptions raw;

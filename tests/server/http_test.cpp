@@ -379,6 +379,39 @@ TEST_F(HttpServer, DisconnectMidStreamFreesTheSlot) {
     EXPECT_TRUE(all_slots_free(c));
 }
 
+TEST_F(HttpServer, DisconnectWhileWaitingForAWholeReplyFreesTheSlot) {
+    // A non-streaming reply writes nothing until the end, so no failed write
+    // can reveal that the client left: the server must watch its socket.
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string body = R"({"messages":[{"role":"user","content":"Tell a long story"}],"max_tokens":1900,"ignore_eos":true,"temperature":1,"seed":5})";
+    const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\n"
+                            "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    const auto before = server_->scheduler().stats();
+    ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+    // Hang up once the request holds a slot and generates (bounded wait: 20 s).
+    bool generating = false;
+    for (int i = 0; i < 20000 && !generating; ++i) {
+        for (const auto& s : server_->scheduler().slots()) generating = generating || (s.busy && s.n_generated > 0);
+        if (!generating) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(generating);
+    ::close(fd);
+    for (int i = 0; i < 200 && server_->scheduler().stats().requests_cancelled == before.requests_cancelled; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto after = server_->scheduler().stats();
+    EXPECT_EQ(after.requests_cancelled, before.requests_cancelled + 1);
+    EXPECT_EQ(after.requests_success, before.requests_success);  // it did not run to max_tokens
+    EXPECT_LT(after.generated_tokens_total - before.generated_tokens_total, 1900u);
+    auto c = client();
+    EXPECT_TRUE(all_slots_free(c));
+}
+
 TEST_F(HttpServer, ConcurrentStreamsAllFinish) {
     std::vector<std::thread> threads;
     std::atomic<int> ok{0};

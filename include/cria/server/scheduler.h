@@ -79,13 +79,24 @@ public:
     // Waits up to `wait` for the next event.
     std::optional<GenerationEvent> pop(std::chrono::milliseconds wait);
     void cancel() { cancelled_.store(true); }
-    bool cancelled() const { return cancelled_.load(); }
+    // Cancelled, or the watched client has gone (which cancels it for good).
+    bool cancelled();
+
+    // Ties the request to its client: `gone` tells whether the client left
+    // (e.g. its connection closed). The scheduler asks between steps, so a
+    // departed client frees its slot at the next step even when nothing is
+    // being written to it. unwatch_client() waits for a call in progress, so
+    // `gone` may use what lives only until then (the connection's socket).
+    void watch_client(std::function<bool()> gone);
+    void unwatch_client();
 
 private:
     std::mutex mutex_;
     std::condition_variable cv_;
     std::deque<GenerationEvent> events_;
     std::atomic<bool> cancelled_{false};
+    std::mutex watch_mutex_;
+    std::function<bool()> client_gone_;
 };
 
 struct SchedulerOptions {
