@@ -9,7 +9,7 @@
 
 #include "cria/core/error.h"
 #include "cria/sampling/chain.h"
-#include "cria/server/grammar_constraint.h"
+#include "cria/sampling/grammar.h"
 #include "cria/vocab/streaming_detokenizer.h"
 
 namespace cria::server {
@@ -137,9 +137,14 @@ std::shared_ptr<RequestHandle> Scheduler::submit(GenerationRequest request) {
     cc.n_ctx = n_ctx;
     cc.n_ctx_train = n_ctx;
     pending.chain = std::make_unique<sampling::Chain>(sampling::build_chain(request.sampling, cc));
-    if (!request.grammar.empty())
-        pending.chain->set_grammar(std::make_unique<GrammarConstraint>(vocab_index_, backend_.vocab(), request.grammar,
-                                                                       request.grammar_options));
+    if (!request.grammar.empty()) {
+        sampling::GrammarOptions grammar;
+        grammar.grammar = request.grammar;
+        grammar.root_rule = request.grammar_options.root_rule;
+        grammar.lazy = request.grammar_options.lazy;
+        grammar.triggers = request.grammar_options.triggers;
+        pending.chain->set_grammar(sampling::make_grammar_sampler(vocab_index_, grammar));
+    }
     pending.request = std::move(request);
     auto handle = pending.handle;
     {

@@ -191,6 +191,30 @@ TEST(Scheduler, GrammarConstrainsTheOutput) {
     EXPECT_EQ(r.done.finish_reason, "stop");
 }
 
+TEST(Scheduler, LazyGrammarWaitsForItsTrigger) {
+    // As the tool-call grammars of `tool_choice: auto`: free text until the
+    // trigger word, then only what the grammar allows (the trigger included).
+    RuntimeBackend backend(model(), params(1));
+    Scheduler s(backend, {.n_slots = 1});
+    const std::string free_text = wait(s.submit(greedy(backend.vocab(), kPrompts[0], 30))).text;
+    const std::string trigger = " was";
+    const size_t at = free_text.find(trigger);
+    ASSERT_NE(at, std::string::npos) << free_text;
+    auto g = greedy(backend.vocab(), kPrompts[0], 30);
+    g.grammar = R"(root ::= " was" "!"+)";
+    g.grammar_options.lazy = true;
+    g.grammar_options.triggers.words = {trigger};
+    const Result r = wait(s.submit(g));
+    ASSERT_GT(r.text.size(), at + trigger.size()) << r.text;
+    EXPECT_EQ(r.text.substr(0, at + trigger.size()), free_text.substr(0, at + trigger.size()));
+    EXPECT_EQ(r.text.find_first_not_of('!', at + trigger.size()), std::string::npos) << r.text;
+    // A lazy grammar without triggers is refused before it is queued.
+    auto no_trigger = greedy(backend.vocab(), kPrompts[0], 5);
+    no_trigger.grammar = R"(root ::= "x")";
+    no_trigger.grammar_options.lazy = true;
+    EXPECT_THROW(s.submit(no_trigger), cria::Error);
+}
+
 TEST(Scheduler, SlotSaveRestoreRoundTrip) {
     RuntimeBackend backend(model(), params(2));
     Scheduler s(backend, {.n_slots = 2});
