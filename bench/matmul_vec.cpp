@@ -91,7 +91,9 @@ double read_bandwidth(int threads) {
     if (measured[threads] > 0) return measured[threads];
     const size_t n = size_t{512} << 20;
     Bytes b = alloc(n);
-    std::memset(b.get(), 1, n);
+    // Pseudo-random bytes: identical pages could be merged by the hypervisor
+    // (KSM) and read from cache.
+    fill(ElementType::I8, b.get(), n, 99);
     auto& pool = pool_of(threads);
     float sums[64];
     double best = 0;

@@ -28,9 +28,16 @@ struct FreeAligned {
 };
 using Buffer = std::unique_ptr<float[], FreeAligned>;
 
+// Pseudo-random contents: a hypervisor that merges identical pages (KSM)
+// would otherwise back a periodic buffer with a few physical pages, and the
+// "memory" bandwidth would be a cache bandwidth.
 Buffer make_buffer(size_t floats, float value) {
     Buffer b(static_cast<float*>(::operator new[](floats * sizeof(float), std::align_val_t{64})));
-    for (size_t i = 0; i < floats; ++i) b[i] = value + static_cast<float>(i % 7);
+    uint64_t s = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(value * 1000.0f + 1.0f);
+    for (size_t i = 0; i < floats; ++i) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        b[i] = value + static_cast<float>(s & 0xFFFF) / 65536.0f;
+    }
     return b;
 }
 

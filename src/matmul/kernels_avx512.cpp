@@ -61,6 +61,23 @@ using namespace cria::quant;
 
 inline float half(f16_bits h) { return _cvtsh_ss(h); }
 
+// Software prefetch of the weight rows. A tile reads its R rows as R separate
+// streams, and a row is often just one 4 KiB page (F16 at k = 2048) or a few:
+// the hardware prefetchers stop at page boundaries and restart slowly, so the
+// kernels ask for the bytes kPrefetchDistance ahead of what they read now
+// (one thread, 2048 x 8192: F16 12.4 -> 18.5 GB/s, Q8_0 13.5 -> 17.3, Q4_K
+// 9.8 -> 13.0). Prefetching past the end of a row is harmless.
+constexpr size_t kPrefetchDistance = 1024;
+
+// Prefetches [offset, offset + bytes) + kPrefetchDistance of each of R rows.
+template <int R>
+inline void prefetch_rows(const Tile& t, size_t offset, size_t bytes) {
+    for (int r = 0; r < R; ++r) {
+        const char* row = reinterpret_cast<const char*>(t.w + r * t.w_stride) + offset + kPrefetchDistance;
+        for (size_t line = 0; line < bytes; line += 64) _mm_prefetch(row + line, _MM_HINT_T0);
+    }
+}
+
 // ---- float weights ---------------------------------------------------------------------
 enum class FloatKind { F32, F16, BF16 };
 
@@ -79,6 +96,7 @@ inline __m512 load_weights(const uint8_t* row, int64_t i, __mmask16 m) {
 template <FloatKind Kind>
 struct FloatKernel {
     static constexpr int MR = 4, NC = 4;
+    static constexpr size_t kBytes = Kind == FloatKind::F32 ? 4 : 2;
     template <int R, int C>
     static void run(const Tile& t) {
         __m512 acc[R][C];
@@ -88,6 +106,7 @@ struct FloatKernel {
             const int64_t left = t.k - i;
             const __mmask16 m = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
             __m512 w[R];
+            prefetch_rows<R>(t, static_cast<size_t>(i) * kBytes, 16 * kBytes);
             for (int r = 0; r < R; ++r) w[r] = load_weights<Kind>(t.w + r * t.w_stride, i, m);
             for (int c = 0; c < C; ++c) {
                 const __m512 x = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(t.a + c * t.a_stride) + i);
@@ -235,6 +254,7 @@ struct PairKernel {
             const bool two = 2 * p + 1 < nb;
             __m512i u[R];
             __m512 dw[R], mw[R];
+            prefetch_rows<R>(t, 2 * static_cast<size_t>(p) * sizeof(Block), 2 * sizeof(Block));
             for (int r = 0; r < R; ++r) {
                 const Block* blocks = reinterpret_cast<const Block*>(t.w + r * t.w_stride) + 2 * p;
                 if constexpr (Decode::has_min) u[r] = Decode::pair(blocks, two, dw[r], mw[r]);
@@ -418,6 +438,7 @@ struct SuperBlockKernel {
             __m512i scales[R];
             __m512 mins[R];
             float d[R];
+            prefetch_rows<R>(t, static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
             for (int r = 0; r < R; ++r) {
                 wb[r] = reinterpret_cast<const Block*>(t.w + r * t.w_stride) + b;
                 Decode::prepare(*wb[r], scales[r], mins[r], d[r]);
