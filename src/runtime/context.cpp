@@ -89,15 +89,7 @@ int Context::decode(const Batch& batch) {
     const double t0 = now_ms();
 
     // A pending context shift re-rotates the cached keys first.
-    for (memory::KvCache* cache : {full_.get(), swa_.get()}) {
-        if (cache == nullptr || !cache->has_shift()) continue;
-        // The cache's layer i is the i-th model layer that uses it.
-        std::vector<uint32_t> model_layer;
-        for (uint32_t l = 0; l < hp.n_layer; ++l)
-            if (layer_cache_[l].first == cache) model_layer.push_back(l);
-        const bool long_rope = params_.n_ctx > (hp.n_ctx_orig ? hp.n_ctx_orig : hp.n_ctx_train);
-        cache->apply_shift(ops_, [&](uint32_t i) { return model_.rope_params(model_layer[i], long_rope); });
-    }
+    apply_pending_shifts();
 
     // Output bookkeeping.
     const bool pooled = params_.embeddings && params_.pooling != Pooling::None;
@@ -158,6 +150,19 @@ int Context::decode(const Batch& batch) {
         timings_.eval_tokens += n;
     }
     return 0;
+}
+
+void Context::apply_pending_shifts() {
+    const model::HParams& hp = model_.hparams();
+    for (memory::KvCache* cache : {full_.get(), swa_.get()}) {
+        if (cache == nullptr || !cache->has_shift()) continue;
+        // The cache's layer i is the i-th model layer that uses it.
+        std::vector<uint32_t> model_layer;
+        for (uint32_t l = 0; l < hp.n_layer; ++l)
+            if (layer_cache_[l].first == cache) model_layer.push_back(l);
+        const bool long_rope = params_.n_ctx > (hp.n_ctx_orig ? hp.n_ctx_orig : hp.n_ctx_train);
+        cache->apply_shift(ops_, [&](uint32_t i) { return model_.rope_params(model_layer[i], long_rope); });
+    }
 }
 
 int Context::decode_ubatch(const Batch& batch, int64_t first, int64_t n) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "cria/core/error.h"
@@ -152,6 +153,71 @@ TEST(KvCache, AttentionFollowsSequenceMembershipAndPositions) {
                 EXPECT_NEAR(out[(t * 4 + h) * 8 + d], y, 1e-5) << "token " << t << " head " << h;
             }
         }
+}
+
+}  // namespace
+}  // namespace cria::memory
+
+namespace cria::memory {
+namespace {
+
+// Places n tokens of `seq` from position p0 and stores distinct K/V values for them.
+void place_and_store(KvCache& c, SeqId seq, int32_t p0, int n, float base) {
+    ASSERT_TRUE(place(c, p0, n, uint64_t{1} << seq));
+    std::vector<float> k(static_cast<size_t>(4 * n)), v(k.size());
+    for (size_t i = 0; i < k.size(); ++i) {
+        k[i] = base + static_cast<float>(i);
+        v[i] = -base - static_cast<float>(i);
+    }
+    c.store(0, ops::TensorView::contiguous(ElementType::F32, k.data(), {4, 1, int64_t{n}}),
+            ops::TensorView::contiguous(ElementType::F32, v.data(), {4, 1, int64_t{n}}));
+}
+
+TEST(KvCache, SavesAndLoadsASequencesCells) {
+    KvCache c(small(16));
+    place_and_store(c, 1, 0, 3, 100.0f);  // another sequence first: seq 0's cells do not start at 0
+    place_and_store(c, 0, 0, 5, 0.0f);
+    const auto saved = c.seq_save(0);
+    ASSERT_EQ(saved.positions, (std::vector<int32_t>{0, 1, 2, 3, 4}));
+    ASSERT_EQ(saved.k.size(), 1u);
+    ASSERT_EQ(saved.k[0].size(), 5 * c.k_cell_bytes());
+    float k3[4];
+    std::memcpy(k3, saved.k[0].data() + 3 * c.k_cell_bytes(), sizeof k3);
+    EXPECT_EQ(k3[0], 12.0f);  // token 3's first key value as stored
+
+    // Loaded into another sequence, which held something else: the same cells come back.
+    place_and_store(c, 2, 0, 2, 50.0f);
+    c.seq_load(2, saved);
+    EXPECT_EQ(c.seq_pos_min(2), 0);
+    EXPECT_EQ(c.seq_pos_max(2), 4);
+    const auto again = c.seq_save(2);
+    EXPECT_EQ(again.positions, saved.positions);
+    EXPECT_EQ(again.k, saved.k);
+    EXPECT_EQ(again.v, saved.v);
+    EXPECT_EQ(c.n_used(), 3u + 5u + 5u);
+}
+
+TEST(KvCache, RefusedLoadsChangeNothing) {
+    KvCache c(small(8));
+    place_and_store(c, 0, 0, 6, 0.0f);
+    const auto saved = c.seq_save(0);
+    // Sequence 1 has 2 free cells, not 6.
+    EXPECT_FALSE(c.seq_load_fits(1, saved.positions.size()));
+    EXPECT_THROW(c.seq_load(1, saved), Error);
+    EXPECT_EQ(c.seq_pos_max(1), -1);
+    EXPECT_EQ(c.n_used(), 6u);
+    // Sequence 0 may reuse its own cells.
+    EXPECT_TRUE(c.seq_load_fits(0, saved.positions.size()));
+    auto bad = saved;
+    bad.positions[2] = bad.positions[1];  // not ascending
+    EXPECT_THROW(c.seq_load(0, bad), Error);
+    bad = saved;
+    bad.k[0].pop_back();  // rows of the wrong size
+    EXPECT_THROW(c.seq_load(0, bad), Error);
+    EXPECT_EQ(c.seq_save(0).k, saved.k);
+    // Keys waiting for a shift are not saved.
+    c.seq_add(0, 0, -1, 2);
+    EXPECT_THROW(c.seq_save(0), Error);
 }
 
 }  // namespace

@@ -104,6 +104,25 @@ public:
     // equals rotating from scratch at the new position.
     void apply_shift(ops::Ops& ops, const std::function<ops::RopeParams(uint32_t layer)>& rope_for_layer);
 
+    // Saving and restoring one sequence (llama.cpp's llama_state_seq_*): its
+    // cells in position order, each with its position and its raw K and V
+    // rows in the cache types (k_cell_bytes() / v_cell_bytes() per layer and
+    // cell), so a restore needs no forward pass.
+    struct SequenceCells {
+        std::vector<int32_t> positions;          // strictly ascending, >= 0
+        std::vector<std::vector<uint8_t>> k, v;  // per layer: positions.size() cells' rows, cell after cell
+    };
+    size_t k_cell_bytes() const { return k_cell_bytes_; }
+    size_t v_cell_bytes() const { return v_cell_bytes_; }
+    // Throws cria::Error while the sequence has a pending shift (apply_shift() first).
+    SequenceCells seq_save(SeqId seq) const;
+    // Whether seq_load() of n cells fits once the sequence's own cells are dropped.
+    bool seq_load_fits(SeqId seq, size_t n) const;
+    // Replaces the sequence with saved cells. Throws cria::Error, leaving the
+    // cache unchanged, when the rows do not have this cache's sizes, the
+    // positions are not strictly ascending from >= 0, or the cells do not fit.
+    void seq_load(SeqId seq, const SequenceCells& cells);
+
     // The position and sequence set of a cell (for tests).
     int32_t cell_pos(uint32_t cell) const { return pos_[cell]; }
     uint64_t cell_seqs(uint32_t cell) const { return seqs_[cell]; }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cria/core/element_type.h"
@@ -76,6 +77,21 @@ public:
     int32_t memory_seq_pos_min(SeqId seq) const;
     size_t memory_bytes() const;
 
+    // One sequence's state in a file (llama.cpp's llama_state_seq_save_file /
+    // _load_file): the sequence's cache cells -- positions and the raw K and
+    // V rows of every layer -- with `tokens` (what the caller knows those
+    // cells hold), under a versioned header naming the model (layers, K/V
+    // widths, cache types, vocabulary, a hash of the hyperparameters) and a
+    // checksum. Written to a temporary file, then renamed. Returns the
+    // number of cells saved. Throws cria::Error when the file cannot be written.
+    size_t save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path);
+    // Loads such a file into `seq`, replacing what it held, without any
+    // forward pass; returns the saved tokens. Throws cria::Error, leaving the
+    // cache unchanged, when the file is not one, has another version, comes
+    // from another model or cache type, is truncated or corrupt, or does not
+    // fit this context.
+    std::vector<TokenId> restore_sequence(SeqId seq, const std::string& path);
+
     const model::Model& model() const { return model_; }
     const ContextParams& params() const { return params_; }
     uint32_t n_ctx() const { return params_.n_ctx; }
@@ -87,6 +103,8 @@ private:
     void attend(uint32_t layer, const ops::TensorView& q, const ops::TensorView& k, const ops::TensorView& v,
                 const ops::AttentionParams& params, const ops::TensorView& out) override;
     int decode_ubatch(const Batch& batch, int64_t first, int64_t n);
+    // Re-rotates the keys of shifted cells (before attention, and before a save).
+    void apply_pending_shifts();
 
     const model::Model& model_;
     ContextParams params_;

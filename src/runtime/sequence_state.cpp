@@ -1,0 +1,249 @@
+// Context::save_sequence / restore_sequence: one sequence's KV cells in a file.
+//
+// Layout (little-endian, as the host writes it):
+//   "CRIASEQ" '\0'  u32 version
+//   model: u32 n_layer, n_embd_k, n_embd_v, type_k, type_v, n_vocab; u64 hparams hash
+//   u32 n_tokens, i32 tokens[n_tokens]
+//   u32 n_caches (1, or 2 with a sliding-window cache), then per cache:
+//     u32 n_layer, u32 n_cells, i32 positions[n_cells],
+//     per layer: K rows (n_cells * k_cell_bytes), V rows (n_cells * v_cell_bytes)
+//   u64 FNV-1a checksum of every byte before it
+// The reader checks the header before it reads further, bounds every count by
+// what this context can hold (so a hostile file cannot make it allocate
+// much), and changes the cache only once the whole file has been verified.
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "cria/core/error.h"
+#include "cria/runtime/context.h"
+
+namespace cria::runtime {
+namespace {
+
+constexpr char kMagic[8] = {'C', 'R', 'I', 'A', 'S', 'E', 'Q', '\0'};
+constexpr uint32_t kVersion = 1;
+
+struct Fnv1a {
+    uint64_t h = 1469598103934665603ull;
+    void add(const void* data, size_t n) {
+        const auto* p = static_cast<const uint8_t*>(data);
+        for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    }
+    template <typename T>
+    void add_value(T v) { add(&v, sizeof v); }
+};
+
+// What must agree for cached keys and values to mean the same thing.
+uint64_t hparams_hash(const model::HParams& hp) {
+    Fnv1a f;
+    f.add(hp.arch_name.data(), hp.arch_name.size());
+    for (uint32_t v : {hp.n_vocab, hp.n_ctx_train, hp.n_embd, hp.n_layer, hp.n_head, hp.n_head_kv, hp.n_ff,
+                       hp.head_dim, hp.head_dim_v, hp.n_rot, hp.n_ctx_orig, hp.n_swa})
+        f.add_value(v);
+    for (float v : {hp.norm_rms_eps, hp.rope_freq_base, hp.rope_freq_scale, hp.rope_attn_factor,
+                    hp.rope_freq_base_swa, hp.rope_freq_scale_swa, hp.attention_scale, hp.attn_softcap})
+        f.add_value(std::bit_cast<uint32_t>(v));
+    f.add_value(static_cast<uint32_t>(hp.rope_order));
+    for (bool b : hp.swa_layers) f.add_value(static_cast<uint8_t>(b));
+    for (bool b : {hp.has_qkv_bias, hp.has_qk_norm, hp.fused_qkv, hp.scale_embeddings, hp.has_post_norms})
+        f.add_value(static_cast<uint8_t>(b));
+    return f.h;
+}
+
+struct Identity {
+    uint32_t n_layer, n_embd_k, n_embd_v, type_k, type_v, n_vocab;
+    uint64_t hash;
+};
+
+class Writer {
+public:
+    void bytes(const void* data, size_t n) {
+        const auto* p = static_cast<const char*>(data);
+        buf_.insert(buf_.end(), p, p + n);
+    }
+    template <typename T>
+    void value(T v) { bytes(&v, sizeof v); }
+    std::string& buffer() { return buf_; }
+
+private:
+    std::string buf_;
+};
+
+// Reads from the file's bytes; running past the end means the file is truncated.
+class Reader {
+public:
+    explicit Reader(const std::string& data) : data_(data) {}
+    void bytes(void* out, size_t n) {
+        if (n > data_.size() - at_) throw Error("the sequence file is truncated");
+        std::memcpy(out, data_.data() + at_, n);
+        at_ += n;
+    }
+    template <typename T>
+    T value() {
+        T v;
+        bytes(&v, sizeof v);
+        return v;
+    }
+    size_t offset() const { return at_; }
+    size_t left() const { return data_.size() - at_; }
+
+private:
+    const std::string& data_;
+    size_t at_ = 0;
+};
+
+}  // namespace
+
+size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path) {
+    if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
+        throw Error("save_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
+                    std::to_string(params_.n_seq_max - 1));
+    apply_pending_shifts();  // saved keys are rotated for the positions saved with them
+    const model::HParams& hp = model_.hparams();
+    Writer w;
+    w.bytes(kMagic, sizeof kMagic);
+    w.value(kVersion);
+    for (uint32_t v : {hp.n_layer, hp.n_embd_k(), hp.n_embd_v(), static_cast<uint32_t>(params_.type_k),
+                       static_cast<uint32_t>(params_.type_v), hp.n_vocab})
+        w.value(v);
+    w.value(hparams_hash(hp));
+    w.value(static_cast<uint32_t>(tokens.size()));
+    w.bytes(tokens.data(), tokens.size() * sizeof(TokenId));
+    const uint32_t n_caches = (full_ ? 1u : 0u) + (swa_ ? 1u : 0u);
+    w.value(n_caches);
+    size_t n_saved = 0;
+    for (memory::KvCache* cache : {full_.get(), swa_.get()}) {
+        if (cache == nullptr) continue;
+        const auto cells = cache->seq_save(seq);
+        w.value(cache->params().n_layer);
+        w.value(static_cast<uint32_t>(cells.positions.size()));
+        w.bytes(cells.positions.data(), cells.positions.size() * sizeof(int32_t));
+        for (uint32_t l = 0; l < cache->params().n_layer; ++l) {
+            w.bytes(cells.k[l].data(), cells.k[l].size());
+            w.bytes(cells.v[l].data(), cells.v[l].size());
+        }
+        if (cache == full_.get() || !full_) n_saved = cells.positions.size();
+    }
+    Fnv1a sum;
+    sum.add(w.buffer().data(), w.buffer().size());
+    w.value(sum.h);
+
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw Error("cannot write " + tmp);
+        out.write(w.buffer().data(), static_cast<std::streamsize>(w.buffer().size()));
+        out.close();
+        if (!out) {
+            std::remove(tmp.c_str());
+            throw Error("writing " + tmp + " failed");
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::remove(tmp.c_str());
+        throw Error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+    }
+    return n_saved;
+}
+
+std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& path) {
+    if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
+        throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
+                    std::to_string(params_.n_seq_max - 1));
+    const model::HParams& hp = model_.hparams();
+    memory::KvCache* caches[2] = {full_.get(), swa_.get()};
+
+    // The most a file for this context can hold: a bigger one is refused unread.
+    uint64_t max_size = sizeof kMagic + 4 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 + 8;
+    for (memory::KvCache* c : caches)
+        if (c) max_size += 8 + uint64_t{c->n_cells()} * (4 + c->params().n_layer * (c->k_cell_bytes() + c->v_cell_bytes()));
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) throw Error("cannot read the sequence file: " + ec.message());
+    if (size > max_size) throw Error("the sequence file is larger than this context's cache could hold");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("cannot open the sequence file");
+    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw Error("reading the sequence file failed");
+
+    Reader r(data);
+    char magic[8];
+    r.bytes(magic, sizeof magic);
+    if (std::memcmp(magic, kMagic, sizeof magic) != 0) throw Error("not a cria sequence file");
+    const auto version = r.value<uint32_t>();
+    if (version != kVersion)
+        throw Error("the sequence file has version " + std::to_string(version) + "; this build reads version " +
+                    std::to_string(kVersion));
+    Identity id{};
+    id.n_layer = r.value<uint32_t>();
+    id.n_embd_k = r.value<uint32_t>();
+    id.n_embd_v = r.value<uint32_t>();
+    id.type_k = r.value<uint32_t>();
+    id.type_v = r.value<uint32_t>();
+    id.n_vocab = r.value<uint32_t>();
+    id.hash = r.value<uint64_t>();
+    if (id.n_layer != hp.n_layer || id.n_embd_k != hp.n_embd_k() || id.n_embd_v != hp.n_embd_v() ||
+        id.n_vocab != hp.n_vocab || id.hash != hparams_hash(hp))
+        throw Error("the sequence file was saved with another model (" + std::to_string(id.n_layer) + " layers, K/V widths " +
+                    std::to_string(id.n_embd_k) + "/" + std::to_string(id.n_embd_v) + ", " + std::to_string(id.n_vocab) +
+                    " tokens; this model: " + std::to_string(hp.n_layer) + ", " + std::to_string(hp.n_embd_k()) + "/" +
+                    std::to_string(hp.n_embd_v()) + ", " + std::to_string(hp.n_vocab) + ")");
+    if (id.type_k != static_cast<uint32_t>(params_.type_k) || id.type_v != static_cast<uint32_t>(params_.type_v))
+        throw Error("the sequence file was saved with other cache types than this context's " +
+                    std::string(element_type_name(params_.type_k)) + "/" + std::string(element_type_name(params_.type_v)));
+
+    const auto n_tokens = r.value<uint32_t>();
+    if (n_tokens > params_.n_ctx) throw Error("the sequence file holds more tokens than the context");
+    std::vector<TokenId> tokens(n_tokens);
+    r.bytes(tokens.data(), tokens.size() * sizeof(TokenId));
+    for (TokenId t : tokens)
+        if (t < 0 || static_cast<uint32_t>(t) >= hp.n_vocab) throw Error("the sequence file holds an invalid token id");
+
+    const auto n_caches = r.value<uint32_t>();
+    const uint32_t expected_caches = (full_ ? 1u : 0u) + (swa_ ? 1u : 0u);
+    if (n_caches != expected_caches) throw Error("the sequence file has another cache layout");
+    memory::KvCache::SequenceCells loaded[2];
+    for (int i = 0; i < 2; ++i) {
+        memory::KvCache* cache = caches[i];
+        if (cache == nullptr) continue;
+        const uint32_t n_layer = r.value<uint32_t>();
+        if (n_layer != cache->params().n_layer) throw Error("the sequence file has another cache layout");
+        const auto n_cells = r.value<uint32_t>();
+        if (n_cells > cache->n_cells()) throw Error("the sequence file holds more cells than the cache has");
+        auto& cells = loaded[i];
+        cells.positions.resize(n_cells);
+        r.bytes(cells.positions.data(), n_cells * sizeof(int32_t));
+        for (uint32_t c = 0; c < n_cells; ++c)
+            if (cells.positions[c] < 0 || (c > 0 && cells.positions[c] <= cells.positions[c - 1]))
+                throw Error("the sequence file is corrupt (positions out of order)");
+        cells.k.resize(n_layer);
+        cells.v.resize(n_layer);
+        for (uint32_t l = 0; l < n_layer; ++l) {
+            cells.k[l].resize(n_cells * cache->k_cell_bytes());
+            cells.v[l].resize(n_cells * cache->v_cell_bytes());
+            r.bytes(cells.k[l].data(), cells.k[l].size());
+            r.bytes(cells.v[l].data(), cells.v[l].size());
+        }
+    }
+    Fnv1a sum;
+    sum.add(data.data(), r.offset());
+    if (r.value<uint64_t>() != sum.h) throw Error("the sequence file is corrupt (checksum mismatch)");
+    if (r.left() != 0) throw Error("the sequence file has trailing bytes");
+    for (int i = 0; i < 2; ++i)
+        if (caches[i] && !caches[i]->seq_load_fits(seq, loaded[i].positions.size()))
+            throw Error("the cache has no room for the saved sequence");
+
+    // Verified: replace the sequence in every cache.
+    for (int i = 0; i < 2; ++i)
+        if (caches[i]) caches[i]->seq_load(seq, loaded[i]);
+    return tokens;
+}
+
+}  // namespace cria::runtime

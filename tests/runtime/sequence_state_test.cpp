@@ -1,0 +1,171 @@
+// Context::save_sequence / restore_sequence on stories260K: a restored
+// sequence continues exactly as if it had never left the cache, without any
+// forward pass; foreign, truncated and corrupt files are refused and leave
+// the cache as it was.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "cria/core/error.h"
+#include "cria/model/model.h"
+#include "cria/runtime/context.h"
+#include "cria/vocab/vocab.h"
+#include "support/test_paths.h"
+
+namespace cria::runtime {
+namespace {
+
+ContextParams params(ElementType type = ElementType::F16) {
+    ContextParams cp;
+    cp.n_ctx = 256;
+    cp.n_seq_max = 2;
+    cp.n_threads = 2;
+    cp.type_k = cp.type_v = type;
+    return cp;
+}
+
+TokenId argmax(std::span<const float> logits) {
+    return static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// Greedy tokens of `seq`, starting by decoding `next` at position `pos`.
+std::vector<TokenId> continue_greedy(Context& ctx, SeqId seq, TokenId next, int32_t pos, int n) {
+    std::vector<TokenId> out;
+    for (int i = 0; i < n; ++i) {
+        Batch b;
+        b.add(next, pos++, {seq}, true);
+        EXPECT_EQ(ctx.decode(b), 0);
+        next = argmax(ctx.logits(-1));
+        out.push_back(next);
+    }
+    return out;
+}
+
+// Decodes the prompt into `seq` and returns the first greedy token.
+TokenId prefill(Context& ctx, SeqId seq, const std::vector<TokenId>& prompt) {
+    Batch b;
+    for (size_t i = 0; i < prompt.size(); ++i) b.add(prompt[i], static_cast<int32_t>(i), {seq}, i + 1 == prompt.size());
+    EXPECT_EQ(ctx.decode(b), 0);
+    return argmax(ctx.logits(-1));
+}
+
+std::string read_bytes(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::filesystem::path& p, const std::string& data) {
+    std::ofstream(p, std::ios::binary | std::ios::trunc).write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+class SequenceState : public ::testing::Test {
+protected:
+    void SetUp() override {
+        model_ = model::Model::load(test::model_path("stories260K/stories260K.gguf").string());
+        vocab_ = std::make_unique<vocab::Vocab>(vocab::Vocab::from_gguf(model_->file()));
+        prompt_ = vocab_->tokenize("Once upon a time, a little girl", true, false);
+    }
+    std::unique_ptr<model::Model> model_;
+    std::unique_ptr<vocab::Vocab> vocab_;
+    std::vector<TokenId> prompt_;
+};
+
+TEST_F(SequenceState, RestoredSequenceContinuesAsIfUninterrupted) {
+    constexpr int kTotal = 24, kFirst = 8;
+    Context whole(*model_, params());
+    std::vector<TokenId> expected{prefill(whole, 0, prompt_)};
+    const auto rest = continue_greedy(whole, 0, expected[0], static_cast<int32_t>(prompt_.size()), kTotal - 1);
+    expected.insert(expected.end(), rest.begin(), rest.end());
+
+    Context ctx(*model_, params());
+    std::vector<TokenId> got{prefill(ctx, 0, prompt_)};
+    const auto first = continue_greedy(ctx, 0, got[0], static_cast<int32_t>(prompt_.size()), kFirst - 1);
+    got.insert(got.end(), first.begin(), first.end());
+    // The cache holds the prompt and every generated token but the last (sampled, not decoded).
+    std::vector<TokenId> cached = prompt_;
+    cached.insert(cached.end(), got.begin(), got.end() - 1);
+    const auto file = test::temp_dir() / "seq-roundtrip.bin";
+    EXPECT_EQ(ctx.save_sequence(0, cached, file.string()), cached.size());
+    ctx.memory_seq_rm(0, -1, -1);
+    EXPECT_EQ(ctx.memory_seq_pos_max(0), -1);
+    // Another text takes the freed cells, so nothing of the saved sequence is left in the cache.
+    prefill(ctx, 0, vocab_->tokenize("The big dog ran to the park and played with a red ball all day long", true, false));
+
+    const Timings before = ctx.timings();
+    // Into the other sequence: the cells themselves move, nothing is recomputed.
+    EXPECT_EQ(ctx.restore_sequence(1, file.string()), cached);
+    EXPECT_EQ(ctx.timings().prompt_tokens + ctx.timings().eval_tokens, before.prompt_tokens + before.eval_tokens);
+    EXPECT_EQ(ctx.memory_seq_pos_min(1), 0);
+    EXPECT_EQ(ctx.memory_seq_pos_max(1), static_cast<int32_t>(cached.size()) - 1);
+
+    const auto more = continue_greedy(ctx, 1, got.back(), static_cast<int32_t>(cached.size()), kTotal - kFirst);
+    got.insert(got.end(), more.begin(), more.end());
+    EXPECT_EQ(got, expected);
+}
+
+TEST_F(SequenceState, BadFilesAreRefusedAndChangeNothing) {
+    Context ctx(*model_, params());
+    prefill(ctx, 0, prompt_);
+    const auto dir = test::temp_dir();
+    const auto good = dir / "seq-good.bin";
+    ctx.save_sequence(0, prompt_, good.string());
+    const std::string bytes = read_bytes(good);
+    const int32_t n = static_cast<int32_t>(prompt_.size());
+
+    auto refused = [&](const std::filesystem::path& p, const std::string& why) {
+        SCOPED_TRACE(why);
+        try {
+            ctx.restore_sequence(0, p.string());
+            ADD_FAILURE() << "accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+        }
+        // Sequence 0 still holds the prompt.
+        EXPECT_EQ(ctx.memory_seq_pos_max(0), n - 1);
+        EXPECT_EQ(ctx.memory_seq_pos_min(0), 0);
+    };
+    const auto truncated = dir / "seq-truncated.bin";
+    write_bytes(truncated, bytes.substr(0, bytes.size() / 2));
+    refused(truncated, "truncated");
+    std::string flipped = bytes;
+    flipped[flipped.size() - 100] ^= 0x10;  // inside the V rows
+    const auto corrupt = dir / "seq-corrupt.bin";
+    write_bytes(corrupt, flipped);
+    refused(corrupt, "checksum");
+    const auto garbage = dir / "seq-garbage.bin";
+    write_bytes(garbage, "definitely not a sequence file");
+    refused(garbage, "not a cria sequence file");
+    write_bytes(corrupt, bytes + "x");
+    refused(corrupt, "trailing");
+    std::string newer = bytes;
+    newer[8] = 9;  // version
+    write_bytes(corrupt, newer);
+    refused(corrupt, "version");
+
+    // Another model's file, and another cache type.
+    auto other = model::Model::load(test::model_path("austen-1m/austen-1m-f32.gguf").string());
+    Context foreign(*other, params());
+    Batch b;
+    b.add(1, 0, {0}, true);
+    ASSERT_EQ(foreign.decode(b), 0);
+    const auto foreign_file = dir / "seq-foreign.bin";
+    foreign.save_sequence(0, std::vector<TokenId>{1}, foreign_file.string());
+    refused(foreign_file, "another model");
+    Context f32(*model_, params(ElementType::F32));
+    prefill(f32, 0, prompt_);
+    const auto f32_file = dir / "seq-f32.bin";
+    f32.save_sequence(0, prompt_, f32_file.string());
+    refused(f32_file, "cache types");
+
+    EXPECT_THROW(ctx.restore_sequence(2, good.string()), Error);  // n_seq_max = 2
+    EXPECT_THROW(ctx.save_sequence(-1, prompt_, good.string()), Error);
+    // The good file still loads.
+    EXPECT_EQ(ctx.restore_sequence(1, good.string()), prompt_);
+}
+
+}  // namespace
+}  // namespace cria::runtime
