@@ -107,21 +107,31 @@ double read_bandwidth(int threads) {
     return measured[threads] = best;
 }
 
-void BM_MatVec(benchmark::State& state, ElementType type, int64_t k, int64_t rows) {
+void BM_MatVec(benchmark::State& state, ElementType type, int64_t k, int64_t rows, cria::matmul::Packing packing) {
     const int threads = static_cast<int>(state.range(0));
     const size_t row_bytes = *cria::row_size_bytes(type, static_cast<uint64_t>(k));
-    const size_t matrix_bytes = row_bytes * static_cast<size_t>(rows);
+    const size_t matrix_bytes = packing == cria::matmul::Packing::None
+                                    ? row_bytes * static_cast<size_t>(rows)
+                                    : cria::matmul::packed_bytes(type, rows, k, packing);
     const size_t copies = std::max<size_t>(1, ((size_t{256} << 20) + matrix_bytes - 1) / matrix_bytes);
     const double bw = read_bandwidth(threads);
     Bytes w = alloc(matrix_bytes * copies);
     fill(type, w.get(), matrix_bytes * copies, 7);
+    if (packing != cria::matmul::Packing::None) {
+        // Pack each copy (its plain rows take the same bytes as its packed form).
+        Bytes plain = alloc(row_bytes * static_cast<size_t>(rows));
+        for (size_t c = 0; c < copies; ++c) {
+            std::memcpy(plain.get(), w.get() + matrix_bytes * c, row_bytes * static_cast<size_t>(rows));
+            cria::matmul::pack_weights({type, plain.get(), rows, k, row_bytes}, packing, w.get() + matrix_bytes * c);
+        }
+    }
     std::vector<float> x(static_cast<size_t>(k)), y(static_cast<size_t>(rows));
     std::mt19937 rng(1);
     std::normal_distribution<float> normal;
     for (float& v : x) v = normal(rng);
     auto& pool = pool_of(threads);
     cria::matmul::MatmulArgs a;
-    a.w = {type, nullptr, rows, k, row_bytes};
+    a.w = {type, nullptr, rows, k, row_bytes, packing};
     a.x = x.data();
     a.y = y.data();
     a.r1 = rows;
@@ -152,8 +162,13 @@ const bool registered = [] {
         for (const auto& s : kShapes) {
             const std::string name = "matvec/" + std::string(cria::element_type_name(t)) + "/" +
                                      std::to_string(s[0]) + "x" + std::to_string(s[1]);
-            benchmark::RegisterBenchmark(name.c_str(), BM_MatVec, t, s[0], s[1])
+            benchmark::RegisterBenchmark(name.c_str(), BM_MatVec, t, s[0], s[1], cria::matmul::Packing::None)
                 ->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+            // The layout the model loader packs this type into, when it packs it.
+            const auto packing = cria::matmul::preferred_packing(t, cria::cpu::best_isa());
+            if (packing != cria::matmul::Packing::None)
+                benchmark::RegisterBenchmark((name + "/packed").c_str(), BM_MatVec, t, s[0], s[1], packing)
+                    ->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
         }
     return true;
 }();

@@ -125,6 +125,23 @@ void quantize_q8_split(const float* x, int64_t k, void* out) {
     }
 }
 
+// Q8_0 quants, scales and sums in three planes: see ActivationFormat::Q8_0Planar.
+void quantize_q8_planar(const float* x, int64_t k, void* out) {
+    const int64_t nb = k / QK8_0;
+    auto* base = static_cast<uint8_t*>(out);
+    auto* scale = reinterpret_cast<float*>(base + q8_0_planar_scale_offset(k));
+    auto* sums = reinterpret_cast<int32_t*>(base + q8_0_planar_sum_offset(k));
+    for (int64_t b = 0; b < nb; ++b) {
+        block_q8_0 blk;
+        quantize_q8_0_like<false>(x + b * QK8_0, QK8_0, &blk);
+        std::memcpy(base + b * 32, blk.qs, 32);
+        scale[b] = f16_to_f32(blk.d);
+        int sum = 0;
+        for (int8_t q : blk.qs) sum += q;
+        sums[b] = sum;
+    }
+}
+
 }  // namespace
 
 size_t activation_row_bytes(ActivationFormat format, int64_t k) {
@@ -135,6 +152,7 @@ size_t activation_row_bytes(ActivationFormat format, int64_t k) {
         case ActivationFormat::Q8_K: return round_up_64(static_cast<size_t>(k / QK_K) * sizeof(block_q8_K));
         case ActivationFormat::Q8_0Split: return static_cast<size_t>(q8_0_split_pairs(k)) * 192;
         case ActivationFormat::Q8_1Split: return static_cast<size_t>(q8_0_split_pairs(k)) * 256;
+        case ActivationFormat::Q8_0Planar: return q8_0_planar_sum_offset(k) + round_up_64(static_cast<size_t>(k / 32) * 4);
     }
     return 0;
 }
@@ -147,6 +165,7 @@ void prepare_activation_row(ActivationFormat format, const float* x, int64_t k, 
         case ActivationFormat::Q8_K: quantize_q8_K(x, k, out); return;
         case ActivationFormat::Q8_0Split: quantize_q8_split<false>(x, k, out); return;
         case ActivationFormat::Q8_1Split: quantize_q8_split<true>(x, k, out); return;
+        case ActivationFormat::Q8_0Planar: quantize_q8_planar(x, k, out); return;
     }
 }
 

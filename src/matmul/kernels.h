@@ -25,6 +25,10 @@ enum class ActivationFormat : uint8_t {
     // Q8_0Split followed by 16 floats per pair: Q8_1's s = d * sum(quants)
     // (rounded to f16 as Q8_1 stores it), 8 times per block.
     Q8_1Split,
+    // Q8_0 values (same rounding) in three planes, for the packed (Rows16)
+    // kernels: all quants (32 per block), then each block's scale as f32,
+    // then each block's int32 sum of quants. See q8_0_planar_*.
+    Q8_0Planar,
 };
 
 // Offsets inside one Q8_0Split activation vector of k values.
@@ -32,6 +36,12 @@ inline int64_t q8_0_split_pairs(int64_t k) { return (k / 32 + 1) / 2; }
 inline size_t q8_0_split_corr_offset(int64_t k) { return static_cast<size_t>(q8_0_split_pairs(k)) * 64; }
 inline size_t q8_0_split_scale_offset(int64_t k) { return static_cast<size_t>(q8_0_split_pairs(k)) * 128; }
 inline size_t q8_1_split_sum_offset(int64_t k) { return static_cast<size_t>(q8_0_split_pairs(k)) * 192; }
+
+// Offsets inside one Q8_0Planar activation vector of k values.
+inline size_t q8_0_planar_scale_offset(int64_t k) { return (static_cast<size_t>(k) + 63) / 64 * 64; }
+inline size_t q8_0_planar_sum_offset(int64_t k) {
+    return q8_0_planar_scale_offset(k) + (static_cast<size_t>(k / 32) * 4 + 63) / 64 * 64;
+}
 
 // Bytes of one activation vector of k values in `format`, padded to 64 bytes.
 size_t activation_row_bytes(ActivationFormat format, int64_t k);
@@ -69,5 +79,11 @@ ActivationFormat activation_format(ElementType t);
 TypeKernel scalar_kernel(ElementType t);
 TypeKernel avx2_kernel(ElementType t);
 TypeKernel avx512_kernel(ElementType t);
+
+// Kernels for packed weights (packing.h): the tile's w points at a group of
+// packing_rows(p) rows, w_stride is the group's size in bytes, n_rows may be
+// less than a group (the last one) and only those rows are written.
+TypeKernel packed_scalar_kernel(ElementType t, Packing p);
+TypeKernel packed_avx512_kernel(ElementType t, Packing p);
 
 }  // namespace cria::matmul::detail

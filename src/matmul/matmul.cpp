@@ -18,7 +18,15 @@ using namespace detail;
 
 namespace {
 
-TypeKernel kernel_for(ElementType t, Isa isa) {
+TypeKernel kernel_for(ElementType t, Isa isa, Packing packing) {
+    if (packing != Packing::None) {
+        // Packed weights: the VNNI kernels where the CPU has them, else the
+        // scalar reference, which reads every packing.
+        if (isa >= Isa::Avx512Vnni) {
+            if (TypeKernel k = packed_avx512_kernel(t, packing); k.tile) return k;
+        }
+        return packed_scalar_kernel(t, packing);
+    }
     // Highest ISA first; a type without a kernel there uses the next lower one.
     if (isa >= Isa::Avx512Vnni) {
         if (TypeKernel k = avx512_kernel(t); k.tile) return k;
@@ -56,7 +64,16 @@ void validate(const MatmulArgs& a) {
              " blocks of " + std::to_string(info->block_size));
     if (activation_format(a.w.type) == ActivationFormat::Q8_K && a.w.k % 256 != 0)
         fail("row length must be a multiple of 256");
-    if (a.w.rows > 1 && a.w.row_stride < *row_bytes) fail("row stride is smaller than a row");
+    if (a.w.packing == Packing::None) {
+        if (a.w.rows > 1 && a.w.row_stride < *row_bytes) fail("row stride is smaller than a row");
+    } else {
+        if (!supports_packing(a.w.type, a.w.packing))
+            fail("weight type " + std::string(info->name) + " has no such packed layout");
+        if (packed_group_bytes(a.w.type, a.w.k, a.w.packing) == 0) fail("row length cannot be packed");
+        if (a.r0 % packing_rows(a.w.packing) != 0)
+            fail("a product of packed weights must start at a group of " +
+                 std::to_string(packing_rows(a.w.packing)) + " rows");
+    }
     if (!a.w.data || !a.x || !a.y) fail("null data pointer");
     if (a.n <= 0) fail("no activation vectors");
     if (a.r0 < 0 || a.r0 > a.r1 || a.r1 > a.w.rows) fail("output row range out of bounds");
@@ -74,6 +91,7 @@ struct MatmulPlan::Impl {
     int64_t cols_per_task = 0;
     int64_t row_tasks = 0;
     int64_t col_tasks = 0;
+    size_t group_bytes = 0;  // packed weights: bytes per group of kernel.max_rows rows
 };
 
 MatmulPlan::MatmulPlan(const MatmulArgs& args, Isa isa) : impl_(new Impl) {
@@ -83,7 +101,8 @@ MatmulPlan::MatmulPlan(const MatmulArgs& args, Isa isa) : impl_(new Impl) {
         throw Error("matmul: this CPU cannot run " + std::string(cpu::isa_name(isa)) + " kernels");
     Impl& p = *impl_;
     p.args = args;
-    p.kernel = kernel_for(args.w.type, isa);
+    p.kernel = kernel_for(args.w.type, isa, args.w.packing);
+    if (args.w.packing != Packing::None) p.group_bytes = packed_group_bytes(args.w.type, args.w.k, args.w.packing);
     p.format = p.kernel.act;
     p.act_row_bytes = activation_row_bytes(p.format, args.w.k);
     const size_t total = p.act_row_bytes * static_cast<size_t>(args.n);
@@ -133,14 +152,15 @@ void MatmulPlan::run_compute_task(int64_t task) {
 
     Tile t{};
     t.k = a.w.k;
-    t.w_stride = a.w.row_stride;
+    t.w_stride = a.w.packing == Packing::None ? a.w.row_stride : p.group_bytes;
     t.a_stride = p.act_row_bytes;
     t.y_stride = static_cast<size_t>(y_stride);
     // Each group of max_rows weight rows stays in L1 while it meets every
     // column group of this task.
     for (int64_t r = row_begin; r < row_end; r += p.kernel.max_rows) {
         t.n_rows = static_cast<int>(std::min<int64_t>(p.kernel.max_rows, row_end - r));
-        t.w = w + static_cast<size_t>(r) * a.w.row_stride;
+        t.w = a.w.packing == Packing::None ? w + static_cast<size_t>(r) * a.w.row_stride
+                                           : w + static_cast<size_t>(r / p.kernel.max_rows) * p.group_bytes;
         for (int64_t c = col_begin; c < col_end; c += p.kernel.max_cols) {
             t.n_cols = static_cast<int>(std::min<int64_t>(p.kernel.max_cols, col_end - c));
             t.a = p.act.get() + static_cast<size_t>(c) * p.act_row_bytes;

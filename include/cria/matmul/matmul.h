@@ -25,6 +25,7 @@
 #include "cria/core/element_type.h"
 #include "cria/cpu/features.h"
 #include "cria/cpu/thread_pool.h"
+#include "cria/matmul/packing.h"
 
 namespace cria::matmul {
 
@@ -41,10 +42,11 @@ using cpu::Isa;
 
 struct WeightMatrix {
     ElementType type = ElementType::F32;
-    const void* data = nullptr;  // row 0
+    const void* data = nullptr;  // row 0 (packed: the first group)
     int64_t rows = 0;
     int64_t k = 0;               // values per row
-    size_t row_stride = 0;       // bytes from one row to the next
+    size_t row_stride = 0;       // bytes from one row to the next (unused when packed)
+    Packing packing = Packing::None;  // see packing.h; packed products must start at a group (r0)
 };
 
 struct MatmulArgs {

@@ -1,0 +1,57 @@
+#pragma once
+// Weight packing: a weight matrix rearranged once, at load time, into the
+// layout a SIMD kernel reads fastest. The file's layout keeps each row's
+// blocks together; a matrix x vector kernel that reads one row at a time must
+// then decode every block on its own and reduce every row separately. The
+// packed layout interleaves 16 rows so that one vpdpbusd computes 4 products
+// for each of the 16 rows, the output of a block is one register of 16 row
+// sums, and the weights stream from memory in a single sequential run.
+//
+// Rows16 (Q4_0, IQ4_NL, Q8_0): rows are grouped by 16 (the last group padded
+// with zero rows). A group of a matrix with nb blocks per row holds
+//   quants: for each block b, QB/4 registers of 64 bytes (QB = 16 quant bytes
+//           per block for the 4-bit types, 32 for Q8_0); register j holds, for
+//           row r = 0..15, bytes 4j..4j+3 of that row's block b at 4r.
+//           Q8_0's quants are stored + 128 (unsigned), the nibble types as
+//           in the file (low nibble value i, high nibble value i + 16).
+//   scales: for each block b, the 16 rows' f16 scales (32 bytes).
+// So a group takes exactly 16 rows' bytes of the file's layout.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cria/core/element_type.h"
+#include "cria/cpu/features.h"
+
+namespace cria::matmul {
+
+enum class Packing : uint8_t {
+    None,    // rows as the file stores them
+    Rows16,  // 16 interleaved rows (see above)
+};
+
+struct WeightMatrix;
+
+// Rows per group of a packing (1 for None).
+int64_t packing_rows(Packing p);
+
+// The packing that the kernels of `isa` multiply fastest for type t (None
+// where packing does not pay or no packed kernel exists).
+Packing preferred_packing(ElementType t, cpu::Isa isa);
+
+// Whether matmul can read type t in packing p (on some ISA; the scalar
+// reference reads every packing it accepts).
+bool supports_packing(ElementType t, Packing p);
+
+// Bytes of one group of packing_rows(p) rows of k values.
+size_t packed_group_bytes(ElementType t, int64_t k, Packing p);
+
+// Bytes of the packed form of a rows x k matrix.
+size_t packed_bytes(ElementType t, int64_t rows, int64_t k, Packing p);
+
+// Writes the packed form of `w` (plain rows, w.packing == None) to `out`
+// (packed_bytes(...) bytes; 64-byte alignment recommended). Throws
+// cria::Error when the type cannot be packed so.
+void pack_weights(const WeightMatrix& w, Packing p, void* out);
+
+}  // namespace cria::matmul

@@ -1,0 +1,73 @@
+// Scalar reference for packed weights: each row's blocks are gathered back
+// out of the packing into the file's block form, then multiplied exactly as
+// the scalar reference multiplies plain rows (same integers, same float
+// order), so a packed product equals the plain scalar one bit for bit. The
+// SIMD packed kernels are tested against this.
+
+#include <cstring>
+#include <type_traits>
+
+#include "cria/core/float16.h"
+#include "cria/quant/blocks.h"
+#include "matmul/kernels.h"
+#include "matmul/scales.h"
+
+namespace cria::matmul::detail {
+
+using namespace cria::quant;
+
+namespace {
+
+constexpr int kGroupRows = 16;
+
+// Block b of row r of a Rows16 group, in the file's form.
+template <typename Block>
+Block gather_rows16_block(const uint8_t* group, int64_t nb, int r, int64_t b) {
+    constexpr size_t qb = sizeof(Block::qs);
+    const uint8_t flip = std::is_same_v<Block, block_q8_0> ? 0x80 : 0x00;
+    const uint8_t* quants = group + static_cast<size_t>(b) * kGroupRows * qb;
+    const uint8_t* scales = group + static_cast<size_t>(nb) * kGroupRows * qb;
+    Block block;
+    std::memcpy(&block.d, scales + (static_cast<size_t>(b) * kGroupRows + static_cast<size_t>(r)) * 2, 2);
+    auto* qs = reinterpret_cast<uint8_t*>(block.qs);
+    for (size_t j = 0; j < qb / 4; ++j)
+        for (size_t i = 0; i < 4; ++i) qs[4 * j + i] = static_cast<uint8_t>(quants[j * 64 + static_cast<size_t>(r) * 4 + i] ^ flip);
+    return block;
+}
+
+template <typename Block, void (*Decode)(const Block&, int8_t*)>
+void rows16_tile(const Tile& t) {
+    const int64_t nb = t.k / 32;
+    for (int c = 0; c < t.n_cols; ++c) {
+        const uint8_t* act = t.a + static_cast<size_t>(c) * t.a_stride;
+        const auto* aq = reinterpret_cast<const int8_t*>(act);
+        const auto* ad = reinterpret_cast<const float*>(act + q8_0_planar_scale_offset(t.k));
+        for (int r = 0; r < t.n_rows; ++r) {
+            float sum = 0;
+            for (int64_t b = 0; b < nb; ++b) {
+                const Block block = gather_rows16_block<Block>(t.w, nb, r, b);
+                int8_t q[32];
+                Decode(block, q);
+                int isum = 0;
+                for (int j = 0; j < 32; ++j) isum += q[j] * aq[b * 32 + j];
+                sum += static_cast<float>(isum) * (f16_to_f32(block.d) * ad[b]);
+            }
+            t.y[static_cast<size_t>(c) * t.y_stride + static_cast<size_t>(r)] = sum;
+        }
+    }
+}
+
+}  // namespace
+
+TypeKernel packed_scalar_kernel(ElementType t, Packing p) {
+    if (p != Packing::Rows16) return {};
+    switch (t) {
+        case ElementType::Q4_0: return {rows16_tile<block_q4_0, decode_q4_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::IQ4_NL:
+            return {rows16_tile<block_iq4_nl, decode_iq4_nl>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::Q8_0: return {rows16_tile<block_q8_0, decode_q8_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
+        default: return {};
+    }
+}
+
+}  // namespace cria::matmul::detail

@@ -1,0 +1,100 @@
+// Weight packing (see cria/matmul/packing.h): which layouts exist, their
+// sizes, and the transposition from the file's rows.
+
+#include "cria/matmul/packing.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "cria/core/error.h"
+#include "cria/matmul/matmul.h"
+#include "cria/quant/blocks.h"
+
+namespace cria::matmul {
+
+namespace {
+
+constexpr int64_t kGroupRows = 16;
+
+// Quant bytes per row and block in Rows16 (0: the type has no Rows16 form).
+size_t rows16_quant_bytes(ElementType t) {
+    switch (t) {
+        case ElementType::Q4_0:
+        case ElementType::IQ4_NL: return 16;
+        case ElementType::Q8_0: return 32;
+        default: return 0;
+    }
+}
+
+// The block's f16 scale and quant bytes, at the same place in all three types.
+static_assert(offsetof(quant::block_q4_0, d) == 0 && offsetof(quant::block_q4_0, qs) == 2);
+static_assert(offsetof(quant::block_iq4_nl, d) == 0 && offsetof(quant::block_iq4_nl, qs) == 2);
+static_assert(offsetof(quant::block_q8_0, d) == 0 && offsetof(quant::block_q8_0, qs) == 2);
+
+}  // namespace
+
+int64_t packing_rows(Packing p) { return p == Packing::Rows16 ? kGroupRows : 1; }
+
+Packing preferred_packing(ElementType t, cpu::Isa isa) {
+    // Only the VNNI kernels read Rows16 faster than rows; the scalar
+    // reference reads it too, but slower than it reads rows.
+    if (isa >= cpu::Isa::Avx512Vnni && rows16_quant_bytes(t) != 0) return Packing::Rows16;
+    return Packing::None;
+}
+
+bool supports_packing(ElementType t, Packing p) {
+    return p == Packing::None || (p == Packing::Rows16 && rows16_quant_bytes(t) != 0);
+}
+
+size_t packed_group_bytes(ElementType t, int64_t k, Packing p) {
+    if (p == Packing::None) return row_size_bytes(t, static_cast<uint64_t>(k)).value_or(0);
+    const size_t qb = rows16_quant_bytes(t);
+    if (qb == 0 || k <= 0 || k % 32 != 0) return 0;
+    return static_cast<size_t>(k / 32) * kGroupRows * (qb + sizeof(uint16_t));
+}
+
+size_t packed_bytes(ElementType t, int64_t rows, int64_t k, Packing p) {
+    const int64_t group = packing_rows(p);
+    return static_cast<size_t>((rows + group - 1) / group) * packed_group_bytes(t, k, p);
+}
+
+void pack_weights(const WeightMatrix& w, Packing p, void* out) {
+    const auto fail = [](const std::string& why) { throw Error("pack_weights: " + why); };
+    if (w.packing != Packing::None) fail("the source matrix is already packed");
+    if (!supports_packing(w.type, p) || p == Packing::None)
+        fail(std::string("no packed layout for ") + std::string(element_type_name(w.type)));
+    if (w.rows <= 0 || w.k <= 0 || w.k % 32 != 0) fail("rows must be whole 32-value blocks");
+    const auto row_bytes = row_size_bytes(w.type, static_cast<uint64_t>(w.k));
+    if (!row_bytes || (w.rows > 1 && w.row_stride < *row_bytes)) fail("row stride is smaller than a row");
+
+    const size_t qb = rows16_quant_bytes(w.type);
+    const size_t block_bytes = sizeof(uint16_t) + qb;  // the file's block: f16 scale, quants
+    const int64_t nb = w.k / 32;
+    const size_t group_bytes = packed_group_bytes(w.type, w.k, p);
+    const size_t quant_plane = static_cast<size_t>(nb) * kGroupRows * qb;
+    // Q8_0's signed quants become unsigned (+ 128) for vpdpbusd.
+    const uint8_t flip = w.type == ElementType::Q8_0 ? 0x80 : 0x00;
+    const auto* src = static_cast<const uint8_t*>(w.data);
+    auto* dst = static_cast<uint8_t*>(out);
+    const int64_t groups = (w.rows + kGroupRows - 1) / kGroupRows;
+    for (int64_t g = 0; g < groups; ++g) {
+        uint8_t* quants = dst + static_cast<size_t>(g) * group_bytes;
+        uint8_t* scales = quants + quant_plane;
+        std::memset(quants, 0, group_bytes);  // padding rows: zero scales and quants
+        const int64_t rows = std::min(kGroupRows, w.rows - g * kGroupRows);
+        for (int64_t r = 0; r < rows; ++r) {
+            const uint8_t* row = src + static_cast<size_t>(g * kGroupRows + r) * w.row_stride;
+            for (int64_t b = 0; b < nb; ++b) {
+                const uint8_t* block = row + static_cast<size_t>(b) * block_bytes;
+                std::memcpy(scales + (static_cast<size_t>(b) * kGroupRows + static_cast<size_t>(r)) * 2, block, 2);
+                uint8_t* q = quants + static_cast<size_t>(b) * kGroupRows * qb;
+                for (size_t j = 0; j < qb / 4; ++j)
+                    for (size_t i = 0; i < 4; ++i)
+                        q[j * 64 + static_cast<size_t>(r) * 4 + i] = static_cast<uint8_t>(block[2 + 4 * j + i] ^ flip);
+            }
+        }
+    }
+}
+
+}  // namespace cria::matmul

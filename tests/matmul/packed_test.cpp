@@ -1,0 +1,182 @@
+// Packed weights (cria/matmul/packing.h): the packed scalar reference equals
+// the plain scalar reference bit for bit (it multiplies the same blocks in the
+// same order), and every SIMD level's packed kernel stays within the bound of
+// matmul_test.cpp (1e-5 * sum |w x|: same integer block sums, only the float
+// accumulation differs) on random data of awkward sizes, including a last
+// group that is not full. NaN never passes (checks are `diff <= bound`).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cria/core/error.h"
+#include "cria/cpu/features.h"
+#include "cria/cpu/thread_pool.h"
+#include "cria/matmul/matmul.h"
+#include "cria/matmul/packing.h"
+#include "cria/quant/quantize.h"
+#include "random_data.h"
+
+namespace {
+
+using cria::ElementType;
+using cria::cpu::Isa;
+namespace mm = cria::matmul;
+using namespace cria::matmul::test;
+
+const ElementType kPackable[] = {ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q8_0};
+
+struct PackedProblem {
+    ElementType type;
+    int64_t rows, k, n;
+    size_t w_stride;
+    int64_t x_stride, y_stride;
+    std::vector<uint8_t> w, packed;
+    std::vector<float> x;
+
+    PackedProblem(ElementType t, int64_t rows_, int64_t k_, int64_t n_, uint32_t seed)
+        : type(t), rows(rows_), k(k_), n(n_), w_stride(row_bytes(t, k_) + 8), x_stride(k_ + 3), y_stride(rows_ + 5),
+          w(random_weights(t, rows_, k_, w_stride, seed)),
+          packed(mm::packed_bytes(t, rows_, k_, mm::Packing::Rows16)),
+          x(random_activations(n_, x_stride, seed + 1)) {
+        mm::pack_weights(plain_matrix(), mm::Packing::Rows16, packed.data());
+    }
+    mm::WeightMatrix plain_matrix() const { return {type, w.data(), rows, k, w_stride}; }
+    mm::WeightMatrix packed_matrix() const { return {type, packed.data(), rows, k, 0, mm::Packing::Rows16}; }
+
+    std::vector<float> run(const mm::WeightMatrix& m, Isa isa, cria::cpu::ThreadPool* pool = nullptr, int64_t r0 = 0,
+                           int64_t r1 = -1) const {
+        std::vector<float> y(static_cast<size_t>(n * y_stride), -12345.0f);
+        mm::MatmulArgs a;
+        a.w = m;
+        a.x = x.data();
+        a.n = n;
+        a.x_stride = x_stride;
+        a.y = y.data();
+        a.y_stride = y_stride;
+        a.r0 = r0;
+        a.r1 = r1 < 0 ? rows : r1;
+        mm::matmul(a, isa, pool);
+        return y;
+    }
+    // sum_i |w_i x_i| of row r and column c, in double.
+    double magnitude(int64_t r, int64_t c) const {
+        std::vector<float> f(static_cast<size_t>(k));
+        cria::quant::dequantize_row(type, w.data() + static_cast<size_t>(r) * w_stride, f.data(), k);
+        double s = 0;
+        for (int64_t i = 0; i < k; ++i) s += std::fabs(static_cast<double>(f[i]) * x[c * x_stride + i]);
+        return s;
+    }
+    std::string describe(Isa isa, int64_t r, int64_t c) const {
+        return std::string(cria::element_type_name(type)) + " " + std::string(cria::cpu::isa_name(isa)) +
+               " rows=" + std::to_string(rows) + " k=" + std::to_string(k) + " n=" + std::to_string(n) + " at row " +
+               std::to_string(r) + " col " + std::to_string(c);
+    }
+};
+
+struct Shape { int64_t rows, k, n; };
+// Rows around the group size (1, 7, 15, 16, 17, 31, 33, 257), short and long
+// rows, matrix x vector and small batches.
+const Shape kShapes[] = {{1, 32, 1},  {7, 64, 2},  {15, 96, 3}, {16, 256, 1}, {17, 32, 5},
+                         {31, 512, 4}, {33, 160, 7}, {257, 64, 16}, {33, 4096, 1}, {16, 4096, 3}};
+
+class PackedTypes : public ::testing::TestWithParam<ElementType> {};
+
+TEST_P(PackedTypes, ScalarPackedEqualsScalarPlain) {
+    uint32_t seed = 100;
+    for (const Shape& s : kShapes) {
+        const PackedProblem p(GetParam(), s.rows, s.k, s.n, seed++);
+        const std::vector<float> plain = p.run(p.plain_matrix(), Isa::Scalar);
+        const std::vector<float> packed = p.run(p.packed_matrix(), Isa::Scalar);
+        for (int64_t c = 0; c < p.n; ++c)
+            for (int64_t r = 0; r < p.y_stride; ++r) {
+                // Bit-identical, and the rows past the matrix are left alone.
+                const size_t i = static_cast<size_t>(c * p.y_stride + r);
+                ASSERT_EQ(packed[i], plain[i]) << p.describe(Isa::Scalar, r, c);
+            }
+    }
+}
+
+TEST_P(PackedTypes, EveryLevelMatchesScalarReference) {
+    uint32_t seed = 200;
+    for (const Shape& s : kShapes) {
+        const PackedProblem p(GetParam(), s.rows, s.k, s.n, seed++);
+        const std::vector<float> ref = p.run(p.plain_matrix(), Isa::Scalar);
+        for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Amx}) {
+            if (!cria::cpu::isa_supported(isa)) continue;
+            const std::vector<float> got = p.run(p.packed_matrix(), isa);
+            for (int64_t c = 0; c < p.n; ++c) {
+                for (int64_t r = 0; r < p.rows; ++r) {
+                    const size_t i = static_cast<size_t>(c * p.y_stride + r);
+                    const double bound = 1e-5 * p.magnitude(r, c) + 1e-6;
+                    const double diff = std::fabs(static_cast<double>(got[i]) - ref[i]);
+                    ASSERT_TRUE(diff <= bound) << p.describe(isa, r, c) << ": " << got[i] << " vs " << ref[i];
+                }
+                for (int64_t r = p.rows; r < p.y_stride; ++r)  // padding rows are never written
+                    ASSERT_EQ(got[static_cast<size_t>(c * p.y_stride + r)], -12345.0f) << p.describe(isa, r, c);
+            }
+        }
+    }
+}
+
+TEST_P(PackedTypes, ThreadsGiveIdenticalBits) {
+    cria::cpu::ThreadPool pool(2);
+    const PackedProblem p(GetParam(), 257, 256, 3, 7);
+    const std::vector<float> one = p.run(p.packed_matrix(), cria::cpu::best_isa());
+    const std::vector<float> two = p.run(p.packed_matrix(), cria::cpu::best_isa(), &pool);
+    ASSERT_EQ(one.size(), two.size());
+    for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], two[i]) << i;
+}
+
+TEST_P(PackedTypes, RowRangeFromAGroupWritesOnlyThoseRows) {
+    const PackedProblem p(GetParam(), 57, 64, 2, 11);
+    const std::vector<float> all = p.run(p.packed_matrix(), cria::cpu::best_isa());
+    const std::vector<float> part = p.run(p.packed_matrix(), cria::cpu::best_isa(), nullptr, 16, 41);
+    for (int64_t c = 0; c < p.n; ++c)
+        for (int64_t r = 0; r < p.y_stride; ++r) {
+            const size_t i = static_cast<size_t>(c * p.y_stride + r);
+            if (r >= 16 && r < 41)
+                ASSERT_EQ(part[i], all[i]) << r;
+            else
+                ASSERT_EQ(part[i], -12345.0f) << r;
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, PackedTypes, ::testing::ValuesIn(kPackable),
+                         [](const auto& info) { return std::string(cria::element_type_name(info.param)); });
+
+TEST(Packing, SizesAndChoices) {
+    // A group holds exactly 16 rows' bytes of the file's layout.
+    EXPECT_EQ(mm::packed_group_bytes(ElementType::Q4_0, 2048, mm::Packing::Rows16), 16u * 1152u);
+    EXPECT_EQ(mm::packed_group_bytes(ElementType::Q8_0, 2048, mm::Packing::Rows16), 16u * 2176u);
+    EXPECT_EQ(mm::packed_bytes(ElementType::Q4_0, 17, 64, mm::Packing::Rows16), 2u * 16u * 36u);
+    EXPECT_EQ(mm::packing_rows(mm::Packing::Rows16), 16);
+    EXPECT_TRUE(mm::supports_packing(ElementType::IQ4_NL, mm::Packing::Rows16));
+    EXPECT_FALSE(mm::supports_packing(ElementType::Q4_K, mm::Packing::Rows16));
+    EXPECT_EQ(mm::preferred_packing(ElementType::Q4_0, Isa::Avx2), mm::Packing::None);
+    EXPECT_EQ(mm::preferred_packing(ElementType::Q4_0, Isa::Avx512Vnni), mm::Packing::Rows16);
+    EXPECT_EQ(mm::preferred_packing(ElementType::F16, Isa::Avx512Vnni), mm::Packing::None);
+}
+
+TEST(Packing, BadUsesThrow) {
+    const PackedProblem p(ElementType::Q4_0, 40, 64, 1, 3);
+    std::vector<uint8_t> out(4096);
+    mm::WeightMatrix f16{ElementType::F16, p.w.data(), 4, 64, 128};
+    EXPECT_THROW(mm::pack_weights(f16, mm::Packing::Rows16, out.data()), cria::Error);
+    EXPECT_THROW(mm::pack_weights(p.packed_matrix(), mm::Packing::Rows16, out.data()), cria::Error);
+    // A packed product must start at a group.
+    EXPECT_THROW(p.run(p.packed_matrix(), Isa::Scalar, nullptr, 8, 40), cria::Error);
+    mm::WeightMatrix q4k{ElementType::Q4_K, p.w.data(), 4, 256, 144, mm::Packing::Rows16};
+    mm::MatmulArgs a;
+    a.w = q4k;
+    std::vector<float> x(256), y(4);
+    a.x = x.data();
+    a.y = y.data();
+    a.r1 = 4;
+    EXPECT_THROW(mm::validate(a), cria::Error);
+}
+
+}  // namespace
