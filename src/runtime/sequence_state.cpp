@@ -11,6 +11,7 @@
 // The reader checks the header before it reads further, bounds every count by
 // what this context can hold (so a hostile file cannot make it allocate
 // much), and changes the cache only once the whole file has been verified.
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -153,7 +154,7 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     return n_saved;
 }
 
-std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& path) {
+std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions) {
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
@@ -199,8 +200,11 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
         throw Error("the sequence file was saved with other cache types than this context's " +
                     std::string(element_type_name(params_.type_k)) + "/" + std::string(element_type_name(params_.type_v)));
 
+    const uint32_t limit = max_positions > 0 ? std::min(max_positions, params_.n_ctx) : params_.n_ctx;
     const auto n_tokens = r.value<uint32_t>();
-    if (n_tokens > params_.n_ctx) throw Error("the sequence file holds more tokens than the context");
+    if (n_tokens > limit)
+        throw Error("the sequence file holds " + std::to_string(n_tokens) + " tokens, more than the " +
+                    std::to_string(limit) + " positions a sequence may hold here");
     std::vector<TokenId> tokens(n_tokens);
     r.bytes(tokens.data(), tokens.size() * sizeof(TokenId));
     for (TokenId t : tokens)
@@ -223,6 +227,8 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
         for (uint32_t c = 0; c < n_cells; ++c)
             if (cells.positions[c] < 0 || (c > 0 && cells.positions[c] <= cells.positions[c - 1]))
                 throw Error("the sequence file is corrupt (positions out of order)");
+        if (max_positions > 0 && n_cells > 0 && static_cast<uint32_t>(cells.positions.back()) >= max_positions)
+            throw Error("the sequence file has positions beyond the " + std::to_string(max_positions) + " allowed here");
         cells.k.resize(n_layer);
         cells.v.resize(n_layer);
         for (uint32_t l = 0; l < n_layer; ++l) {

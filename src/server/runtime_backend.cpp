@@ -58,6 +58,24 @@ void RuntimeBackend::decode(std::span<const BatchToken> batch, std::vector<float
 
 void RuntimeBackend::seq_keep_prefix(int32_t seq, int32_t keep) { ctx_->memory_seq_rm(seq, keep, -1); }
 
+size_t RuntimeBackend::save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path) {
+    const size_t n = ctx_->save_sequence(seq, tokens, path);
+    if (n != tokens.size()) throw Error("the slot's cache does not hold its tokens");
+    return n;
+}
+
+std::vector<TokenId> RuntimeBackend::restore_sequence(int32_t seq, const std::string& path) {
+    auto tokens = ctx_->restore_sequence(seq, path, static_cast<uint32_t>(n_ctx_per_seq_ - 1));
+    // A slot's tokens sit at positions 0..n-1. Only a hand-made file with a
+    // valid checksum can break that, and then the slot is emptied.
+    const auto n = static_cast<int32_t>(tokens.size());
+    if (ctx_->memory_seq_pos_min(seq) != (n > 0 ? 0 : -1) || ctx_->memory_seq_pos_max(seq) != n - 1) {
+        ctx_->memory_seq_rm(seq, -1, -1);
+        throw Error("the slot file's cells are not its tokens' positions 0.." + std::to_string(n - 1));
+    }
+    return tokens;
+}
+
 std::vector<float> RuntimeBackend::embed(std::span<const TokenId> tokens) {
     std::lock_guard lock(embed_mutex_);
     const auto n_train = static_cast<int32_t>(model_->hparams().n_ctx_train);

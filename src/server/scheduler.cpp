@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <future>
 #include <numeric>
 
@@ -546,66 +544,29 @@ void Scheduler::run_on_loop(const std::function<void()>& task) {
     future.get();
 }
 
-namespace {
-
-constexpr char kSlotMagic[8] = {'C', 'R', 'I', 'A', 'S', 'L', 'O', 'T'};
-constexpr uint32_t kSlotVersion = 1;
-
-}  // namespace
-
 size_t Scheduler::save_slot(int32_t id, const std::string& path) {
     if (id < 0 || id >= options_.n_slots) throw Error("slot id " + std::to_string(id) + " does not exist");
     size_t n = 0;
     run_on_loop([&] {
         Slot& slot = *slots_[static_cast<size_t>(id)];
         if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        if (!out) throw Error("cannot write the slot file");
-        const auto count = static_cast<uint32_t>(slot.cache.size());
-        out.write(kSlotMagic, sizeof kSlotMagic);
-        out.write(reinterpret_cast<const char*>(&kSlotVersion), sizeof kSlotVersion);
-        out.write(reinterpret_cast<const char*>(&count), sizeof count);
-        out.write(reinterpret_cast<const char*>(slot.cache.data()),
-                  static_cast<std::streamsize>(slot.cache.size() * sizeof(TokenId)));
-        if (!out) throw Error("writing the slot file failed");
-        n = slot.cache.size();
+        n = backend_.save_sequence(id, slot.cache, path);
     });
     return n;
 }
 
 size_t Scheduler::restore_slot(int32_t id, const std::string& path) {
     if (id < 0 || id >= options_.n_slots) throw Error("slot id " + std::to_string(id) + " does not exist");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("the slot file does not exist");
-    char magic[8] = {};
-    uint32_t version = 0, count = 0;
-    in.read(magic, sizeof magic);
-    in.read(reinterpret_cast<char*>(&version), sizeof version);
-    in.read(reinterpret_cast<char*>(&count), sizeof count);
-    if (!in || std::memcmp(magic, kSlotMagic, sizeof magic) != 0 || version != kSlotVersion)
-        throw Error("not a cria slot file");
-    if (static_cast<int64_t>(count) >= backend_.n_ctx_per_seq()) throw Error("the slot file holds more tokens than the context");
-    std::vector<TokenId> tokens(count);
-    in.read(reinterpret_cast<char*>(tokens.data()), static_cast<std::streamsize>(count * sizeof(TokenId)));
-    if (!in) throw Error("the slot file is truncated");
-    for (TokenId t : tokens)
-        if (t < 0 || t >= backend_.n_vocab()) throw Error("the slot file holds an invalid token id");
+    size_t n = 0;
     run_on_loop([&] {
         Slot& slot = *slots_[static_cast<size_t>(id)];
         if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
-        backend_.seq_keep_prefix(id, 0);
-        slot.cache.clear();
-        std::vector<BatchToken> batch;
-        std::vector<float> unused;
-        for (size_t i = 0; i < tokens.size();) {
-            batch.clear();
-            for (; i < tokens.size() && static_cast<int32_t>(batch.size()) < options_.n_batch; ++i)
-                batch.push_back({tokens[i], static_cast<int32_t>(i), id, false});
-            backend_.decode(batch, unused);
-            for (const auto& b : batch) slot.cache.push_back(b.token);
-        }
+        // The backend loads the cells themselves: nothing is evaluated, and a
+        // refused file leaves the slot as it was.
+        slot.cache = backend_.restore_sequence(id, path);
+        n = slot.cache.size();
     });
-    return tokens.size();
+    return n;
 }
 
 void Scheduler::erase_slot(int32_t id) {

@@ -330,6 +330,17 @@ TEST_F(HttpServer, SlotsSaveRestoreEraseAndRejectTraversal) {
     ASSERT_EQ(restore->status, 200) << restore->body;
     EXPECT_EQ(json::parse(restore->body)["n_restored"], json::parse(save->body)["n_saved"]);
     EXPECT_EQ(post("/slots/1?action=restore", R"({"filename":"missing.bin"})")->status, 404);
+    // A damaged file is a clear 400 and leaves the slot as it was.
+    auto n_cached = [&](int id) { return json::parse(client().Get("/slots")->body)[id]["n_cached"].get<int>(); };
+    const int held = n_cached(1);
+    EXPECT_EQ(held, json::parse(save->body)["n_saved"].get<int>());
+    std::filesystem::resize_file(*slot_dir_ / "s0.bin", std::filesystem::file_size(*slot_dir_ / "s0.bin") - 5);
+    auto damaged = post("/slots/1?action=restore", R"({"filename":"s0.bin"})");
+    ASSERT_TRUE(damaged);
+    EXPECT_EQ(damaged->status, 400);
+    EXPECT_NE(json::parse(damaged->body)["error"]["message"].get<std::string>().find("truncated"), std::string::npos)
+        << damaged->body;
+    EXPECT_EQ(n_cached(1), held);
     EXPECT_EQ(post("/slots/0?action=erase", "")->status, 200);
     EXPECT_EQ(post("/slots/9?action=erase", "")->status, 400);
     EXPECT_EQ(post("/slots/0?action=dance", "{}")->status, 400);

@@ -3,6 +3,9 @@
 // limits, cancellation and the queue bound.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "cria/core/error.h"
@@ -215,20 +218,129 @@ TEST(Scheduler, LazyGrammarWaitsForItsTrigger) {
     EXPECT_THROW(s.submit(no_trigger), cria::Error);
 }
 
-TEST(Scheduler, SlotSaveRestoreRoundTrip) {
+// Counts the tokens the scheduler evaluates (restoring a slot must evaluate none).
+class CountingBackend final : public Backend {
+public:
+    explicit CountingBackend(Backend& inner) : inner_(inner) {}
+    const cria::vocab::Vocab& vocab() const override { return inner_.vocab(); }
+    int32_t n_vocab() const override { return inner_.n_vocab(); }
+    int32_t n_ctx_per_seq() const override { return inner_.n_ctx_per_seq(); }
+    int32_t max_batch() const override { return inner_.max_batch(); }
+    std::string model_name() const override { return inner_.model_name(); }
+    std::string chat_template() const override { return inner_.chat_template(); }
+    void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override {
+        evaluated += batch.size();
+        inner_.decode(batch, logits);
+    }
+    void seq_keep_prefix(int32_t seq, int32_t keep) override { inner_.seq_keep_prefix(seq, keep); }
+    size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path) override {
+        return inner_.save_sequence(seq, tokens, path);
+    }
+    std::vector<TokenId> restore_sequence(int32_t seq, const std::string& path) override {
+        return inner_.restore_sequence(seq, path);
+    }
+    std::vector<float> embed(std::span<const TokenId> tokens) override { return inner_.embed(tokens); }
+
+    std::atomic<size_t> evaluated{0};
+
+private:
+    Backend& inner_;
+};
+
+std::vector<TokenId> ids(const Result& r) {
+    std::vector<TokenId> out;
+    for (const auto& lp : r.logprobs) out.push_back(lp.id);
+    return out;
+}
+
+TEST(Scheduler, RestoredSlotContinuesAsIfUninterrupted) {
+    constexpr int kTotal = 30, kFirst = 10;
+    std::vector<TokenId> expected;
+    {
+        RuntimeBackend backend(model(), params(1));
+        Scheduler s(backend, {.n_slots = 1});
+        auto g = greedy(backend.vocab(), kPrompts[1], kTotal);
+        g.top_logprobs = 0;  // for the token ids
+        expected = ids(wait(s.submit(g)));
+        ASSERT_EQ(expected.size(), static_cast<size_t>(kTotal));
+    }
+    RuntimeBackend runtime(model(), params(2));
+    CountingBackend backend(runtime);
+    Scheduler s(backend, {.n_slots = 2});
+    auto g = greedy(backend.vocab(), kPrompts[1], kFirst);
+    g.top_logprobs = 0;
+    const Result first = wait(s.submit(g));
+    ASSERT_EQ(ids(first), std::vector<TokenId>(expected.begin(), expected.begin() + kFirst));
+    const int32_t slot = first.done.slot;
+    const auto file = (cria::test::temp_dir() / "slot-continue.bin").string();
+    // The last sampled token is never decoded, so the slot holds one token less.
+    EXPECT_EQ(s.save_slot(slot, file), g.prompt.size() + kFirst - 1);
+    s.erase_slot(slot);
+    EXPECT_EQ(s.slots()[static_cast<size_t>(slot)].n_cached, 0);
+    // Another text takes the freed cells, so nothing of the saved one is left in the cache.
+    wait(s.submit(greedy(backend.vocab(), "The big dog ran to the park and played with a red ball all day", 12)));
+
+    const int32_t other = 1 - slot;
+    const size_t evaluated = backend.evaluated.load();
+    EXPECT_EQ(s.restore_slot(other, file), g.prompt.size() + kFirst - 1);
+    EXPECT_EQ(backend.evaluated.load(), evaluated);  // no forward pass
+    EXPECT_EQ(s.slots()[static_cast<size_t>(other)].n_cached, static_cast<int32_t>(g.prompt.size()) + kFirst - 1);
+
+    // The conversation goes on in the restored slot: only the newest token is evaluated.
+    auto next = greedy(backend.vocab(), kPrompts[1], kTotal - kFirst);
+    next.prompt.insert(next.prompt.end(), expected.begin(), expected.begin() + kFirst);
+    next.top_logprobs = 0;
+    const Result rest = wait(s.submit(next));
+    EXPECT_EQ(rest.done.slot, other);
+    EXPECT_EQ(rest.done.n_cached, rest.done.n_prompt - 1);
+    EXPECT_EQ(ids(rest), std::vector<TokenId>(expected.begin() + kFirst, expected.end()));
+}
+
+TEST(Scheduler, RefusedSlotFilesLeaveTheSlotAsItWas) {
     RuntimeBackend backend(model(), params(2));
     Scheduler s(backend, {.n_slots = 2});
-    const auto prompt = greedy(backend.vocab(), kPrompts[1], 4);
-    wait(s.submit(prompt));
-    const auto file = (cria::test::temp_dir() / "slot0.bin").string();
-    const size_t n = s.save_slot(0, file);
-    EXPECT_EQ(n, prompt.prompt.size() + 3);  // the last sampled token is never decoded
-    s.erase_slot(0);
-    EXPECT_EQ(s.slots()[0].n_cached, 0);
-    EXPECT_EQ(s.restore_slot(1, file), n);
-    // The restored slot serves the same prompt from its cache.
-    Result again = wait(s.submit(prompt));
+    const Result r = wait(s.submit(greedy(backend.vocab(), kPrompts[0], 4)));
+    const auto dir = cria::test::temp_dir();
+    const auto file = (dir / "slot-good.bin").string();
+    const size_t n = s.save_slot(r.done.slot, file);
+    const auto held = s.slots()[static_cast<size_t>(r.done.slot)].n_cached;
+    ASSERT_EQ(held, static_cast<int32_t>(n));
+    std::string bytes;
+    {
+        std::ifstream in(file, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    auto write = [&](const std::string& name, const std::string& data) {
+        const auto p = (dir / name).string();
+        std::ofstream(p, std::ios::binary | std::ios::trunc).write(data.data(), static_cast<std::streamsize>(data.size()));
+        return p;
+    };
+    std::string flipped = bytes;
+    flipped[flipped.size() / 2] ^= 0x01;
+    // A file saved by a server on another model.
+    const auto foreign = (dir / "slot-foreign.bin").string();
+    {
+        RuntimeBackend other(cria::test::model_path("austen-1m/austen-1m-f32.gguf").string(), params(1));
+        Scheduler o(other, {.n_slots = 1});
+        wait(o.submit(greedy(other.vocab(), "It is a truth", 2)));
+        o.save_slot(0, foreign);
+    }
+    for (const auto& [path, why] : {std::pair{write("slot-truncated.bin", bytes.substr(0, bytes.size() - 9)), "truncated"},
+                                    std::pair{write("slot-corrupt.bin", flipped), "corrupt"},
+                                    std::pair{foreign, "another model"},
+                                    std::pair{write("slot-text.bin", "hello, this is not a slot file"), "not a cria"}}) {
+        try {
+            s.restore_slot(r.done.slot, path);
+            ADD_FAILURE() << why << ": accepted";
+        } catch (const cria::Error& e) {
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(s.slots()[static_cast<size_t>(r.done.slot)].n_cached, held) << why;
+    }
+    // The slot still serves its prompt from the cache.
+    const Result again = wait(s.submit(greedy(backend.vocab(), kPrompts[0], 4)));
     EXPECT_EQ(again.done.n_cached, again.done.n_prompt - 1);
+    EXPECT_EQ(again.text, r.text);
     EXPECT_THROW(s.restore_slot(0, file + ".missing"), cria::Error);
     EXPECT_THROW(s.save_slot(7, file), cria::Error);
 }

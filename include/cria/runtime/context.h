@@ -89,8 +89,9 @@ public:
     // forward pass; returns the saved tokens. Throws cria::Error, leaving the
     // cache unchanged, when the file is not one, has another version, comes
     // from another model or cache type, is truncated or corrupt, or does not
-    // fit this context.
-    std::vector<TokenId> restore_sequence(SeqId seq, const std::string& path);
+    // fit this context. max_positions > 0 also refuses files with more
+    // tokens or a cell position beyond it (a per-sequence limit).
+    std::vector<TokenId> restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions = 0);
 
     const model::Model& model() const { return model_; }
     const ContextParams& params() const { return params_; }

@@ -46,6 +46,15 @@ public:
     // Forgets positions >= keep of a sequence (keep = 0 clears it).
     virtual void seq_keep_prefix(int32_t seq, int32_t keep) = 0;
 
+    // Slot files: a sequence's cached state with the tokens it holds
+    // (positions 0..n-1). save_sequence() returns the number of tokens
+    // saved; restore_sequence() replaces the sequence without evaluating
+    // anything and returns its tokens. Both throw cria::Error (the default:
+    // the backend keeps no state to save); a refused restore leaves the
+    // sequence as it was.
+    virtual size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path);
+    virtual std::vector<TokenId> restore_sequence(int32_t seq, const std::string& path);
+
     // Mean-pooled, L2-normalised embedding of a text's tokens. Backends that
     // cannot produce hidden states throw cria::Error.
     virtual std::vector<float> embed(std::span<const TokenId> tokens) = 0;

@@ -37,6 +37,9 @@ public:
 
     void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override;
     void seq_keep_prefix(int32_t seq, int32_t keep) override;
+    // The KV cells themselves (runtime::Context::save_sequence).
+    size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path) override;
+    std::vector<TokenId> restore_sequence(int32_t seq, const std::string& path) override;
     // Uses a second, small context with mean pooling, created on first use.
     std::vector<float> embed(std::span<const TokenId> tokens) override;
 

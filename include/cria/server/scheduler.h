@@ -145,8 +145,10 @@ public:
     Backend& backend() { return backend_; }
 
     // Slot persistence, run on the scheduler thread between steps. The file
-    // holds the slot's cached tokens; restoring evaluates them again.
-    // Throws cria::Error (busy slot, bad id, unreadable/invalid file).
+    // holds the slot's KV-cache cells and tokens (Backend::save_sequence);
+    // restoring loads them without evaluating anything. Throws cria::Error
+    // (busy slot, bad id, a file that is unreadable, truncated, corrupt or
+    // from another model: the slot is then left as it was).
     size_t save_slot(int32_t slot, const std::string& path);
     size_t restore_slot(int32_t slot, const std::string& path);
     void erase_slot(int32_t slot);

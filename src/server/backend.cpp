@@ -1,0 +1,15 @@
+#include "cria/server/backend.h"
+
+#include "cria/core/error.h"
+
+namespace cria::server {
+
+size_t Backend::save_sequence(int32_t, std::span<const TokenId>, const std::string&) {
+    throw Error("slot files need a backend with a KV cache (this one keeps no state to save)");
+}
+
+std::vector<TokenId> Backend::restore_sequence(int32_t, const std::string&) {
+    throw Error("slot files need a backend with a KV cache (this one keeps no state to restore)");
+}
+
+}  // namespace cria::server
