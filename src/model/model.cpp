@@ -1,6 +1,7 @@
 // Loading a model for the fast path: hyperparameters, then a view of every
-// weight matrix straight into the file's mapping (nothing is copied, so the
-// resident size stays that of the file), then dispatch to the architecture.
+// weight matrix straight into the file's mapping, then (by default) packed
+// copies of the matrices whose kernels read a packed layout faster; the
+// mapped pages of those are then no longer touched.
 
 #include "cria/model/model.h"
 
@@ -8,7 +9,13 @@
 #include <cctype>
 #include <cstdio>
 
+#include <sys/mman.h>
+
+#include <new>
+
 #include "cria/core/error.h"
+#include "cria/cpu/features.h"
+#include "cria/matmul/matmul.h"
 #include "cria/gguf/file.h"
 #include "cria/quant/quantize.h"
 #include "model/blocks.h"
@@ -52,6 +59,33 @@ private:
     }
     const gguf::File& file_;
 };
+
+// Memory for a packed matrix: 64-byte aligned; large ones on 2 MiB
+// boundaries and advised to use huge pages (fewer TLB misses while the
+// kernels stream them).
+std::shared_ptr<void> allocate_packed(size_t bytes) {
+    constexpr size_t kHuge = size_t{2} << 20;
+    const size_t align = bytes >= kHuge ? kHuge : 64;
+    const size_t rounded = (bytes + align - 1) / align * align;
+    void* p = ::operator new[](rounded, std::align_val_t{align});
+    if (align == kHuge) ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
+    return std::shared_ptr<void>(p, [align](void* q) { ::operator delete[](q, std::align_val_t{align}); });
+}
+
+// Replaces the view of a weight matrix by a packed copy when `isa`'s kernels
+// read one faster; returns the copy's memory (null when left as it is).
+std::shared_ptr<void> pack_matrix(ops::TensorView& v, cpu::Isa isa) {
+    if (!v.data || v.weight_packing != matmul::Packing::None || v.ne[2] != 1 || v.ne[3] != 1) return nullptr;
+    const matmul::Packing packing = matmul::preferred_packing(v.type, isa);
+    if (packing == matmul::Packing::None) return nullptr;
+    const size_t bytes = matmul::packed_bytes(v.type, v.ne[1], v.ne[0], packing);
+    if (bytes == 0) return nullptr;
+    std::shared_ptr<void> copy = allocate_packed(bytes);
+    matmul::pack_weights({v.type, v.data, v.ne[1], v.ne[0], v.nb[1]}, packing, copy.get());
+    v.data = copy.get();
+    v.weight_packing = packing;
+    return copy;
+}
 
 Weights load_weights(const gguf::File& file, const HParams& hp) {
     const WeightLoader w(file);
@@ -121,15 +155,29 @@ void Workspace::reserve(const HParams& hp, int64_t n) {
     capacity_ = n;
 }
 
-std::unique_ptr<Model> Model::load(const std::string& path, gguf::LoadMode mode) {
-    return from_file(std::shared_ptr<const gguf::File>(gguf::File::open(path, mode)));
+std::unique_ptr<Model> Model::load(const std::string& path, gguf::LoadMode mode, bool pack_weights) {
+    return from_file(std::shared_ptr<const gguf::File>(gguf::File::open(path, mode)), pack_weights);
 }
 
-std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file) {
+std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file, bool pack_weights) {
     std::unique_ptr<Model> m(new Model());
     m->file_ = std::move(file);
     m->hp_ = read_hparams(*m->file_);
     m->weights_ = load_weights(*m->file_, m->hp_);
+    if (pack_weights) {
+        const cpu::Isa isa = cpu::best_isa();
+        const auto pack = [&](ops::TensorView& v) {
+            if (std::shared_ptr<void> copy = pack_matrix(v, isa)) {
+                m->packed_bytes_ += matmul::packed_bytes(v.type, v.ne[1], v.ne[0], v.weight_packing);
+                m->packed_storage_.push_back(std::move(copy));
+            }
+        };
+        // token_embd stays as it is: get_rows reads its rows (a tied output
+        // matrix gets its own packed copy).
+        pack(m->weights_.output);
+        for (LayerWeights& lw : m->weights_.layers)
+            for (ops::TensorView* v : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.gate, &lw.up, &lw.down}) pack(*v);
+    }
     return m;
 }
 

@@ -20,6 +20,8 @@ inline void require(bool ok, const char* op, const std::string& what) {
 
 inline void require_data(const TensorView& t, const char* op, const char* name) {
     require(t.data != nullptr || t.n_elements() == 0, op, std::string(name) + " has no data");
+    require(t.weight_packing == matmul::Packing::None, op,
+            std::string(name) + " holds weights packed for matmul, which only matmul reads");
     require(t.rows_are_packed(), op, std::string(name) + " must have packed rows");
 }
 

@@ -9,7 +9,10 @@
 namespace cria::ops {
 
 void CpuOps::matmul(const TensorView& w, const TensorView& x, const TensorView& out) {
-    require_data(w, "matmul", "w");
+    if (w.weight_packing == matmul::Packing::None)
+        require_data(w, "matmul", "w");
+    else
+        require(w.data != nullptr, "matmul", "w has no data");
     require_f32(x, "matmul", "x");
     require_f32(out, "matmul", "out");
     require(w.ne[2] == 1 && w.ne[3] == 1, "matmul", "w must be 2-D, got " + shape_string(w));
@@ -19,7 +22,7 @@ void CpuOps::matmul(const TensorView& w, const TensorView& x, const TensorView& 
             "out " + shape_string(out) + " must be [" + std::to_string(w.ne[1]) + ", " + std::to_string(x.ne[1]) + "]");
     require(x.nb[1] % sizeof(float) == 0 && out.nb[1] % sizeof(float) == 0, "matmul", "row strides must be whole floats");
     matmul::MatmulArgs args;
-    args.w = matmul::WeightMatrix{w.type, w.data, w.ne[1], w.ne[0], w.nb[1]};
+    args.w = matmul::WeightMatrix{w.type, w.data, w.ne[1], w.ne[0], w.nb[1], w.weight_packing};
     args.x = reinterpret_cast<const float*>(x.data);
     args.n = x.ne[1];
     args.x_stride = static_cast<int64_t>(x.nb[1] / sizeof(float));

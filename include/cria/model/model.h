@@ -82,16 +82,21 @@ private:
 class Model {
 public:
     // Opens `path` with the given load mode and views every weight in place.
+    // With pack_weights, the weight matrices whose type the CPU's kernels
+    // multiply faster in a packed layout (matmul/packing.h) are copied into
+    // it once here (llama.cpp's "repack"); the rest stay views into the file.
     // Throws cria::Error for an unsupported or malformed model.
-    static std::unique_ptr<Model> load(const std::string& path, gguf::LoadMode mode = gguf::LoadMode::Auto);
+    static std::unique_ptr<Model> load(const std::string& path, gguf::LoadMode mode = gguf::LoadMode::Auto,
+                                       bool pack_weights = true);
     // Uses an already opened file (which must outlive the model).
-    static std::unique_ptr<Model> from_file(std::shared_ptr<const gguf::File> file);
+    static std::unique_ptr<Model> from_file(std::shared_ptr<const gguf::File> file, bool pack_weights = true);
 
     const HParams& hparams() const { return hp_; }
     const gguf::File& file() const { return *file_; }
     const Weights& weights() const { return weights_; }
     uint64_t n_params() const;
     uint64_t size_bytes() const;   // bytes of all tensors
+    uint64_t packed_bytes() const { return packed_bytes_; }  // bytes of weights copied into packed layouts
     std::string description() const;  // "llama 1B Q4_0"-like, as llama-bench's model column
 
     // Runs the transformer over one micro-batch. logits: n_vocab x n_outputs
@@ -107,6 +112,8 @@ private:
     std::shared_ptr<const gguf::File> file_;
     HParams hp_;
     Weights weights_;
+    std::vector<std::shared_ptr<void>> packed_storage_;  // the packed copies the views point into
+    uint64_t packed_bytes_ = 0;
 };
 
 }  // namespace cria::model

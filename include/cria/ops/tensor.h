@@ -12,6 +12,7 @@
 #include <initializer_list>
 
 #include "cria/core/element_type.h"
+#include "cria/matmul/packing.h"
 
 namespace cria::ops {
 
@@ -20,6 +21,10 @@ struct TensorView {
     std::array<int64_t, 4> ne{1, 1, 1, 1};  // sizes, innermost first
     std::array<size_t, 4> nb{0, 0, 0, 0};   // strides in bytes
     void* data = nullptr;
+    // Weights rearranged for the matmul kernels (matmul/packing.h) at load
+    // time. Such a view is only an operand of matmul: its rows are no longer
+    // addressable, so every other op refuses it.
+    matmul::Packing weight_packing = matmul::Packing::None;
 
     // A view of densely packed rows: shape {ne0, ne1, ...} (missing dims = 1).
     // Throws cria::Error for a type/ne0 that does not form whole blocks.

@@ -1,0 +1,102 @@
+// Weight packing at load time (Model::load(..., pack_weights)): a model whose
+// matrices were copied into the kernels' packed layout computes what the same
+// model computes from the file's rows. Each product differs only in the float
+// order of its block sums (~1e-7, see tests/matmul/packed_test.cpp), but the
+// next layer quantises its activations to 8 bits, and a value that sits on a
+// rounding boundary can then round the other way: one quant step, which the
+// layers after it carry on. So logits are compared with a bound of 5% of the
+// largest logit (a wrongly wired packing is off by about 100%), and top-1
+// where the margin is clearly above that. The embedding (read by get_rows)
+// stays unpacked and a tied output matrix gets a packed copy.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cria/cpu/features.h"
+#include "cria/gguf/file.h"
+#include "cria/matmul/packing.h"
+#include "cria/model/model.h"
+#include "cria/model/synthetic_model.h"
+#include "cria/runtime/batch.h"
+#include "cria/runtime/context.h"
+#include "support/test_paths.h"
+
+namespace cria::runtime {
+namespace {
+
+using Rows = std::vector<std::vector<float>>;
+
+// A prompt in one batch, then three single-token steps; every logit row.
+Rows run(const model::Model& m, const std::vector<int32_t>& tokens) {
+    ContextParams cp;
+    cp.n_ctx = 64;
+    cp.n_threads = 2;
+    Context ctx(m, cp);
+    Rows out;
+    const std::vector<int32_t> prompt(tokens.begin(), tokens.end() - 3);
+    EXPECT_EQ(ctx.decode(Batch::from_tokens(prompt, 0, 0, true)), 0);
+    for (int32_t i = 0; i < static_cast<int32_t>(prompt.size()); ++i) {
+        auto l = ctx.logits(i);
+        out.emplace_back(l.begin(), l.end());
+    }
+    for (size_t i = prompt.size(); i < tokens.size(); ++i) {
+        EXPECT_EQ(ctx.decode(Batch::from_tokens({tokens[i]}, static_cast<int32_t>(i), 0, true)), 0);
+        auto l = ctx.logits(0);
+        out.emplace_back(l.begin(), l.end());
+    }
+    return out;
+}
+
+class PackedWeights : public ::testing::TestWithParam<ElementType> {};
+
+TEST_P(PackedWeights, SameLogitsAsTheFileLayout) {
+    const ElementType type = GetParam();
+    if (matmul::preferred_packing(type, cpu::best_isa()) == matmul::Packing::None)
+        GTEST_SKIP() << "this CPU's kernels read " << element_type_name(type) << " rows unpacked";
+    model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny("llama");
+    spec.weight_type = spec.embd_type = type;  // tied output: packed copy of the embedding
+    spec.n_vocab = 333;                        // a last packed group of 13 rows
+    spec.stddev = 0.08f;
+    spec.seed = 21;
+    const std::string path = (test::temp_dir() / ("packed-" + std::string(element_type_name(type)) + ".gguf")).string();
+    model::write_synthetic_model(spec, path);
+    const std::shared_ptr<const gguf::File> file(gguf::File::open(path));
+    const auto plain = model::Model::from_file(file, false);
+    const auto packed = model::Model::from_file(file, true);
+    EXPECT_EQ(plain->packed_bytes(), 0u);
+    EXPECT_GT(packed->packed_bytes(), 0u);
+    EXPECT_EQ(packed->weights().token_embd.weight_packing, matmul::Packing::None);
+    EXPECT_NE(packed->weights().output.weight_packing, matmul::Packing::None);
+
+    std::mt19937 rng(5);
+    std::vector<int32_t> tokens(24);
+    for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+    const Rows a = run(*plain, tokens), b = run(*packed, tokens);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        double scale = 0, diff = 0;
+        for (size_t j = 0; j < a[i].size(); ++j) {
+            scale = std::max(scale, std::fabs(static_cast<double>(a[i][j])));
+            diff = std::max(diff, std::fabs(static_cast<double>(a[i][j]) - b[i][j]));
+        }
+        EXPECT_TRUE(diff <= 0.05 * scale) << "position " << i << ": " << diff << " of " << scale;
+        std::vector<float> s = a[i];
+        std::partial_sort(s.begin(), s.begin() + 2, s.end(), std::greater<>());
+        if (s[0] - s[1] > 0.1 * scale)
+            EXPECT_EQ(std::max_element(a[i].begin(), a[i].end()) - a[i].begin(),
+                      std::max_element(b[i].begin(), b[i].end()) - b[i].begin())
+                << "position " << i;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, PackedWeights, ::testing::Values(ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL),
+                         [](const auto& info) { return std::string(element_type_name(info.param)); });
+
+}  // namespace
+}  // namespace cria::runtime
