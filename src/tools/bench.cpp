@@ -46,6 +46,7 @@ struct BenchOptions {
     std::string cache_type_v = "f16";
     std::string output = "md";
     std::string load_mode = "auto";
+    bool no_repack = false;
 };
 
 std::vector<uint32_t> parse_list(const std::string& text, const std::string& what) {
@@ -142,6 +143,8 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--cache-type-v", opt->cache_type_v, "KV cache type of V; also -ctv T");
     cmd.add_option("-o,--output", opt->output, "md or json");
     cmd.add_option("--load-mode", opt->load_mode, "auto, none, mmap, mlock, mmap+mlock or dio");
+    cmd.add_flag("--no-repack", opt->no_repack,
+                 "Multiply the weights as the file stores them (no packed copies for the SIMD kernels)");
     cmd.allow_extras();  // -ub, -ctk, -ctv: see runtime::take_dash_options
     return [opt, &cmd]() -> int {
         runtime::take_dash_options(cmd.remaining(), {{"-ub", &opt->n_ubatch},
@@ -154,7 +157,7 @@ std::function<int()> setup(CLI::App& cmd) {
         const auto threads = parse_list(opt->threads, "-t");
         const uint32_t n_ubatch = runtime::parse_count(opt->n_ubatch, "-ub");
 
-        auto model = model::Model::load(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode));
+        auto model = model::Model::load(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode), !opt->no_repack);
         const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
         const uint32_t n_vocab = model->hparams().n_vocab;
         const int32_t first_gen_token = vocab.add_bos() ? vocab.bos() : 0;

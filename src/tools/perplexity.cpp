@@ -32,6 +32,7 @@ struct PerplexityOptions {
     std::string cache_type_k = "f16";
     std::string cache_type_v = "f16";
     std::string load_mode = "auto";
+    bool no_repack = false;
 };
 
 std::function<int()> setup(CLI::App& cmd) {
@@ -45,6 +46,8 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--cache-type-k", opt->cache_type_k, "KV cache type of K; also -ctk T");
     cmd.add_option("--cache-type-v", opt->cache_type_v, "KV cache type of V; also -ctv T");
     cmd.add_option("--load-mode", opt->load_mode, "auto, none, mmap, mlock, mmap+mlock or dio");
+    cmd.add_flag("--no-repack", opt->no_repack,
+                 "Multiply the weights as the file stores them (no packed copies for the SIMD kernels)");
     cmd.allow_extras();  // -c, -ctk, -ctv: see runtime::take_dash_options
     return [opt, &cmd]() -> int {
         using namespace cria;
@@ -57,7 +60,7 @@ std::function<int()> setup(CLI::App& cmd) {
         std::ostringstream ss;
         ss << in.rdbuf();
 
-        auto model = model::Model::load(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode));
+        auto model = model::Model::load(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode), !opt->no_repack);
         const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
         runtime::PerplexityParams pp;
         pp.n_ctx = opt->n_ctx;

@@ -50,6 +50,7 @@ struct RunOptions {
     std::string cache_type_v = "f16";
     bool no_display_prompt = false;
     std::string load_mode = "auto";
+    bool no_repack = false;
     cria::sampling::GrammarOptions grammar;
     cria::spec::SpecParams spec;
 };
@@ -81,6 +82,8 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.allow_extras();  // -c, -ub, -ctk, -ctv: see runtime::take_dash_options
     cmd.add_flag("--no-display-prompt", opt->no_display_prompt, "Do not print the prompt");
     cmd.add_option("--load-mode", opt->load_mode, "auto, none, mmap, mlock, mmap+mlock or dio");
+    cmd.add_flag("--no-repack", opt->no_repack,
+                 "Multiply the weights as the file stores them (no packed copies for the SIMD kernels)");
     cmd.add_option("--grammar", opt->grammar.grammar, "GBNF grammar the output must follow");
     cmd.add_option("--grammar-file", opt->grammar.grammar_file, "File with a GBNF grammar");
     cmd.add_option("-j,--json-schema", opt->grammar.json_schema, "JSON Schema the output must follow");
@@ -125,7 +128,7 @@ std::function<int()> setup(CLI::App& cmd) {
         cp.type_k = runtime::parse_cache_type(opt->cache_type_k);
         cp.type_v = runtime::parse_cache_type(opt->cache_type_v);
 
-        auto model = model::Model::load(opt->model, mode);
+        auto model = model::Model::load(opt->model, mode, !opt->no_repack);
         for (const auto& w : model->file().warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());
         const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
         for (const auto& w : vocab.warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());

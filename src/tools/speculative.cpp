@@ -43,6 +43,7 @@ struct SpeculativeOptions {
     uint32_t n_ctx = 4096;
     std::string verify_cost;
     int verify_context = 128;
+    bool no_repack = false;
     cria::spec::SpecParams spec;
 };
 
@@ -110,6 +111,8 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("-p,--prompt", opt->prompts, "Prompt (repeat for several)");
     cmd.add_option("-n,--n-predict", opt->n_predict, "Tokens to generate per prompt (default 192)");
     cmd.add_option("-r,--runs", opt->runs, "Runs of each mode; the best counts (default 3)");
+    cmd.add_flag("--no-repack", opt->no_repack,
+                 "Multiply the weights as the file stores them (no packed copies for the SIMD kernels)");
     cmd.add_option("--temp", opt->temp, "Temperature (default 0: greedy, outputs compared)");
     cmd.add_option("-s,--seed", opt->seed, "Sampling seed (default 42)");
     cmd.add_option("-t,--threads", opt->threads, "Threads (default: all hardware threads)");
@@ -136,7 +139,7 @@ std::function<int()> setup(CLI::App& cmd) {
         if (opt->model.empty()) throw Error("no model given (-m FILE)");
         if (!md.empty()) spec::apply_option(opt->spec, "-md", md);
 
-        auto model = model::Model::load(opt->model);
+        auto model = model::Model::load(opt->model, gguf::LoadMode::Auto, !opt->no_repack);
         const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
         runtime::ContextParams cp;
         cp.n_ctx = opt->n_ctx;
