@@ -7,6 +7,7 @@
 #include "cria/core/error.h"
 #include "cria/grammar/gbnf.h"
 #include "cria/grammar/json_schema.h"
+#include "cria/spec/params.h"
 
 namespace cria::server {
 
@@ -157,6 +158,50 @@ json validate_tools(const json& tools) {
     return tools;
 }
 
+// Speculative decoding settings: llama-server's flat "speculative.n_max",
+// "speculative.n_min", "speculative.p_min", or cria's object
+// "speculative": {"type", "n_max", "n_min", "p_min"} (not both for one setting).
+void parse_speculative(const json& body, SpeculativeRequest& out) {
+    const json* object = field(body, "speculative");
+    if (object && !object->is_object())
+        throw bad_request("'speculative' must be an object with type, n_max, n_min, p_min", "speculative");
+    static const json empty = json::object();
+    const json& obj = object ? *object : empty;
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+        if (it.key() != "type" && it.key() != "n_max" && it.key() != "n_min" && it.key() != "p_min")
+            throw bad_request("unknown field 'speculative." + it.key() + "' (known: type, n_max, n_min, p_min)", "speculative");
+    // The value of one setting, from whichever spelling the request used.
+    auto pick = [&](const char* name, auto read) {
+        const std::string flat = std::string("speculative.") + name;
+        const bool in_flat = field(body, flat.c_str()) != nullptr, in_object = field(obj, name) != nullptr;
+        if (in_flat && in_object) throw bad_request("give '" + flat + "' once, flat or inside 'speculative'", flat);
+        if (in_flat || in_object) {
+            out.given = true;
+            try {
+                read(in_flat ? body : obj, in_flat ? flat.c_str() : name);
+            } catch (const ApiError& e) {
+                throw bad_request(std::string(e.what()), flat);
+            }
+        }
+    };
+    pick("n_max", [&](const json& j, const char* k) { out.n_max = static_cast<int32_t>(integer_field(j, k, 0, 256)); });
+    pick("n_min", [&](const json& j, const char* k) { out.n_min = static_cast<int32_t>(integer_field(j, k, 0, 256)); });
+    pick("p_min", [&](const json& j, const char* k) { out.p_min = static_cast<float>(number_field(j, k, 0, 1)); });
+    if (field(obj, "type")) {
+        out.given = true;
+        out.type = string_field(obj, "type");
+        if (out.type != "none") {
+            try {
+                out.type = std::string(spec::spec_type_name(spec::parse_spec_type(out.type)));
+            } catch (const Error& e) {
+                throw bad_request(std::string("'speculative.type': ") + e.what(), "speculative.type");
+            }
+        }
+    }
+    if (out.n_max > 0 && out.n_min > out.n_max)
+        throw bad_request("'speculative.n_min' must not exceed 'speculative.n_max'", "speculative.n_min");
+}
+
 }  // namespace
 
 void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat) {
@@ -187,6 +232,7 @@ void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat) 
     if (field(body, "n") && integer_field(body, "n", 1, 1) != 1) throw bad_request("only n = 1 is supported", "n");
     const char* max_key = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (field(body, max_key)) gen.max_tokens = static_cast<int32_t>(integer_field(body, max_key, 0, 1 << 24));
+    parse_speculative(body, gen.speculative);
     if (!chat && field(body, "n_predict")) gen.max_tokens = static_cast<int32_t>(integer_field(body, "n_predict", -1, 1 << 24));
     gen.stop = stop_list(body, "stop", 16);
     // llama.cpp's extensions: a GBNF grammar, or a JSON Schema, for the whole output.
@@ -324,6 +370,7 @@ ChatJob parse_anthropic_messages(const json& body) {
     if (field(body, "top_p")) s.top_p = static_cast<float>(number_field(body, "top_p", 0, 1));
     if (field(body, "top_k")) s.top_k = static_cast<int32_t>(integer_field(body, "top_k", 0, 1 << 20));
     job.gen.stop = stop_list(body, "stop_sequences", 16);
+    parse_speculative(body, job.gen.speculative);
     if (field(body, "stream")) job.stream = bool_field(body, "stream");
     job.include_usage = true;
 

@@ -12,4 +12,8 @@ std::vector<TokenId> Backend::restore_sequence(int32_t, const std::string&) {
     throw Error("slot files need a backend with a KV cache (this one keeps no state to restore)");
 }
 
+std::vector<std::unique_ptr<spec::Drafter>> Backend::make_drafters(const spec::SpecParams&) {
+    throw Error("speculative decoding needs a backend with a KV cache");
+}
+
 }  // namespace cria::server

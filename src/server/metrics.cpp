@@ -31,6 +31,13 @@ std::string metrics_text(const SchedulerStats& s, uint64_t http_requests) {
     metric(out, "predicted_tokens_seconds", "gauge", "Average generation throughput per request in tokens/s.",
            s.generation_seconds_total > 0 ? static_cast<double>(s.generated_tokens_total) / s.generation_seconds_total : 0.0);
     metric(out, "n_decode_total", "counter", "decode() calls (batches).", static_cast<double>(s.decode_calls));
+    metric(out, "spec_tokens_drafted_total", "counter", "Speculative decoding: tokens drafted.", static_cast<double>(s.spec_drafted_total));
+    metric(out, "spec_tokens_accepted_total", "counter", "Speculative decoding: drafted tokens the model accepted.",
+           static_cast<double>(s.spec_accepted_total));
+    metric(out, "spec_acceptance_rate", "gauge", "Speculative decoding: accepted / drafted tokens (0 before any draft).",
+           s.spec_drafted_total > 0 ? static_cast<double>(s.spec_accepted_total) / static_cast<double>(s.spec_drafted_total) : 0.0);
+    metric(out, "spec_verify_steps_total", "counter", "Speculative decoding: slot steps that verified a draft.",
+           static_cast<double>(s.spec_verify_steps));
     metric(out, "requests_processing", "gauge", "Slots busy.", s.slots_busy);
     metric(out, "requests_deferred", "gauge", "Requests waiting in the queue.", s.queue_size);
     metric(out, "slots_total", "gauge", "Slots.", s.slots_total);

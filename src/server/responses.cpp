@@ -34,12 +34,22 @@ std::string random_id(const std::string& prefix, size_t n) {
     return id;
 }
 
+Usage usage_of(const GenerationEvent& e) {
+    return {e.n_prompt, e.n_cached, e.n_generated, e.prompt_ms, e.generation_ms, e.n_drafted, e.n_draft_accepted};
+}
+
 json timings_json(const Usage& u) {
     const double pps = u.prompt_ms > 0 ? 1000.0 * (u.prompt - u.cached) / u.prompt_ms : 0.0;
     const double gps = u.generation_ms > 0 ? 1000.0 * u.completion / u.generation_ms : 0.0;
-    return {{"cache_n", u.cached},          {"prompt_n", u.prompt - u.cached}, {"prompt_ms", u.prompt_ms},
-            {"prompt_per_second", pps},     {"predicted_n", u.completion},    {"predicted_ms", u.generation_ms},
-            {"predicted_per_second", gps}};
+    json t = {{"cache_n", u.cached},          {"prompt_n", u.prompt - u.cached}, {"prompt_ms", u.prompt_ms},
+              {"prompt_per_second", pps},     {"predicted_n", u.completion},    {"predicted_ms", u.generation_ms},
+              {"predicted_per_second", gps}};
+    // As llama-server: only when something was drafted.
+    if (u.drafted > 0) {
+        t["draft_n"] = u.drafted;
+        t["draft_n_accepted"] = u.draft_accepted;
+    }
+    return t;
 }
 
 json usage_openai(const Usage& u) {

@@ -14,7 +14,11 @@ namespace cria::server {
 struct Usage {
     int32_t prompt = 0, cached = 0, completion = 0;
     double prompt_ms = 0, generation_ms = 0;
+    int32_t drafted = 0, draft_accepted = 0;  // speculative decoding
 };
+
+// What a finished generation reports.
+Usage usage_of(const GenerationEvent& done);
 
 struct Collected {
     std::string reasoning, content;

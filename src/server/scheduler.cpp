@@ -8,6 +8,7 @@
 #include "cria/core/error.h"
 #include "cria/sampling/chain.h"
 #include "cria/sampling/grammar.h"
+#include "cria/spec/params.h"
 #include "cria/vocab/streaming_detokenizer.h"
 
 namespace cria::server {
@@ -73,6 +74,13 @@ struct Scheduler::Slot {
     size_t sent = 0;                // bytes of `text` already sent
     std::vector<TokenLogprob> held_logprobs;
     std::string stop_word;
+
+    // Speculative decoding: the slot's own drafters (built once), and this request's settings.
+    std::vector<std::unique_ptr<spec::Drafter>> drafters;
+    bool drafting = false;          // the drafters began this request
+    std::string spec_type;          // "": any drafter
+    int32_t spec_n_max = 0, spec_n_min = -1;
+    int32_t n_drafted = 0, n_draft_accepted = 0;
 };
 
 namespace {
@@ -104,6 +112,16 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options) : backend_(back
         slots_.push_back(std::move(slot));
     }
     stats_.slots_total = options_.n_slots;
+    if (options_.speculative.enabled()) {
+        if (options_.speculative.n_max < 0) throw Error("speculative: n_max must not be negative");
+        for (auto& slot : slots_) slot->drafters = backend_.make_drafters(options_.speculative);
+        for (const auto& d : slots_.front()->drafters) {
+            std::string type(d->name());
+            std::replace(type.begin(), type.end(), '_', '-');  // the flag spelling
+            spec_types_.push_back(type);
+            spec_has_model_ = spec_has_model_ || d->runs_model();
+        }
+    }
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -125,6 +143,7 @@ std::shared_ptr<RequestHandle> Scheduler::submit(GenerationRequest request) {
     for (TokenId t : request.prompt)
         if (t < 0 || t >= backend_.n_vocab()) throw Error("token id " + std::to_string(t) + " is out of range");
     if (request.top_logprobs > 20) throw Error("top_logprobs must be at most 20");
+    check_speculative(request.speculative);
     Pending pending;
     pending.handle = std::make_shared<RequestHandle>();
     pending.deadline = Clock::now() + request.timeout;
@@ -157,6 +176,25 @@ std::shared_ptr<RequestHandle> Scheduler::submit(GenerationRequest request) {
     }
     cv_.notify_all();
     return handle;
+}
+
+void Scheduler::check_speculative(const SpeculativeRequest& r) const {
+    if (!r.given || r.n_max == 0 || r.type == "none") return;  // nothing asked, or speculation off
+    if (spec_types_.empty())
+        throw Error("speculative decoding is off on this server: start it with --spec-type TYPE or -md DRAFT_MODEL");
+    if (!r.type.empty()) {
+        const std::string type(spec::spec_type_name(spec::parse_spec_type(r.type)));  // throws for an unknown name
+        if (std::find(spec_types_.begin(), spec_types_.end(), type) == spec_types_.end()) {
+            std::string have;
+            for (const auto& t : spec_types_) have += (have.empty() ? "" : ", ") + t;
+            throw Error("speculative type '" + type + "' is not enabled on this server (it drafts with " + have + ")");
+        }
+    }
+    if (r.n_min > 0 && r.n_max > 0 && r.n_min > r.n_max) throw Error("speculative n_min must not exceed n_max");
+    // p_min is a setting of the draft model's drafter, fixed when the server starts.
+    if (r.p_min >= 0 && spec_has_model_ && std::abs(r.p_min - options_.speculative.draft.p_min) > 1e-6f)
+        throw Error("speculative p_min cannot be changed per request: this server's draft model uses " +
+                    std::to_string(options_.speculative.draft.p_min) + " (--spec-draft-p-min)");
 }
 
 SchedulerStats Scheduler::stats() const {
@@ -284,6 +322,13 @@ void Scheduler::start(Slot& slot, Pending pending) {
     slot.sent = 0;
     slot.held_logprobs.clear();
     slot.n_generated = 0;
+    const SpeculativeRequest& sr = slot.request.speculative;
+    const bool spec_off = slot.drafters.empty() || sr.n_max == 0 || sr.type == "none";
+    slot.spec_n_max = spec_off ? 0 : (sr.n_max > 0 ? sr.n_max : options_.speculative.n_max);
+    slot.spec_n_min = sr.n_min;
+    slot.spec_type = sr.type.empty() ? "" : std::string(spec::spec_type_name(spec::parse_spec_type(sr.type)));
+    slot.n_drafted = slot.n_draft_accepted = 0;
+    slot.drafting = false;
     const int32_t n_ctx = backend_.n_ctx_per_seq();
     const int32_t room = n_ctx - static_cast<int32_t>(slot.request.prompt.size());
     slot.max_tokens = slot.request.max_tokens < 0 ? room : std::min(slot.request.max_tokens, room);
@@ -310,12 +355,31 @@ bool Scheduler::step() {
     std::vector<BatchToken> batch;
     std::vector<Slot*> owners;  // slot of each batch entry
     const int32_t n_batch = options_.n_batch;
-    // Generation first: one token per generating slot keeps every stream moving.
+    // Generation first: one token per generating slot keeps every stream
+    // moving; a slot's draft follows its token, in what the others leave.
+    struct Verify {
+        Slot* slot;
+        spec::Draft draft;
+        int drafter = -1;
+    };
+    std::vector<Verify> verifies;
+    auto room = static_cast<int32_t>(n_batch);
+    for (auto& s : slots_) room -= s->busy && s->generating ? 1 : 0;
     for (auto& s : slots_) {
         if (!s->busy || !s->generating) continue;
-        batch.push_back({s->last, static_cast<int32_t>(s->cache.size()), s->id, true});
+        Verify v{s.get(), {}, -1};
+        draft_for(*s, room, v.draft, v.drafter);
+        room -= static_cast<int32_t>(v.draft.size());
+        const auto pos = static_cast<int32_t>(s->cache.size());
+        batch.push_back({s->last, pos, s->id, true});
         owners.push_back(s.get());
+        for (size_t i = 0; i < v.draft.size(); ++i) {
+            batch.push_back({v.draft.tokens[i], pos + 1 + static_cast<int32_t>(i), s->id, true});
+            owners.push_back(s.get());
+        }
+        verifies.push_back(std::move(v));
     }
+    const size_t n_generation = batch.size();
     // Prompt chunks share the rest of the batch, in slot order.
     for (auto& s : slots_) {
         if (!s->busy || s->generating) continue;
@@ -347,26 +411,92 @@ bool Scheduler::step() {
         ++stats_.decode_calls;
     }
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
+    // Every generation entry has a logit row, and they come first.
     size_t row = 0;
-    for (size_t i = 0; i < batch.size(); ++i) {
+    for (const Verify& v : verifies) {
+        verify(*v.slot, logits_.data() + row * n_vocab, v.draft, v.drafter);
+        row += 1 + v.draft.size();
+    }
+    for (size_t i = n_generation; i < batch.size(); ++i) {
         Slot& s = *owners[i];
         s.cache.push_back(batch[i].token);
-        if (!s.generating) ++s.n_past;
+        ++s.n_past;
         if (!batch[i].logits) continue;
         const float* logits = logits_.data() + row * n_vocab;
         ++row;
-        if (!s.generating) {
-            s.generating = true;
-            s.t_prompt_done = Clock::now();
+        s.generating = true;
+        s.t_prompt_done = Clock::now();
+        {
             const auto n_eval = static_cast<uint64_t>(s.request.prompt.size()) - static_cast<uint64_t>(s.n_cached);
             std::lock_guard lock(mutex_);
             stats_.prompt_tokens_total += n_eval;
             stats_.cached_tokens_total += static_cast<uint64_t>(s.n_cached);
             stats_.prompt_seconds_total += ms_between(s.t_start, s.t_prompt_done) / 1000.0;
         }
+        if (s.spec_n_max > 0) {
+            for (auto& d : s.drafters) d->begin(s.cache);
+            s.drafting = true;
+        }
         if (s.busy) on_logits(s, logits);
     }
     return true;
+}
+
+void Scheduler::draft_for(Slot& s, int32_t room, spec::Draft& draft, int& drafter) {
+    draft.clear();
+    if (!s.drafting) return;
+    // Drafts never reach past the context or the tokens the request may still get.
+    const int32_t n_allowed = std::min({s.spec_n_max, room,
+                                        backend_.n_ctx_per_seq() - static_cast<int32_t>(s.cache.size()) - 2,
+                                        s.max_tokens - s.n_generated - 1});
+    if (n_allowed <= 0) return;
+    for (size_t d = 0; d < s.drafters.size(); ++d) {
+        if (!s.spec_type.empty() && spec_types_[d] != s.spec_type) continue;
+        draft.clear();
+        s.drafters[d]->draft(s.cache, s.last, n_allowed, draft);
+        draft.truncate(static_cast<size_t>(n_allowed));
+        const int32_t n_min = s.spec_n_min >= 0 ? s.spec_n_min : s.drafters[d]->n_min();
+        if (static_cast<int32_t>(draft.size()) < std::min(n_min, n_allowed)) draft.clear();
+        bool valid = true;
+        for (TokenId t : draft.tokens) valid = valid && t >= 0 && t < backend_.n_vocab();
+        if (!valid) draft.clear();
+        if (!draft.empty()) {
+            drafter = static_cast<int>(d);
+            return;
+        }
+    }
+}
+
+void Scheduler::verify(Slot& s, const float* rows, const spec::Draft& draft, int drafter) {
+    // Sample and compare: row i predicts the token after `last` and the
+    // first i drafted tokens. Each sample is what plain decoding would have
+    // drawn at that point (same chain, same order), so a draft token is kept
+    // only while it equals the sample, and the first sample that differs
+    // (or the one after the whole draft) is the slot's next token.
+    const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
+    const auto n = static_cast<int32_t>(draft.size());
+    s.cache.push_back(s.last);
+    // Counted before any token is emitted: the Done event may come out of on_logits().
+    s.n_drafted += n;
+    if (n > 0) {
+        std::lock_guard lock(mutex_);
+        stats_.spec_drafted_total += static_cast<uint64_t>(n);
+        ++stats_.spec_verify_steps;
+    }
+    int32_t accepted = 0;
+    for (int32_t i = 0; i <= n; ++i) {
+        on_logits(s, rows + static_cast<size_t>(i) * n_vocab);
+        if (!s.busy || i == n || s.last != draft.tokens[static_cast<size_t>(i)]) break;
+        s.cache.push_back(draft.tokens[static_cast<size_t>(i)]);
+        ++accepted;
+        ++s.n_draft_accepted;
+        std::lock_guard lock(mutex_);
+        ++stats_.spec_accepted_total;
+    }
+    if (n == 0) return;
+    // The rejected tokens' cells were written by this step: drop them.
+    backend_.seq_keep_prefix(s.id, static_cast<int32_t>(s.cache.size()));
+    if (s.drafting && drafter >= 0) s.drafters[static_cast<size_t>(drafter)]->accept(accepted);
 }
 
 void Scheduler::on_logits(Slot& slot, const float* logits) {
@@ -480,6 +610,8 @@ void Scheduler::finish(Slot& slot, const std::string& reason) {
     e.n_prompt = static_cast<int32_t>(slot.request.prompt.size());
     e.n_cached = slot.n_cached;
     e.n_generated = slot.n_generated;
+    e.n_drafted = slot.n_drafted;
+    e.n_draft_accepted = slot.n_draft_accepted;
     const auto now = Clock::now();
     if (slot.generating) {
         e.prompt_ms = ms_between(slot.t_start, slot.t_prompt_done);
@@ -515,6 +647,9 @@ void Scheduler::release(Slot& slot) {
     // The sampled-but-undecoded token is not in the cache; the rest stays for prefix reuse.
     slot.busy = false;
     slot.generating = false;
+    if (slot.drafting)
+        for (auto& d : slot.drafters) d->end();
+    slot.drafting = false;
     slot.handle.reset();
     slot.detok.reset();
     slot.chain = sampling::Chain();

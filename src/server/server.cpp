@@ -169,7 +169,7 @@ struct Server::Impl {
                 absorb(parser.finish());
                 out.finish_reason = ev->finish_reason;
                 out.stop_word = ev->stop_word;
-                out.usage = {ev->n_prompt, ev->n_cached, ev->n_generated, ev->prompt_ms, ev->generation_ms};
+                out.usage = usage_of(*ev);
                 return true;
             } else {
                 error = std::move(*ev);
@@ -255,7 +255,7 @@ struct Server::Impl {
                     collected->calls = d.tool_calls;
                     collected->finish_reason = ev.finish_reason;
                     collected->stop_word = ev.stop_word;
-                    collected->usage = {ev.n_prompt, ev.n_cached, ev.n_generated, ev.prompt_ms, ev.generation_ms};
+                    collected->usage = usage_of(ev);
                     return out + w->finish(*collected);
                 });
             } else {
@@ -274,7 +274,7 @@ struct Server::Impl {
                     collected->calls.insert(collected->calls.end(), d.tool_calls.begin(), d.tool_calls.end());
                     std::string out = w->delta(d, {});
                     collected->finish_reason = ev.finish_reason;
-                    collected->usage = {ev.n_prompt, ev.n_cached, ev.n_generated, ev.prompt_ms, ev.generation_ms};
+                    collected->usage = usage_of(ev);
                     return out + w->finish(*collected);
                 });
             }
@@ -377,7 +377,7 @@ struct Server::Impl {
                     }
                     if (ev->kind == GenerationEvent::Kind::Error) throw ApiError(ev->http_status, "server_error", ev->error);
                     c.finish_reason = ev->finish_reason;
-                    c.usage = {ev->n_prompt, ev->n_cached, ev->n_generated, ev->prompt_ms, ev->generation_ms};
+                    c.usage = usage_of(*ev);
                     break;
                 }
                 json out = make(text, c.finish_reason == "length" ? "length" : "stop",
@@ -398,7 +398,7 @@ struct Server::Impl {
                 done = true;
                 if (ev.kind == GenerationEvent::Kind::Error)
                     return sse_event(error_body(Dialect::OpenAI, ev.http_status, "", ev.error));
-                Usage u{ev.n_prompt, ev.n_cached, ev.n_generated, ev.prompt_ms, ev.generation_ms};
+                Usage u = usage_of(ev);
                 json last = make("", ev.finish_reason == "length" ? "length" : "stop", nullptr);
                 last["timings"] = timings_json(u);
                 std::string out = sse_event(dump(last));

@@ -3,6 +3,7 @@
 //   cria serve -m MODEL [-c N] [-np N] [-t N] [--host H] [--port P] [--api-key K]
 //              [--chat-template JINJA | --chat-template-file FILE] [--slot-save-path DIR] [--metrics]
 //              [-a ALIAS] [-b N] [-n N] [--max-tokens N] [--max-queue N] [--max-body BYTES] [--timeout S] [--no-webui]
+//              [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ... (speculative decoding in every slot)
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -15,6 +16,7 @@
 #include "cria/runtime/options.h"
 #include "cria/server/runtime_backend.h"
 #include "cria/server/server.h"
+#include "cria/spec/options.h"
 #include "tools/command.h"
 
 namespace {
@@ -42,11 +44,13 @@ struct ServeOptions {
     int32_t max_queue = 64;
     int32_t max_tokens_cap = -1;
     size_t max_body = 8u << 20;
+    cria::spec::SpecParams spec;
 };
 
 std::function<int()> setup(CLI::App& cmd) {
     auto opt = std::make_shared<ServeOptions>();
-    cmd.add_option("-m,--model", opt->model, "GGUF model file")->required();
+    // -m is read with the other one-dash flags: CLI11 would take "-md FILE" as "-m d".
+    cmd.add_option("--model", opt->model, "GGUF model file; also -m FILE");
     cmd.add_option("--ctx-size", opt->n_ctx, "Total context (KV cells), shared by the slots (0: training context per slot); also -c N");
     cmd.add_option("--parallel", opt->n_parallel, "Slots (requests served at once); also -np N");
     cmd.add_option("-t,--threads", opt->threads, "Threads (default: all hardware threads)");
@@ -65,11 +69,29 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--max-tokens", opt->max_tokens_cap, "Server-wide cap on tokens per reply, whatever a request asks (-1: the slot's context)");
     cmd.add_option("--max-queue", opt->max_queue, "Requests that may wait for a slot; more get 503");
     cmd.add_option("--max-body", opt->max_body, "Largest request body in bytes");
-    cmd.allow_extras();  // -c, -np and -n, as llama-server spells them
+    for (const auto& o : cria::spec::options()) {
+        cmd.add_option_function<std::string>(
+            o.flags,
+            [opt, &o](const std::string& v) {
+                try {
+                    o.apply(opt->spec, v);
+                } catch (const cria::Error& e) {
+                    throw CLI::ValidationError(e.what());
+                }
+            },
+            o.help);
+    }
+    cmd.allow_extras();  // -m, -md, -c, -np and -n, as llama-server spells them
     return [opt, &cmd]() -> int {
         using namespace cria;
-        std::string n_ctx, n_parallel, n_predict;
-        runtime::take_dash_options(cmd.remaining(), {{"-c", &n_ctx}, {"-np", &n_parallel}, {"-n", &n_predict}});
+        std::string n_ctx, n_parallel, n_predict, draft_model;
+        runtime::take_dash_options(cmd.remaining(), {{"-m", &opt->model},
+                                                     {"-md", &draft_model},
+                                                     {"-c", &n_ctx},
+                                                     {"-np", &n_parallel},
+                                                     {"-n", &n_predict}});
+        if (opt->model.empty()) throw Error("no model given (-m FILE)");
+        if (!draft_model.empty()) spec::apply_option(opt->spec, "-md", draft_model);
         if (!n_predict.empty()) opt->n_predict = n_predict == "-1" ? -1 : static_cast<int32_t>(runtime::parse_count(n_predict, "-n"));
         if (!n_ctx.empty()) opt->n_ctx = static_cast<int32_t>(runtime::parse_count(n_ctx, "-c"));
         if (!n_parallel.empty()) opt->n_parallel = static_cast<int32_t>(runtime::parse_count(n_parallel, "-np"));
@@ -100,6 +122,7 @@ std::function<int()> setup(CLI::App& cmd) {
         config.scheduler.n_batch = opt->n_batch;
         config.scheduler.max_queue = opt->max_queue;
         config.scheduler.max_tokens_cap = opt->max_tokens_cap;
+        config.scheduler.speculative = opt->spec;
 
         server::RuntimeBackendParams bp;
         bp.n_seq = opt->n_parallel;
@@ -114,8 +137,9 @@ std::function<int()> setup(CLI::App& cmd) {
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);
         srv.start();
-        std::fprintf(stderr, "cria serve: listening on http://%s:%d (%d slots of %d tokens)%s\n", opt->host.c_str(),
-                     srv.port(), opt->n_parallel, per_slot, opt->api_key.empty() ? "" : ", API key required");
+        std::fprintf(stderr, "cria serve: listening on http://%s:%d (%d slots of %d tokens)%s%s\n", opt->host.c_str(),
+                     srv.port(), opt->n_parallel, per_slot, opt->api_key.empty() ? "" : ", API key required",
+                     opt->spec.enabled() ? ", speculative decoding on" : "");
         std::fflush(stderr);
         while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
         std::fprintf(stderr, "cria serve: stopping\n");

@@ -423,6 +423,70 @@ TEST_F(HttpServer, DisconnectWhileWaitingForAWholeReplyFreesTheSlot) {
     EXPECT_TRUE(all_slots_free(c));
 }
 
+TEST_F(HttpServer, SpeculationOnAServerWithoutDrafterIs400) {
+    auto r = post("/v1/chat/completions",
+                  R"({"messages":[{"role":"user","content":"x"}],"max_tokens":4,"speculative.n_max":8})");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("speculative decoding is off"),
+              std::string::npos) << r->body;
+    // Turning it off is fine anywhere.
+    EXPECT_EQ(post("/v1/completions", R"({"prompt":"Once","max_tokens":2,"speculative":{"n_max":0}})")->status, 200);
+    auto m = client().Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("\ncria:spec_tokens_drafted_total 0\n"), std::string::npos);
+    EXPECT_NE(m->body.find("\ncria:spec_acceptance_rate 0\n"), std::string::npos);
+}
+
+TEST(HttpSpeculativeServer, ReportsDraftsInTimingsAndMetrics) {
+    std::signal(SIGPIPE, SIG_IGN);
+    const auto path = cria::test::model_path("stories260K/stories260K.gguf").string();
+    RuntimeBackendParams bp;
+    bp.n_seq = 1;
+    bp.n_ctx = 512;
+    bp.n_threads = 2;
+    ServerConfig config;
+    config.port = 0;
+    config.model_path = path;
+    config.metrics = true;
+    config.scheduler.speculative.types = {cria::spec::SpecType::NgramSimple};
+    config.scheduler.speculative.ngram_simple.size_n = 2;
+    config.scheduler.speculative.ngram_simple.size_m = 6;
+    Server server(std::make_unique<RuntimeBackend>(path, bp), config);
+    server.start();
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(30, 0);
+    const std::string body = R"({"prompt":"Once upon a time, there was a cat. The cat was","max_tokens":60,"temperature":0})";
+    json off = json::parse(body);
+    off["speculative"] = {{"type", "none"}};
+    auto plain = c.Post("/v1/completions", off.dump(), "application/json");
+    ASSERT_TRUE(plain);
+    ASSERT_EQ(plain->status, 200) << plain->body;
+    EXPECT_FALSE(json::parse(plain->body)["timings"].contains("draft_n"));
+    auto r = c.Post("/v1/completions", body, "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json out = json::parse(r->body);
+    EXPECT_EQ(out["choices"][0]["text"], json::parse(plain->body)["choices"][0]["text"]);
+    const int drafted = out["timings"]["draft_n"].get<int>();
+    const int accepted = out["timings"]["draft_n_accepted"].get<int>();
+    EXPECT_GT(drafted, 0);
+    EXPECT_GT(accepted, 0);
+    EXPECT_LE(accepted, drafted);
+    // Per request: a type the server does not draft with is refused.
+    auto wrong = c.Post("/v1/chat/completions",
+                        R"({"messages":[{"role":"user","content":"x"}],"speculative":{"type":"draft"}})", "application/json");
+    ASSERT_TRUE(wrong);
+    EXPECT_EQ(wrong->status, 400);
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("\ncria:spec_tokens_drafted_total " + std::to_string(drafted) + "\n"), std::string::npos)
+        << m->body;
+    EXPECT_NE(m->body.find("\ncria:spec_tokens_accepted_total " + std::to_string(accepted) + "\n"), std::string::npos);
+    EXPECT_NE(m->body.find("\ncria:spec_verify_steps_total "), std::string::npos);
+    server.stop();
+}
+
 TEST_F(HttpServer, ConcurrentStreamsAllFinish) {
     std::vector<std::thread> threads;
     std::atomic<int> ok{0};

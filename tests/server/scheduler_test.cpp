@@ -12,6 +12,7 @@
 #include "cria/server/reference_backend.h"
 #include "cria/server/runtime_backend.h"
 #include "cria/server/scheduler.h"
+#include "cria/spec/params.h"
 #include "support/test_paths.h"
 
 using namespace cria::server;
@@ -343,4 +344,103 @@ TEST(Scheduler, RefusedSlotFilesLeaveTheSlotAsItWas) {
     EXPECT_EQ(again.text, r.text);
     EXPECT_THROW(s.restore_slot(0, file + ".missing"), cria::Error);
     EXPECT_THROW(s.save_slot(7, file), cria::Error);
+}
+
+namespace {
+
+// ngram-simple with short keys drafts often on stories' repetitive text; the
+// draft model is the target itself, so greedy drafts are all accepted.
+cria::spec::SpecParams speculation(bool with_model) {
+    cria::spec::SpecParams p;
+    p.types = {cria::spec::SpecType::NgramSimple};
+    p.ngram_simple.size_n = 2;
+    p.ngram_simple.size_m = 6;
+    if (with_model) p.draft_model = model();
+    p.n_max = 6;
+    return p;
+}
+
+}  // namespace
+
+TEST(Scheduler, SpeculationGivesThePlainOutput) {
+    // Greedy and seeded sampling, two slots at once: drafts verified by
+    // sample-and-compare never change what plain decoding would produce.
+    auto requests = [](const cria::vocab::Vocab& v) {
+        std::vector<GenerationRequest> out;
+        out.push_back(greedy(v, "Once upon a time, there was a cat. The cat was", 60));
+        out.push_back(greedy(v, kPrompts[1], 60));
+        out.back().sampling.temp = 0.8f;
+        out.back().sampling.seed = 11;
+        return out;
+    };
+    std::vector<std::string> plain;
+    {
+        RuntimeBackend backend(model(), params(2));
+        Scheduler s(backend, {.n_slots = 2});
+        std::vector<std::shared_ptr<RequestHandle>> hs;
+        for (auto& r : requests(backend.vocab())) hs.push_back(s.submit(r));
+        for (auto& h : hs) plain.push_back(wait(h).text);
+        EXPECT_EQ(s.stats().spec_drafted_total, 0u);
+    }
+    for (bool with_model : {false, true}) {
+        SCOPED_TRACE(with_model ? "ngram-simple + draft model" : "ngram-simple");
+        RuntimeBackend backend(model(), params(2));
+        SchedulerOptions o{.n_slots = 2};
+        o.speculative = speculation(with_model);
+        Scheduler s(backend, o);
+        std::vector<std::shared_ptr<RequestHandle>> hs;
+        for (auto& r : requests(backend.vocab())) hs.push_back(s.submit(r));
+        int32_t drafted = 0, accepted = 0;
+        for (size_t i = 0; i < hs.size(); ++i) {
+            const Result r = wait(hs[i]);
+            EXPECT_EQ(r.text, plain[i]) << i;
+            EXPECT_EQ(r.done.n_generated, 60);
+            drafted += r.done.n_drafted;
+            accepted += r.done.n_draft_accepted;
+        }
+        const auto st = s.stats();
+        EXPECT_GT(drafted, 0);
+        EXPECT_GT(accepted, 0);
+        EXPECT_EQ(st.spec_drafted_total, static_cast<uint64_t>(drafted));
+        EXPECT_EQ(st.spec_accepted_total, static_cast<uint64_t>(accepted));
+        EXPECT_GT(st.spec_verify_steps, 0u);
+        // Accepted drafts save steps: fewer decode calls than tokens.
+        if (with_model) {
+            EXPECT_LT(st.decode_calls, 60u);
+        }
+    }
+}
+
+TEST(Scheduler, SpeculativeRequestsAreCheckedAgainstTheServer) {
+    RuntimeBackend backend(model(), params(1));
+    {
+        Scheduler plain(backend, {.n_slots = 1});
+        auto g = greedy(backend.vocab(), kPrompts[0], 4);
+        g.speculative.given = true;
+        g.speculative.n_max = 4;
+        EXPECT_THROW(plain.submit(g), cria::Error);  // no drafter on this server
+        g.speculative.n_max = 0;                      // "off" is always fine
+        EXPECT_EQ(wait(plain.submit(g)).done.finish_reason, "length");
+    }
+    SchedulerOptions o{.n_slots = 1};
+    o.speculative = speculation(true);
+    o.speculative.draft.p_min = 0.75f;
+    Scheduler s(backend, o);
+    auto g = greedy(backend.vocab(), "Once upon a time, there was a cat. The cat was", 40);
+    g.speculative.given = true;
+    g.speculative.type = "ngram-map-k";
+    EXPECT_THROW(s.submit(g), cria::Error);  // not one of the server's drafters
+    g.speculative.type = "";
+    g.speculative.p_min = 0.5f;
+    EXPECT_THROW(s.submit(g), cria::Error);  // the draft model's p_min is fixed at start
+    g.speculative.p_min = 0.75f;
+    EXPECT_GT(wait(s.submit(g)).done.n_drafted, 0);
+    // Off for one request, or only one of the drafters.
+    g.speculative.n_max = 0;
+    EXPECT_EQ(wait(s.submit(g)).done.n_drafted, 0);
+    g.speculative.n_max = 2;
+    g.speculative.type = "draft";
+    const Result r = wait(s.submit(g));
+    EXPECT_GT(r.done.n_drafted, 0);
+    EXPECT_EQ(r.done.n_drafted, r.done.n_draft_accepted);  // the target drafting for itself
 }

@@ -127,3 +127,48 @@ TEST(ErrorBody, HasEachApisShape) {
     EXPECT_EQ(anthropic_error_type(529), "overloaded_error");
     EXPECT_EQ(anthropic_error_type(413), "request_too_large");
 }
+
+TEST(OpenAIRequest, SpeculativeSettingsInBothSpellings) {
+    auto chat = [](const std::string& extra) {
+        std::string body = R"({"messages":[{"role":"user","content":"x"}])";
+        body.append(extra).append("}");
+        return parse_openai_chat(json::parse(body));
+    };
+    EXPECT_FALSE(chat("").gen.speculative.given);
+    // llama-server's flat fields.
+    const auto flat = chat(R"(,"speculative.n_max":8,"speculative.n_min":2,"speculative.p_min":0.5)").gen.speculative;
+    EXPECT_TRUE(flat.given);
+    EXPECT_EQ(flat.n_max, 8);
+    EXPECT_EQ(flat.n_min, 2);
+    EXPECT_FLOAT_EQ(flat.p_min, 0.5f);
+    // cria's object; type names are normalised to the flag spelling.
+    const auto obj = chat(R"(,"speculative":{"type":"ngram_simple","n_max":4})").gen.speculative;
+    EXPECT_EQ(obj.type, "ngram-simple");
+    EXPECT_EQ(obj.n_max, 4);
+    EXPECT_EQ(obj.n_min, -1);
+    EXPECT_EQ(chat(R"(,"speculative":{"type":"none"})").gen.speculative.type, "none");
+    // Completions and Anthropic messages read them too.
+    GenerationRequest gen;
+    parse_openai_sampling(json::parse(R"({"speculative.n_max":3})"), gen, false);
+    EXPECT_EQ(gen.speculative.n_max, 3);
+    EXPECT_EQ(parse_anthropic_messages(json::parse(
+                  R"({"max_tokens":5,"messages":[{"role":"user","content":"x"}],"speculative":{"n_max":6}})"))
+                  .gen.speculative.n_max,
+              6);
+
+    std::string param;
+    auto bad = [&](const std::string& extra) { return status_of([&] { chat(extra); }, &param); };
+    EXPECT_EQ(bad(R"(,"speculative.n_max":"many")"), 400);
+    EXPECT_EQ(param, "speculative.n_max");
+    EXPECT_EQ(bad(R"(,"speculative.n_max":-1)"), 400);
+    EXPECT_EQ(bad(R"(,"speculative.n_max":1000)"), 400);
+    EXPECT_EQ(bad(R"(,"speculative.p_min":1.5)"), 400);
+    EXPECT_EQ(param, "speculative.p_min");
+    EXPECT_EQ(bad(R"(,"speculative.n_min":5,"speculative.n_max":2)"), 400);
+    EXPECT_EQ(param, "speculative.n_min");
+    EXPECT_EQ(bad(R"(,"speculative":5)"), 400);
+    EXPECT_EQ(bad(R"(,"speculative":{"type":"telepathy"})"), 400);
+    EXPECT_EQ(param, "speculative.type");
+    EXPECT_EQ(bad(R"(,"speculative":{"n_maximum":3})"), 400);
+    EXPECT_EQ(bad(R"(,"speculative":{"n_max":3},"speculative.n_max":3)"), 400);
+}

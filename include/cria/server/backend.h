@@ -7,10 +7,13 @@
 // reference forward pass (which recomputes every sequence and is used when
 // no faster backend is available, and in tests).
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "cria/spec/drafter.h"
+#include "cria/spec/params.h"
 #include "cria/vocab/vocab.h"
 
 namespace cria::server {
@@ -54,6 +57,10 @@ public:
     // sequence as it was.
     virtual size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path);
     virtual std::vector<TokenId> restore_sequence(int32_t seq, const std::string& path);
+
+    // The drafters `params` asks for, for one slot (each slot calls it once).
+    // Throws cria::Error (the default: the backend cannot draft).
+    virtual std::vector<std::unique_ptr<spec::Drafter>> make_drafters(const spec::SpecParams& params);
 
     // Mean-pooled, L2-normalised embedding of a text's tokens. Backends that
     // cannot produce hidden states throw cria::Error.

@@ -28,8 +28,19 @@
 #include "cria/sampling/chain.h"
 #include "cria/sampling/params.h"
 #include "cria/server/backend.h"
+#include "cria/spec/params.h"
 
 namespace cria::server {
+
+// Per-request speculative decoding (llama-server's "speculative.n_max",
+// "speculative.n_min", "speculative.p_min", and cria's "speculative" object).
+struct SpeculativeRequest {
+    bool given = false;    // the request set any of them
+    std::string type;      // "": every drafter of the server; "none": off; else one of the server's types
+    int32_t n_max = -1;    // most tokens drafted per step (-1: the server's; 0: off)
+    int32_t n_min = -1;    // shorter drafts are not verified (-1: each drafter's own)
+    float p_min = -1.0f;   // the draft model's confidence floor (< 0: the server's)
+};
 
 struct GenerationRequest {
     std::vector<TokenId> prompt;
@@ -41,6 +52,7 @@ struct GenerationRequest {
     int32_t top_logprobs = -1;           // -1: no log-probabilities; 0..20: with that many alternatives
     bool render_special = false;         // show control tokens in the text
     std::chrono::seconds timeout{600};   // whole request, queue included
+    SpeculativeRequest speculative;
 };
 
 struct TopLogprob {
@@ -65,6 +77,7 @@ struct GenerationEvent {
     std::string stop_word;                  // the stop string that ended it, if any
     int32_t n_prompt = 0, n_cached = 0, n_generated = 0;
     double prompt_ms = 0, generation_ms = 0;
+    int32_t n_drafted = 0, n_draft_accepted = 0;  // speculative decoding (llama-server's draft_n, draft_n_accepted)
     int32_t slot = -1;
     // Error:
     std::string error;
@@ -104,6 +117,12 @@ struct SchedulerOptions {
     int32_t max_queue = 64;       // waiting requests beyond the slots; more are refused
     int32_t n_batch = 256;        // tokens per decode step (prefill chunks fill what generation leaves)
     int32_t max_tokens_cap = -1;  // server-wide cap on generated tokens (-1: context size)
+    // Speculative decoding: when enabled(), every slot gets its own drafters
+    // (Backend::make_drafters) and each step verifies a slot's draft in the
+    // same batch as everything else (sample and compare: the output is the
+    // one plain decoding gives). n_max caps the drafts; draft.n_min and
+    // draft.p_min are the defaults requests may override.
+    spec::SpecParams speculative;
 };
 
 struct SlotInfo {
@@ -119,6 +138,7 @@ struct SchedulerStats {
     uint64_t prompt_tokens_total = 0, generated_tokens_total = 0, cached_tokens_total = 0;
     double prompt_seconds_total = 0, generation_seconds_total = 0;
     uint64_t decode_calls = 0;
+    uint64_t spec_drafted_total = 0, spec_accepted_total = 0, spec_verify_steps = 0;
     int32_t queue_size = 0, slots_busy = 0, slots_total = 0;
 };
 
@@ -167,6 +187,9 @@ private:
     bool step();
     void start(Slot& slot, Pending pending);
     void on_logits(Slot& slot, const float* logits);
+    void check_speculative(const SpeculativeRequest& request) const;
+    void draft_for(Slot& slot, int32_t room, spec::Draft& draft, int& drafter);
+    void verify(Slot& slot, const float* rows, const spec::Draft& draft, int drafter);
     void finish(Slot& slot, const std::string& reason);
     void fail(Slot& slot, const std::string& message);
     void release(Slot& slot);
@@ -178,6 +201,8 @@ private:
     SchedulerOptions options_;
     std::shared_ptr<const grammar::VocabIndex> vocab_index_;
     std::vector<std::unique_ptr<Slot>> slots_;
+    std::vector<std::string> spec_types_;  // the drafters' types (spec_type_name spelling), in order
+    bool spec_has_model_ = false;
 
     mutable std::mutex mutex_;
     std::condition_variable cv_;
