@@ -103,14 +103,7 @@ float dot_superblocks(int64_t k, const void* w, const void* a) {
     for (int64_t b = 0; b < k / QK_K; ++b) {
         SuperBlock sb;
         decode_superblock(x[b], sb);
-        int isum = 0, imin = 0;
-        for (int g = 0; g < 16; ++g) {
-            int gsum = 0;
-            for (int j = 0; j < 16; ++j) gsum += sb.q[g * 16 + j] * y[b].qs[g * 16 + j];
-            isum += sb.scale[g] * gsum;
-            imin += sb.min[g] * y[b].bsums[g];
-        }
-        sum += sb.d * y[b].d * static_cast<float>(isum) - sb.dmin * y[b].d * static_cast<float>(imin);
+        sum += superblock_dot(sb, y[b]);
     }
     return sum;
 }

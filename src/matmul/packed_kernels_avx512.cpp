@@ -47,6 +47,8 @@ constexpr Iq4NlTable kIq4NlTable;
 namespace cria::matmul::detail {
 namespace {
 
+using cria::quant::block_q8_K;
+
 constexpr int kGroupRows = 16;
 // How far ahead of the block being multiplied the weights are prefetched.
 constexpr size_t kPrefetchDistance = 2048;
@@ -99,6 +101,8 @@ void rows16_run(const Tile& t) {
         const uint8_t* q = quants + static_cast<size_t>(b) * U::kQuantBytes;
         for (size_t line = 0; line < U::kQuantBytes; line += 64)
             _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchDistance + line), _MM_HINT_T0);
+        // The scales are a second, slower stream (32 bytes per block).
+        if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + 32 * b + 512), _MM_HINT_T0);
         __m512i w[8];
         U::unpack(q, w);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 32 * b)));
@@ -131,6 +135,78 @@ void rows16_tile(const Tile& t) {
     }
 }
 
+// Q4_K (layout in packing.h). Per 64-value chunk j the 8 quant registers
+// give 8 low-nibble registers (sub-block 2j) and 8 high-nibble ones
+// (sub-block 2j + 1); each sub-block's 16 row sums are scaled by the rows'
+// 6-bit scales in int32 (exact: |sum| < 2^31). The mins meet the Q8_K
+// activation sums of each 32-value sub-block, also in int32; d and dmin come
+// in once per super-block, in float.
+template <int C>
+void rows16_q4_k_run(const Tile& t) {
+    constexpr size_t kQuants = 2048, kScales = 256, kSuper = kQuants + kScales + 64;
+    const int64_t nb = t.k / 256;
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* sb = t.w + static_cast<size_t>(b) * kSuper;
+        const block_q8_K* act[C];
+        for (int c = 0; c < C; ++c)
+            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
+        __m512i isum[C], msum[C];
+        for (int c = 0; c < C; ++c) isum[c] = msum[c] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+            const uint8_t* q = sb + 512 * j;
+            for (size_t line = 0; line < 512; line += 64)
+                _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchDistance + line), _MM_HINT_T0);
+            __m512i lo[8], hi[8];
+            for (int r = 0; r < 8; ++r) {
+                const __m512i p = _mm512_loadu_si512(q + 64 * r);
+                lo[r] = _mm512_and_si512(p, low);
+                hi[r] = _mm512_and_si512(_mm512_srli_epi16(p, 4), low);
+            }
+            const __m512i scale_lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 32 * j)));
+            const __m512i scale_hi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 32 * j + 16)));
+            for (int c = 0; c < C; ++c) {
+                const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 16 * j;
+                __m512i s_lo = _mm512_setzero_si512(), s_hi = _mm512_setzero_si512();
+                for (int r = 0; r < 8; ++r) {
+                    s_lo = _mm512_dpbusd_epi32(s_lo, lo[r], _mm512_set1_epi32(aq[r]));
+                    s_hi = _mm512_dpbusd_epi32(s_hi, hi[r], _mm512_set1_epi32(aq[8 + r]));
+                }
+                isum[c] = _mm512_add_epi32(isum[c], _mm512_add_epi32(_mm512_mullo_epi32(s_lo, scale_lo),
+                                                                     _mm512_mullo_epi32(s_hi, scale_hi)));
+            }
+        }
+        for (int sub = 0; sub < 8; ++sub) {
+            const __m512i mins =
+                _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 128 + 16 * sub)));
+            for (int c = 0; c < C; ++c) {
+                const int32_t bsum = act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1];
+                msum[c] = _mm512_add_epi32(msum[c], _mm512_mullo_epi32(mins, _mm512_set1_epi32(bsum)));
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQuants + kScales)));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQuants + kScales + 32)));
+        for (int c = 0; c < C; ++c) {
+            const __m512 da = _mm512_set1_ps(act[c]->d);
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
+            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[c]), _mm512_mul_ps(dmin, da), acc[c]);
+        }
+    }
+    const __mmask16 rows = static_cast<__mmask16>((1u << t.n_rows) - 1);
+    for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, acc[c]);
+}
+
+void rows16_q4_k_tile(const Tile& t) {
+    switch (t.n_cols) {
+        case 1: rows16_q4_k_run<1>(t); break;
+        case 2: rows16_q4_k_run<2>(t); break;
+        case 3: rows16_q4_k_run<3>(t); break;
+        default: rows16_q4_k_run<4>(t); break;
+    }
+}
+
 }  // namespace
 
 TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
@@ -139,6 +215,7 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
         case ElementType::Q4_0: return {rows16_tile<UnpackQ4_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::IQ4_NL: return {rows16_tile<UnpackIq4Nl>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile<UnpackQ8_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::Q4_K: return {rows16_q4_k_tile, kGroupRows, 4, ActivationFormat::Q8_K};
         default: return {};
     }
 }

@@ -57,6 +57,43 @@ void rows16_tile(const Tile& t) {
     }
 }
 
+// Super-block b of row r of a Rows16 Q4_K group (layout in packing.h).
+SuperBlock gather_rows16_q4_k(const uint8_t* group, int r, int64_t b) {
+    constexpr size_t kQuants = 2048, kScales = 256, kSuper = kQuants + kScales + 64;
+    const uint8_t* s = group + static_cast<size_t>(b) * kSuper;
+    SuperBlock sb;
+    for (int reg = 0; reg < 32; ++reg) {
+        const int j = reg / 8, t = reg % 8;
+        for (int i = 0; i < 4; ++i) {
+            const uint8_t byte = s[reg * 64 + r * 4 + i];
+            sb.q[64 * j + 4 * t + i] = static_cast<int8_t>(byte & 0x0F);
+            sb.q[64 * j + 32 + 4 * t + i] = static_cast<int8_t>(byte >> 4);
+        }
+    }
+    for (int sub = 0; sub < 8; ++sub) {
+        sb.scale[2 * sub] = sb.scale[2 * sub + 1] = s[kQuants + 16 * sub + r];
+        sb.min[2 * sub] = sb.min[2 * sub + 1] = s[kQuants + 128 + 16 * sub + r];
+    }
+    f16_bits d, dmin;
+    std::memcpy(&d, s + kQuants + kScales + 2 * r, 2);
+    std::memcpy(&dmin, s + kQuants + kScales + 32 + 2 * r, 2);
+    sb.d = f16_to_f32(d);
+    sb.dmin = f16_to_f32(dmin);
+    return sb;
+}
+
+void rows16_q4_k_tile(const Tile& t) {
+    const int64_t nb = t.k / QK_K;
+    for (int c = 0; c < t.n_cols; ++c) {
+        const auto* y = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride);
+        for (int r = 0; r < t.n_rows; ++r) {
+            float sum = 0;
+            for (int64_t b = 0; b < nb; ++b) sum += superblock_dot(gather_rows16_q4_k(t.w, r, b), y[b]);
+            t.y[static_cast<size_t>(c) * t.y_stride + static_cast<size_t>(r)] = sum;
+        }
+    }
+}
+
 }  // namespace
 
 TypeKernel packed_scalar_kernel(ElementType t, Packing p) {
@@ -66,6 +103,7 @@ TypeKernel packed_scalar_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL:
             return {rows16_tile<block_iq4_nl, decode_iq4_nl>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile<block_q8_0, decode_q8_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::Q4_K: return {rows16_q4_k_tile, kGroupRows, 4, ActivationFormat::Q8_K};
         default: return {};
     }
 }

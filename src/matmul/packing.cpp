@@ -10,6 +10,7 @@
 #include "cria/core/error.h"
 #include "cria/matmul/matmul.h"
 #include "cria/quant/blocks.h"
+#include "matmul/scales.h"
 
 namespace cria::matmul {
 
@@ -32,6 +33,38 @@ static_assert(offsetof(quant::block_q4_0, d) == 0 && offsetof(quant::block_q4_0,
 static_assert(offsetof(quant::block_iq4_nl, d) == 0 && offsetof(quant::block_iq4_nl, qs) == 2);
 static_assert(offsetof(quant::block_q8_0, d) == 0 && offsetof(quant::block_q8_0, qs) == 2);
 
+// Rows16 of Q4_K: per super-block of 256 values, the 16 rows' quants (32
+// registers: register 8j + t holds, for row r at 4r, bytes 32j + 4t..+3 of
+// the row's qs), their 6-bit sub-block scales and mins unpacked to bytes
+// (8 x 16 scales, then 8 x 16 mins: sub-block s of row r at 16s + r), and the
+// 16 d then the 16 dmin as f16. One run of 2368 bytes (37 cache lines).
+constexpr size_t kQ4KQuants = 2048, kQ4KScales = 256, kQ4KSuper = kQ4KQuants + kQ4KScales + 64;
+
+void pack_rows16_q4_k(const WeightMatrix& w, uint8_t* dst) {
+    const int64_t nb = w.k / 256;
+    const int64_t groups = (w.rows + kGroupRows - 1) / kGroupRows;
+    const auto* src = static_cast<const uint8_t*>(w.data);
+    for (int64_t g = 0; g < groups; ++g) {
+        uint8_t* group = dst + static_cast<size_t>(g * nb) * kQ4KSuper;
+        std::memset(group, 0, static_cast<size_t>(nb) * kQ4KSuper);  // padding rows: all zero
+        const int64_t rows = std::min(kGroupRows, w.rows - g * kGroupRows);
+        for (int64_t r = 0; r < rows; ++r) {
+            const auto* row = reinterpret_cast<const quant::block_q4_K*>(src + static_cast<size_t>(g * kGroupRows + r) * w.row_stride);
+            for (int64_t b = 0; b < nb; ++b) {
+                const quant::block_q4_K& blk = row[b];
+                uint8_t* sb = group + static_cast<size_t>(b) * kQ4KSuper;
+                for (size_t reg = 0; reg < 32; ++reg)
+                    std::memcpy(sb + reg * 64 + static_cast<size_t>(r) * 4, blk.qs + 4 * reg, 4);
+                uint8_t sm[16];  // 8 scales, then 8 mins
+                detail::scales_mins_k4(blk.scales, sm);
+                for (size_t i = 0; i < 16; ++i) sb[kQ4KQuants + i * 16 + static_cast<size_t>(r)] = sm[i];
+                std::memcpy(sb + kQ4KQuants + kQ4KScales + 2 * r, &blk.d, 2);
+                std::memcpy(sb + kQ4KQuants + kQ4KScales + 32 + 2 * r, &blk.dmin, 2);
+            }
+        }
+    }
+}
+
 }  // namespace
 
 int64_t packing_rows(Packing p) { return p == Packing::Rows16 ? kGroupRows : 1; }
@@ -39,16 +72,18 @@ int64_t packing_rows(Packing p) { return p == Packing::Rows16 ? kGroupRows : 1; 
 Packing preferred_packing(ElementType t, cpu::Isa isa) {
     // Only the VNNI kernels read Rows16 faster than rows; the scalar
     // reference reads it too, but slower than it reads rows.
-    if (isa >= cpu::Isa::Avx512Vnni && rows16_quant_bytes(t) != 0) return Packing::Rows16;
+    if (isa >= cpu::Isa::Avx512Vnni && (rows16_quant_bytes(t) != 0 || t == ElementType::Q4_K)) return Packing::Rows16;
     return Packing::None;
 }
 
 bool supports_packing(ElementType t, Packing p) {
-    return p == Packing::None || (p == Packing::Rows16 && rows16_quant_bytes(t) != 0);
+    return p == Packing::None || (p == Packing::Rows16 && (rows16_quant_bytes(t) != 0 || t == ElementType::Q4_K));
 }
 
 size_t packed_group_bytes(ElementType t, int64_t k, Packing p) {
     if (p == Packing::None) return row_size_bytes(t, static_cast<uint64_t>(k)).value_or(0);
+    if (p == Packing::Rows16 && t == ElementType::Q4_K)
+        return k > 0 && k % 256 == 0 ? static_cast<size_t>(k / 256) * kQ4KSuper : 0;
     const size_t qb = rows16_quant_bytes(t);
     if (qb == 0 || k <= 0 || k % 32 != 0) return 0;
     return static_cast<size_t>(k / 32) * kGroupRows * (qb + sizeof(uint16_t));
@@ -64,9 +99,10 @@ void pack_weights(const WeightMatrix& w, Packing p, void* out) {
     if (w.packing != Packing::None) fail("the source matrix is already packed");
     if (!supports_packing(w.type, p) || p == Packing::None)
         fail(std::string("no packed layout for ") + std::string(element_type_name(w.type)));
-    if (w.rows <= 0 || w.k <= 0 || w.k % 32 != 0) fail("rows must be whole 32-value blocks");
+    if (w.rows <= 0 || packed_group_bytes(w.type, w.k, p) == 0) fail("rows must be whole blocks");
     const auto row_bytes = row_size_bytes(w.type, static_cast<uint64_t>(w.k));
     if (!row_bytes || (w.rows > 1 && w.row_stride < *row_bytes)) fail("row stride is smaller than a row");
+    if (w.type == ElementType::Q4_K) return pack_rows16_q4_k(w, static_cast<uint8_t*>(out));
 
     const size_t qb = rows16_quant_bytes(w.type);
     const size_t block_bytes = sizeof(uint16_t) + qb;  // the file's block: f16 scale, quants

@@ -83,6 +83,20 @@ struct SuperBlock {
     float dmin;
 };
 
+// One super-block's share of a dot product with Q8_K activations, as ggml's
+// reference computes it: exact integer sums per 16 values, scales and mins in
+// int, then d and dmin in float.
+inline float superblock_dot(const SuperBlock& sb, const block_q8_K& y) {
+    int isum = 0, imin = 0;
+    for (int g = 0; g < 16; ++g) {
+        int gsum = 0;
+        for (int j = 0; j < 16; ++j) gsum += sb.q[g * 16 + j] * y.qs[g * 16 + j];
+        isum += sb.scale[g] * gsum;
+        imin += sb.min[g] * y.bsums[g];
+    }
+    return sb.d * y.d * static_cast<float>(isum) - sb.dmin * y.d * static_cast<float>(imin);
+}
+
 // The 6-bit scale and min of sub-block j (0..7) of Q4_K/Q5_K.
 inline void scale_min_k4(int j, const uint8_t* s, int& sc, int& m) {
     if (j < 4) {

@@ -27,7 +27,7 @@ using cria::cpu::Isa;
 namespace mm = cria::matmul;
 using namespace cria::matmul::test;
 
-const ElementType kPackable[] = {ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q8_0};
+const ElementType kPackable[] = {ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q8_0, ElementType::Q4_K};
 
 struct PackedProblem {
     ElementType type;
@@ -83,11 +83,21 @@ struct Shape { int64_t rows, k, n; };
 const Shape kShapes[] = {{1, 32, 1},  {7, 64, 2},  {15, 96, 3}, {16, 256, 1}, {17, 32, 5},
                          {31, 512, 4}, {33, 160, 7}, {257, 64, 16}, {33, 4096, 1}, {16, 4096, 3}};
 
+// Super-block types need k in whole 256-value super-blocks.
+std::vector<Shape> shapes_for(ElementType t) {
+    std::vector<Shape> out;
+    for (Shape s : kShapes) {
+        if (t == ElementType::Q4_K) s.k = (s.k + 255) / 256 * 256;
+        out.push_back(s);
+    }
+    return out;
+}
+
 class PackedTypes : public ::testing::TestWithParam<ElementType> {};
 
 TEST_P(PackedTypes, ScalarPackedEqualsScalarPlain) {
     uint32_t seed = 100;
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : shapes_for(GetParam())) {
         const PackedProblem p(GetParam(), s.rows, s.k, s.n, seed++);
         const std::vector<float> plain = p.run(p.plain_matrix(), Isa::Scalar);
         const std::vector<float> packed = p.run(p.packed_matrix(), Isa::Scalar);
@@ -102,7 +112,7 @@ TEST_P(PackedTypes, ScalarPackedEqualsScalarPlain) {
 
 TEST_P(PackedTypes, EveryLevelMatchesScalarReference) {
     uint32_t seed = 200;
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : shapes_for(GetParam())) {
         const PackedProblem p(GetParam(), s.rows, s.k, s.n, seed++);
         const std::vector<float> ref = p.run(p.plain_matrix(), Isa::Scalar);
         for (Isa isa : {Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Amx}) {
@@ -124,7 +134,7 @@ TEST_P(PackedTypes, EveryLevelMatchesScalarReference) {
 
 TEST_P(PackedTypes, ThreadsGiveIdenticalBits) {
     cria::cpu::ThreadPool pool(2);
-    const PackedProblem p(GetParam(), 257, 256, 3, 7);
+    const PackedProblem p(GetParam(), 257, 512, 3, 7);
     const std::vector<float> one = p.run(p.packed_matrix(), cria::cpu::best_isa());
     const std::vector<float> two = p.run(p.packed_matrix(), cria::cpu::best_isa(), &pool);
     ASSERT_EQ(one.size(), two.size());
@@ -132,7 +142,7 @@ TEST_P(PackedTypes, ThreadsGiveIdenticalBits) {
 }
 
 TEST_P(PackedTypes, RowRangeFromAGroupWritesOnlyThoseRows) {
-    const PackedProblem p(GetParam(), 57, 64, 2, 11);
+    const PackedProblem p(GetParam(), 57, 256, 2, 11);
     const std::vector<float> all = p.run(p.packed_matrix(), cria::cpu::best_isa());
     const std::vector<float> part = p.run(p.packed_matrix(), cria::cpu::best_isa(), nullptr, 16, 41);
     for (int64_t c = 0; c < p.n; ++c)
@@ -155,7 +165,9 @@ TEST(Packing, SizesAndChoices) {
     EXPECT_EQ(mm::packed_bytes(ElementType::Q4_0, 17, 64, mm::Packing::Rows16), 2u * 16u * 36u);
     EXPECT_EQ(mm::packing_rows(mm::Packing::Rows16), 16);
     EXPECT_TRUE(mm::supports_packing(ElementType::IQ4_NL, mm::Packing::Rows16));
-    EXPECT_FALSE(mm::supports_packing(ElementType::Q4_K, mm::Packing::Rows16));
+    EXPECT_TRUE(mm::supports_packing(ElementType::Q4_K, mm::Packing::Rows16));
+    EXPECT_FALSE(mm::supports_packing(ElementType::Q6_K, mm::Packing::Rows16));
+    EXPECT_EQ(mm::packed_group_bytes(ElementType::Q4_K, 2048, mm::Packing::Rows16), 8u * 2368u);
     EXPECT_EQ(mm::preferred_packing(ElementType::Q4_0, Isa::Avx2), mm::Packing::None);
     EXPECT_EQ(mm::preferred_packing(ElementType::Q4_0, Isa::Avx512Vnni), mm::Packing::Rows16);
     EXPECT_EQ(mm::preferred_packing(ElementType::F16, Isa::Avx512Vnni), mm::Packing::None);
@@ -169,9 +181,9 @@ TEST(Packing, BadUsesThrow) {
     EXPECT_THROW(mm::pack_weights(p.packed_matrix(), mm::Packing::Rows16, out.data()), cria::Error);
     // A packed product must start at a group.
     EXPECT_THROW(p.run(p.packed_matrix(), Isa::Scalar, nullptr, 8, 40), cria::Error);
-    mm::WeightMatrix q4k{ElementType::Q4_K, p.w.data(), 4, 256, 144, mm::Packing::Rows16};
+    mm::WeightMatrix q6k{ElementType::Q6_K, p.w.data(), 4, 256, 210, mm::Packing::Rows16};
     mm::MatmulArgs a;
-    a.w = q4k;
+    a.w = q6k;
     std::vector<float> x(256), y(4);
     a.x = x.data();
     a.y = y.data();

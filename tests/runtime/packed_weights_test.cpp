@@ -64,6 +64,11 @@ TEST_P(PackedWeights, SameLogitsAsTheFileLayout) {
     spec.n_vocab = 333;                        // a last packed group of 13 rows
     spec.stddev = 0.08f;
     spec.seed = 21;
+    if (type == ElementType::Q4_K) {  // every row a whole number of 256-value super-blocks
+        spec.n_embd = 256;
+        spec.head_dim = 64;
+        spec.n_ff = 512;
+    }
     const std::string path = (test::temp_dir() / ("packed-" + std::string(element_type_name(type)) + ".gguf")).string();
     model::write_synthetic_model(spec, path);
     const std::shared_ptr<const gguf::File> file(gguf::File::open(path));
@@ -95,7 +100,7 @@ TEST_P(PackedWeights, SameLogitsAsTheFileLayout) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedWeights, ::testing::Values(ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL),
+INSTANTIATE_TEST_SUITE_P(Types, PackedWeights, ::testing::Values(ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL, ElementType::Q4_K),
                          [](const auto& info) { return std::string(element_type_name(info.param)); });
 
 }  // namespace
