@@ -207,6 +207,56 @@ void rows16_q4_k_tile(const Tile& t) {
     }
 }
 
+// F16/BF16: per k, one register of the 16 rows' values times the broadcast
+// activation of each column. U accumulators per column hide the FMA latency
+// when there are few columns.
+template <bool Bf16>
+inline __m512 load_half16(const uint8_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    if constexpr (Bf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+template <bool Bf16, int C>
+void rows16_half_run(const Tile& t) {
+    constexpr int U = C >= 4 ? 1 : 4 / C;
+    __m512 acc[C][U];
+    for (int c = 0; c < C; ++c)
+        for (int u = 0; u < U; ++u) acc[c][u] = _mm512_setzero_ps();
+    const float* x[C];
+    for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
+    int64_t i = 0;
+    for (; i + U <= t.k; i += U) {
+        const uint8_t* w = t.w + static_cast<size_t>(i) * 32;
+        _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchDistance), _MM_HINT_T0);
+        if (U > 2) _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchDistance + 64), _MM_HINT_T0);
+        for (int u = 0; u < U; ++u) {
+            const __m512 wv = load_half16<Bf16>(w + 32 * u);
+            for (int c = 0; c < C; ++c) acc[c][u] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[c][i + u]), acc[c][u]);
+        }
+    }
+    for (; i < t.k; ++i) {
+        const __m512 wv = load_half16<Bf16>(t.w + static_cast<size_t>(i) * 32);
+        for (int c = 0; c < C; ++c) acc[c][0] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[c][i]), acc[c][0]);
+    }
+    const __mmask16 rows = static_cast<__mmask16>((1u << t.n_rows) - 1);
+    for (int c = 0; c < C; ++c) {
+        __m512 sum = acc[c][0];
+        for (int u = 1; u < U; ++u) sum = _mm512_add_ps(sum, acc[c][u]);
+        _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, sum);
+    }
+}
+
+template <bool Bf16>
+void rows16_half_tile(const Tile& t) {
+    switch (t.n_cols) {
+        case 1: rows16_half_run<Bf16, 1>(t); break;
+        case 2: rows16_half_run<Bf16, 2>(t); break;
+        case 3: rows16_half_run<Bf16, 3>(t); break;
+        default: rows16_half_run<Bf16, 4>(t); break;
+    }
+}
+
 }  // namespace
 
 TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
@@ -216,6 +266,8 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL: return {rows16_tile<UnpackIq4Nl>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile<UnpackQ8_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q4_K: return {rows16_q4_k_tile, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::F16: return {rows16_half_tile<false>, kGroupRows, 4, ActivationFormat::F32};
+        case ElementType::BF16: return {rows16_half_tile<true>, kGroupRows, 4, ActivationFormat::F32};
         default: return {};
     }
 }

@@ -94,6 +94,26 @@ void rows16_q4_k_tile(const Tile& t) {
     }
 }
 
+// F16/BF16: the plain reference's double sum, values read from the packing.
+template <float (*ToFloat)(uint16_t)>
+void rows16_half_tile(const Tile& t) {
+    for (int c = 0; c < t.n_cols; ++c) {
+        const auto* x = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
+        for (int r = 0; r < t.n_rows; ++r) {
+            double s = 0;
+            for (int64_t i = 0; i < t.k; ++i) {
+                uint16_t h;
+                std::memcpy(&h, t.w + (static_cast<size_t>(i) * kGroupRows + static_cast<size_t>(r)) * 2, 2);
+                s += static_cast<double>(ToFloat(h)) * x[i];
+            }
+            t.y[static_cast<size_t>(c) * t.y_stride + static_cast<size_t>(r)] = static_cast<float>(s);
+        }
+    }
+}
+
+float half_to_float(uint16_t h) { return f16_to_f32(h); }
+float bhalf_to_float(uint16_t h) { return bf16_to_f32(h); }
+
 }  // namespace
 
 TypeKernel packed_scalar_kernel(ElementType t, Packing p) {
@@ -104,6 +124,8 @@ TypeKernel packed_scalar_kernel(ElementType t, Packing p) {
             return {rows16_tile<block_iq4_nl, decode_iq4_nl>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile<block_q8_0, decode_q8_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q4_K: return {rows16_q4_k_tile, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::F16: return {rows16_half_tile<half_to_float>, kGroupRows, 4, ActivationFormat::F32};
+        case ElementType::BF16: return {rows16_half_tile<bhalf_to_float>, kGroupRows, 4, ActivationFormat::F32};
         default: return {};
     }
 }

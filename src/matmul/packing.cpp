@@ -65,6 +65,27 @@ void pack_rows16_q4_k(const WeightMatrix& w, uint8_t* dst) {
     }
 }
 
+bool is_half(ElementType t) { return t == ElementType::F16 || t == ElementType::BF16; }
+
+bool has_rows16(ElementType t) { return rows16_quant_bytes(t) != 0 || t == ElementType::Q4_K || is_half(t); }
+
+// Rows16 of F16/BF16: for each k, the 16 rows' values (32 bytes).
+void pack_rows16_half(const WeightMatrix& w, uint8_t* dst) {
+    const int64_t groups = (w.rows + kGroupRows - 1) / kGroupRows;
+    const size_t group_bytes = static_cast<size_t>(w.k) * kGroupRows * 2;
+    const auto* src = static_cast<const uint8_t*>(w.data);
+    for (int64_t g = 0; g < groups; ++g) {
+        uint8_t* group = dst + static_cast<size_t>(g) * group_bytes;
+        std::memset(group, 0, group_bytes);  // padding rows: zeros
+        const int64_t rows = std::min(kGroupRows, w.rows - g * kGroupRows);
+        for (int64_t r = 0; r < rows; ++r) {
+            const uint8_t* row = src + static_cast<size_t>(g * kGroupRows + r) * w.row_stride;
+            for (int64_t i = 0; i < w.k; ++i)
+                std::memcpy(group + (static_cast<size_t>(i) * kGroupRows + static_cast<size_t>(r)) * 2, row + 2 * i, 2);
+        }
+    }
+}
+
 }  // namespace
 
 int64_t packing_rows(Packing p) { return p == Packing::Rows16 ? kGroupRows : 1; }
@@ -72,18 +93,19 @@ int64_t packing_rows(Packing p) { return p == Packing::Rows16 ? kGroupRows : 1; 
 Packing preferred_packing(ElementType t, cpu::Isa isa) {
     // Only the VNNI kernels read Rows16 faster than rows; the scalar
     // reference reads it too, but slower than it reads rows.
-    if (isa >= cpu::Isa::Avx512Vnni && (rows16_quant_bytes(t) != 0 || t == ElementType::Q4_K)) return Packing::Rows16;
+    if (isa >= cpu::Isa::Avx512Vnni && has_rows16(t)) return Packing::Rows16;
     return Packing::None;
 }
 
 bool supports_packing(ElementType t, Packing p) {
-    return p == Packing::None || (p == Packing::Rows16 && (rows16_quant_bytes(t) != 0 || t == ElementType::Q4_K));
+    return p == Packing::None || (p == Packing::Rows16 && has_rows16(t));
 }
 
 size_t packed_group_bytes(ElementType t, int64_t k, Packing p) {
     if (p == Packing::None) return row_size_bytes(t, static_cast<uint64_t>(k)).value_or(0);
     if (p == Packing::Rows16 && t == ElementType::Q4_K)
         return k > 0 && k % 256 == 0 ? static_cast<size_t>(k / 256) * kQ4KSuper : 0;
+    if (p == Packing::Rows16 && is_half(t)) return k > 0 ? static_cast<size_t>(k) * kGroupRows * 2 : 0;
     const size_t qb = rows16_quant_bytes(t);
     if (qb == 0 || k <= 0 || k % 32 != 0) return 0;
     return static_cast<size_t>(k / 32) * kGroupRows * (qb + sizeof(uint16_t));
@@ -103,6 +125,7 @@ void pack_weights(const WeightMatrix& w, Packing p, void* out) {
     const auto row_bytes = row_size_bytes(w.type, static_cast<uint64_t>(w.k));
     if (!row_bytes || (w.rows > 1 && w.row_stride < *row_bytes)) fail("row stride is smaller than a row");
     if (w.type == ElementType::Q4_K) return pack_rows16_q4_k(w, static_cast<uint8_t*>(out));
+    if (is_half(w.type)) return pack_rows16_half(w, static_cast<uint8_t*>(out));
 
     const size_t qb = rows16_quant_bytes(w.type);
     const size_t block_bytes = sizeof(uint16_t) + qb;  // the file's block: f16 scale, quants

@@ -24,6 +24,10 @@
 // (sub-block s of row r at 16s + r; mins after the scales), then the rows'
 // d and dmin as f16. That is 64 bytes per 16 rows more than the file (+2.8%),
 // for scales the kernel can load instead of unpack.
+//
+// Rows16 (F16, BF16): for each k, the 16 rows' values (32 bytes), so one
+// load is one value of 16 rows and the kernel multiplies it with one
+// broadcast activation: no horizontal sums, one sequential stream.
 
 #include <cstddef>
 #include <cstdint>
@@ -35,7 +39,7 @@ namespace cria::matmul {
 
 enum class Packing : uint8_t {
     None,    // rows as the file stores them
-    Rows16,  // 16 interleaved rows (see above): Q4_0, IQ4_NL, Q8_0, Q4_K
+    Rows16,  // 16 interleaved rows (see above): Q4_0, IQ4_NL, Q8_0, Q4_K, F16, BF16
 };
 
 struct WeightMatrix;
