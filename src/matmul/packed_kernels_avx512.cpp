@@ -207,6 +207,77 @@ void rows16_q4_k_tile(const Tile& t) {
     }
 }
 
+// Q6_K (layout in packing.h). For each half n of the super-block and
+// dword t of its first 32 ql/qh bytes, two ql registers (A: bytes 4t.., B:
+// bytes 32 + 4t..) and one qh register (H) give four registers of unsigned
+// 6-bit quants u = q + 32: values 128n + 32m + 4t.. for m = 0..3. A 16-value
+// sub-block g = 8n + 2m + t/4 is 4 of them; its chain starts from
+// -32 * (its activation sum) so the offset cancels exactly, and its sum is
+// scaled by the rows' int8 scales in int32 (|sum| < 2^31).
+template <int C>
+void rows16_q6_k_run(const Tile& t) {
+    constexpr size_t kQl = 2048, kQh = 1024, kScales = 256, kSuper = kQl + kQh + kScales + 64;
+    const int64_t nb = t.k / 256;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(0x3F);
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* sb = t.w + static_cast<size_t>(b) * kSuper;
+        const block_q8_K* act[C];
+        for (int c = 0; c < C; ++c)
+            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
+        __m512i isum[C];
+        for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
+        for (int n = 0; n < 2; ++n) {
+            for (int h = 0; h < 2; ++h) {  // t = 4h .. 4h + 3: sub-blocks 8n + 2m + h
+                for (size_t line = 0; line < 4; ++line)
+                    _mm_prefetch(reinterpret_cast<const char*>(sb + kPrefetchDistance + (4 * n + 2 * h) * 256 + 64 * line),
+                                 _MM_HINT_T0);
+                __m512i u[4][4];  // [m][t - 4h]
+                for (int i = 0; i < 4; ++i) {
+                    const int tt = 4 * h + i;
+                    const __m512i a = _mm512_loadu_si512(sb + 64 * (16 * n + tt));
+                    const __m512i bq = _mm512_loadu_si512(sb + 64 * (16 * n + 8 + tt));
+                    const __m512i hb = _mm512_loadu_si512(sb + kQl + 64 * (8 * n + tt));
+                    // (low nibble of x) | (bits 4, 5 of y): one bit select, one mask.
+                    const auto join = [&](__m512i x, __m512i y) {
+                        return _mm512_and_si512(_mm512_ternarylogic_epi32(m4, x, y, 0xCA), m6);
+                    };
+                    u[0][i] = join(a, _mm512_slli_epi16(hb, 4));
+                    u[1][i] = join(bq, _mm512_slli_epi16(hb, 2));
+                    u[2][i] = join(_mm512_srli_epi16(a, 4), hb);
+                    u[3][i] = join(_mm512_srli_epi16(bq, 4), _mm512_srli_epi16(hb, 2));
+                }
+                for (int m = 0; m < 4; ++m) {
+                    const int g = 8 * n + 2 * m + h;
+                    const __m512i scale =
+                        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQl + kQh + 16 * g)));
+                    for (int c = 0; c < C; ++c) {
+                        const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 4 * g;
+                        __m512i s = _mm512_set1_epi32(-32 * act[c]->bsums[g]);
+                        for (int i = 0; i < 4; ++i) s = _mm512_dpbusd_epi32(s, u[m][i], _mm512_set1_epi32(aq[i]));
+                        isum[c] = _mm512_add_epi32(isum[c], _mm512_mullo_epi32(s, scale));
+                    }
+                }
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQl + kQh + kScales)));
+        for (int c = 0; c < C; ++c)
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[c]);
+    }
+    const __mmask16 rows = static_cast<__mmask16>((1u << t.n_rows) - 1);
+    for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, acc[c]);
+}
+
+void rows16_q6_k_tile(const Tile& t) {
+    switch (t.n_cols) {
+        case 1: rows16_q6_k_run<1>(t); break;
+        case 2: rows16_q6_k_run<2>(t); break;
+        case 3: rows16_q6_k_run<3>(t); break;
+        default: rows16_q6_k_run<4>(t); break;
+    }
+}
+
 // F16/BF16: per k, one register of the 16 rows' values times the broadcast
 // activation of each column. U accumulators per column hide the FMA latency
 // when there are few columns.
@@ -266,6 +337,7 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL: return {rows16_tile<UnpackIq4Nl>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile<UnpackQ8_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q4_K: return {rows16_q4_k_tile, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::Q6_K: return {rows16_q6_k_tile, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_half_tile<false>, kGroupRows, 4, ActivationFormat::F32};
         case ElementType::BF16: return {rows16_half_tile<true>, kGroupRows, 4, ActivationFormat::F32};
         default: return {};

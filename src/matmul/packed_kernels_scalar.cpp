@@ -82,13 +82,34 @@ SuperBlock gather_rows16_q4_k(const uint8_t* group, int r, int64_t b) {
     return sb;
 }
 
-void rows16_q4_k_tile(const Tile& t) {
+// Super-block b of row r of a Rows16 Q6_K group, back in the file's form.
+block_q6_K gather_rows16_q6_k(const uint8_t* group, int r, int64_t b) {
+    constexpr size_t kQl = 2048, kQh = 1024, kScales = 256, kSuper = kQl + kQh + kScales + 64;
+    const uint8_t* s = group + static_cast<size_t>(b) * kSuper;
+    const size_t lane = static_cast<size_t>(r) * 4;
+    block_q6_K blk;
+    for (size_t reg = 0; reg < 32; ++reg) std::memcpy(blk.ql + 4 * reg, s + reg * 64 + lane, 4);
+    for (size_t reg = 0; reg < 16; ++reg) std::memcpy(blk.qh + 4 * reg, s + kQl + reg * 64 + lane, 4);
+    for (size_t i = 0; i < 16; ++i) blk.scales[i] = static_cast<int8_t>(s[kQl + kQh + i * 16 + static_cast<size_t>(r)]);
+    std::memcpy(&blk.d, s + kQl + kQh + kScales + 2 * r, 2);
+    return blk;
+}
+
+SuperBlock gather_superblock(ElementType type, const uint8_t* group, int r, int64_t b) {
+    if (type == ElementType::Q4_K) return gather_rows16_q4_k(group, r, b);
+    SuperBlock sb;
+    decode_superblock(gather_rows16_q6_k(group, r, b), sb);
+    return sb;
+}
+
+template <ElementType Type>
+void rows16_superblock_tile(const Tile& t) {
     const int64_t nb = t.k / QK_K;
     for (int c = 0; c < t.n_cols; ++c) {
         const auto* y = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride);
         for (int r = 0; r < t.n_rows; ++r) {
             float sum = 0;
-            for (int64_t b = 0; b < nb; ++b) sum += superblock_dot(gather_rows16_q4_k(t.w, r, b), y[b]);
+            for (int64_t b = 0; b < nb; ++b) sum += superblock_dot(gather_superblock(Type, t.w, r, b), y[b]);
             t.y[static_cast<size_t>(c) * t.y_stride + static_cast<size_t>(r)] = sum;
         }
     }
@@ -123,7 +144,8 @@ TypeKernel packed_scalar_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL:
             return {rows16_tile<block_iq4_nl, decode_iq4_nl>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile<block_q8_0, decode_q8_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
-        case ElementType::Q4_K: return {rows16_q4_k_tile, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::Q4_K: return {rows16_superblock_tile<ElementType::Q4_K>, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::Q6_K: return {rows16_superblock_tile<ElementType::Q6_K>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_half_tile<half_to_float>, kGroupRows, 4, ActivationFormat::F32};
         case ElementType::BF16: return {rows16_half_tile<bhalf_to_float>, kGroupRows, 4, ActivationFormat::F32};
         default: return {};

@@ -65,9 +65,41 @@ void pack_rows16_q4_k(const WeightMatrix& w, uint8_t* dst) {
     }
 }
 
+// Rows16 of Q6_K: per super-block, the 16 rows' ql as 32 registers and qh
+// as 16 (register t holds bytes 4t..4t+3 of each row, row r at 4r), their
+// 16 int8 scales (sub-block g of row r at 16g + r), their d as f16, and 32
+// bytes of padding so that every super-block starts on a cache line.
+constexpr size_t kQ6KQl = 2048, kQ6KQh = 1024, kQ6KScales = 256, kQ6KSuper = kQ6KQl + kQ6KQh + kQ6KScales + 64;
+
+void pack_rows16_q6_k(const WeightMatrix& w, uint8_t* dst) {
+    const int64_t nb = w.k / 256;
+    const int64_t groups = (w.rows + kGroupRows - 1) / kGroupRows;
+    const auto* src = static_cast<const uint8_t*>(w.data);
+    for (int64_t g = 0; g < groups; ++g) {
+        uint8_t* group = dst + static_cast<size_t>(g * nb) * kQ6KSuper;
+        std::memset(group, 0, static_cast<size_t>(nb) * kQ6KSuper);  // padding rows: all zero
+        const int64_t rows = std::min(kGroupRows, w.rows - g * kGroupRows);
+        for (int64_t r = 0; r < rows; ++r) {
+            const auto* row = reinterpret_cast<const quant::block_q6_K*>(src + static_cast<size_t>(g * kGroupRows + r) * w.row_stride);
+            const size_t lane = static_cast<size_t>(r) * 4;
+            for (int64_t b = 0; b < nb; ++b) {
+                const quant::block_q6_K& blk = row[b];
+                uint8_t* sb = group + static_cast<size_t>(b) * kQ6KSuper;
+                for (size_t reg = 0; reg < 32; ++reg) std::memcpy(sb + reg * 64 + lane, blk.ql + 4 * reg, 4);
+                for (size_t reg = 0; reg < 16; ++reg) std::memcpy(sb + kQ6KQl + reg * 64 + lane, blk.qh + 4 * reg, 4);
+                for (size_t i = 0; i < 16; ++i)
+                    sb[kQ6KQl + kQ6KQh + i * 16 + static_cast<size_t>(r)] = static_cast<uint8_t>(blk.scales[i]);
+                std::memcpy(sb + kQ6KQl + kQ6KQh + kQ6KScales + 2 * r, &blk.d, 2);
+            }
+        }
+    }
+}
+
 bool is_half(ElementType t) { return t == ElementType::F16 || t == ElementType::BF16; }
 
-bool has_rows16(ElementType t) { return rows16_quant_bytes(t) != 0 || t == ElementType::Q4_K || is_half(t); }
+bool has_rows16(ElementType t) {
+    return rows16_quant_bytes(t) != 0 || t == ElementType::Q4_K || t == ElementType::Q6_K || is_half(t);
+}
 
 // Rows16 of F16/BF16: for each k, the 16 rows' values (32 bytes).
 void pack_rows16_half(const WeightMatrix& w, uint8_t* dst) {
@@ -105,6 +137,8 @@ size_t packed_group_bytes(ElementType t, int64_t k, Packing p) {
     if (p == Packing::None) return row_size_bytes(t, static_cast<uint64_t>(k)).value_or(0);
     if (p == Packing::Rows16 && t == ElementType::Q4_K)
         return k > 0 && k % 256 == 0 ? static_cast<size_t>(k / 256) * kQ4KSuper : 0;
+    if (p == Packing::Rows16 && t == ElementType::Q6_K)
+        return k > 0 && k % 256 == 0 ? static_cast<size_t>(k / 256) * kQ6KSuper : 0;
     if (p == Packing::Rows16 && is_half(t)) return k > 0 ? static_cast<size_t>(k) * kGroupRows * 2 : 0;
     const size_t qb = rows16_quant_bytes(t);
     if (qb == 0 || k <= 0 || k % 32 != 0) return 0;
@@ -125,6 +159,7 @@ void pack_weights(const WeightMatrix& w, Packing p, void* out) {
     const auto row_bytes = row_size_bytes(w.type, static_cast<uint64_t>(w.k));
     if (!row_bytes || (w.rows > 1 && w.row_stride < *row_bytes)) fail("row stride is smaller than a row");
     if (w.type == ElementType::Q4_K) return pack_rows16_q4_k(w, static_cast<uint8_t*>(out));
+    if (w.type == ElementType::Q6_K) return pack_rows16_q6_k(w, static_cast<uint8_t*>(out));
     if (is_half(w.type)) return pack_rows16_half(w, static_cast<uint8_t*>(out));
 
     const size_t qb = rows16_quant_bytes(w.type);

@@ -25,6 +25,12 @@
 // d and dmin as f16. That is 64 bytes per 16 rows more than the file (+2.8%),
 // for scales the kernel can load instead of unpack.
 //
+// Rows16 (Q6_K): per super-block of 256 values, one run of 3392 bytes: the
+// rows' ql as 32 registers and qh as 16 (register t holds bytes 4t..4t+3 of
+// each row, row r at 4r), the 16 int8 sub-block scales (sub-block g of row
+// r at 16g + r), the rows' d as f16 and 32 bytes of padding (+1%), so that
+// every super-block starts on a cache line.
+//
 // Rows16 (F16, BF16): for each k, the 16 rows' values (32 bytes), so one
 // load is one value of 16 rows and the kernel multiplies it with one
 // broadcast activation: no horizontal sums, one sequential stream.
@@ -39,7 +45,7 @@ namespace cria::matmul {
 
 enum class Packing : uint8_t {
     None,    // rows as the file stores them
-    Rows16,  // 16 interleaved rows (see above): Q4_0, IQ4_NL, Q8_0, Q4_K, F16, BF16
+    Rows16,  // 16 interleaved rows (see above): Q4_0, IQ4_NL, Q8_0, Q4_K, Q6_K, F16, BF16
 };
 
 struct WeightMatrix;
