@@ -112,7 +112,7 @@ double peak(bool vnni, int threads) {
     return m = best;
 }
 
-void BM_MatMat(benchmark::State& state, ElementType type, int64_t k, int64_t rows) {
+void BM_MatMat(benchmark::State& state, ElementType type, int64_t k, int64_t rows, cria::matmul::Packing packing) {
     const int threads = static_cast<int>(state.range(0));
     const bool is_float = type == ElementType::F32 || type == ElementType::F16 || type == ElementType::BF16;
     const double machine_peak = cria::cpu::isa_supported(cria::cpu::Isa::Avx512Vnni) ? peak(!is_float, threads) : 0.0;
@@ -125,6 +125,12 @@ void BM_MatMat(benchmark::State& state, ElementType type, int64_t k, int64_t row
     for (float& v : x) v = normal(rng);
     cria::matmul::MatmulArgs a;
     a.w = {type, w.data(), rows, k, row_bytes};
+    std::vector<uint8_t> packed;
+    if (packing != cria::matmul::Packing::None) {
+        packed.resize(cria::matmul::packed_bytes(type, rows, k, packing));
+        cria::matmul::pack_weights(a.w, packing, packed.data());
+        a.w = {type, packed.data(), rows, k, 0, packing};
+    }
     a.x = x.data();
     a.n = kTokens;
     a.x_stride = k;
@@ -156,8 +162,13 @@ const bool registered = [] {
         for (const auto& s : kShapes) {
             const std::string name = "matmat512/" + std::string(cria::element_type_name(t)) + "/" +
                                      std::to_string(s[0]) + "x" + std::to_string(s[1]);
-            benchmark::RegisterBenchmark(name.c_str(), BM_MatMat, t, s[0], s[1])
+            benchmark::RegisterBenchmark(name.c_str(), BM_MatMat, t, s[0], s[1], cria::matmul::Packing::None)
                 ->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+            // The layout the model loader packs this type into, when it packs it.
+            const auto packing = cria::matmul::preferred_packing(t, cria::cpu::best_isa());
+            if (packing != cria::matmul::Packing::None)
+                benchmark::RegisterBenchmark((name + "/packed").c_str(), BM_MatMat, t, s[0], s[1], packing)
+                    ->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
         }
     return true;
 }();
