@@ -92,20 +92,19 @@ struct UnpackQ8_0 {
 template <class U, int C>
 void rows16_run(const Tile& t) {
     const int64_t nb = t.k / 32;
-    const uint8_t* quants = t.w;
-    const uint8_t* scales = t.w + static_cast<size_t>(nb) * U::kQuantBytes;
     const size_t scale_off = q8_0_planar_scale_offset(t.k), sum_off = q8_0_planar_sum_offset(t.k);
     __m512 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* q = quants + static_cast<size_t>(b) * U::kQuantBytes;
-        for (size_t line = 0; line < U::kQuantBytes; line += 64)
+        const uint8_t* q = t.w + rows16_quants_offset(b, U::kQuantBytes);
+        // One prefetch per 64 bytes of the stream: a block and its half of
+        // the pair's 64 scale bytes.
+        for (size_t line = 0; line <= U::kQuantBytes; line += 64)
             _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchDistance + line), _MM_HINT_T0);
-        // The scales are a second, slower stream (32 bytes per block).
-        if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + 32 * b + 512), _MM_HINT_T0);
         __m512i w[8];
         U::unpack(q, w);
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 32 * b)));
+        const __m512 dw = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.w + rows16_scales_offset(b, nb, U::kQuantBytes))));
         for (int c = 0; c < C; ++c) {
             const uint8_t* act = t.a + static_cast<size_t>(c) * t.a_stride;
             const auto* aq = reinterpret_cast<const int32_t*>(act) + 8 * b;
@@ -230,9 +229,9 @@ void rows16_q6_k_run(const Tile& t) {
         for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
         for (int n = 0; n < 2; ++n) {
             for (int h = 0; h < 2; ++h) {  // t = 4h .. 4h + 3: sub-blocks 8n + 2m + h
-                for (size_t line = 0; line < 4; ++line)
-                    _mm_prefetch(reinterpret_cast<const char*>(sb + kPrefetchDistance + (4 * n + 2 * h) * 256 + 64 * line),
-                                 _MM_HINT_T0);
+                // The next super-block (53 lines), a quarter per (n, h).
+                for (size_t line = 0; line < 14; ++line)
+                    _mm_prefetch(reinterpret_cast<const char*>(sb + kSuper + (14 * (2 * n + h) + line) * 64), _MM_HINT_T0);
                 __m512i u[4][4];  // [m][t - 4h]
                 for (int i = 0; i < 4; ++i) {
                     const int tt = 4 * h + i;

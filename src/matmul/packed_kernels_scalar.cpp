@@ -25,10 +25,10 @@ template <typename Block>
 Block gather_rows16_block(const uint8_t* group, int64_t nb, int r, int64_t b) {
     constexpr size_t qb = sizeof(Block::qs);
     const uint8_t flip = std::is_same_v<Block, block_q8_0> ? 0x80 : 0x00;
-    const uint8_t* quants = group + static_cast<size_t>(b) * kGroupRows * qb;
-    const uint8_t* scales = group + static_cast<size_t>(nb) * kGroupRows * qb;
+    const uint8_t* quants = group + rows16_quants_offset(b, kGroupRows * qb);
+    const uint8_t* scales = group + rows16_scales_offset(b, nb, kGroupRows * qb);
     Block block;
-    std::memcpy(&block.d, scales + (static_cast<size_t>(b) * kGroupRows + static_cast<size_t>(r)) * 2, 2);
+    std::memcpy(&block.d, scales + static_cast<size_t>(r) * 2, 2);
     auto* qs = reinterpret_cast<uint8_t*>(block.qs);
     for (size_t j = 0; j < qb / 4; ++j)
         for (size_t i = 0; i < 4; ++i) qs[4 * j + i] = static_cast<uint8_t>(quants[j * 64 + static_cast<size_t>(r) * 4 + i] ^ flip);

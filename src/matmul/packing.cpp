@@ -10,6 +10,7 @@
 #include "cria/core/error.h"
 #include "cria/matmul/matmul.h"
 #include "cria/quant/blocks.h"
+#include "matmul/kernels.h"
 #include "matmul/scales.h"
 
 namespace cria::matmul {
@@ -166,23 +167,22 @@ void pack_weights(const WeightMatrix& w, Packing p, void* out) {
     const size_t block_bytes = sizeof(uint16_t) + qb;  // the file's block: f16 scale, quants
     const int64_t nb = w.k / 32;
     const size_t group_bytes = packed_group_bytes(w.type, w.k, p);
-    const size_t quant_plane = static_cast<size_t>(nb) * kGroupRows * qb;
     // Q8_0's signed quants become unsigned (+ 128) for vpdpbusd.
     const uint8_t flip = w.type == ElementType::Q8_0 ? 0x80 : 0x00;
     const auto* src = static_cast<const uint8_t*>(w.data);
     auto* dst = static_cast<uint8_t*>(out);
     const int64_t groups = (w.rows + kGroupRows - 1) / kGroupRows;
     for (int64_t g = 0; g < groups; ++g) {
-        uint8_t* quants = dst + static_cast<size_t>(g) * group_bytes;
-        uint8_t* scales = quants + quant_plane;
-        std::memset(quants, 0, group_bytes);  // padding rows: zero scales and quants
+        uint8_t* group = dst + static_cast<size_t>(g) * group_bytes;
+        std::memset(group, 0, group_bytes);  // padding rows: zero scales and quants
         const int64_t rows = std::min(kGroupRows, w.rows - g * kGroupRows);
         for (int64_t r = 0; r < rows; ++r) {
             const uint8_t* row = src + static_cast<size_t>(g * kGroupRows + r) * w.row_stride;
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t* block = row + static_cast<size_t>(b) * block_bytes;
-                std::memcpy(scales + (static_cast<size_t>(b) * kGroupRows + static_cast<size_t>(r)) * 2, block, 2);
-                uint8_t* q = quants + static_cast<size_t>(b) * kGroupRows * qb;
+                const size_t qbr = kGroupRows * qb;
+                std::memcpy(group + detail::rows16_scales_offset(b, nb, qbr) + static_cast<size_t>(r) * 2, block, 2);
+                uint8_t* q = group + detail::rows16_quants_offset(b, qbr);
                 for (size_t j = 0; j < qb / 4; ++j)
                     for (size_t i = 0; i < 4; ++i)
                         q[j * 64 + static_cast<size_t>(r) * 4 + i] = static_cast<uint8_t>(block[2 + 4 * j + i] ^ flip);

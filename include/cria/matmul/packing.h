@@ -8,14 +8,17 @@
 // sums, and the weights stream from memory in a single sequential run.
 //
 // Rows16 (Q4_0, IQ4_NL, Q8_0): rows are grouped by 16 (the last group padded
-// with zero rows). A group of a matrix with nb blocks per row holds
-//   quants: for each block b, QB/4 registers of 64 bytes (QB = 16 quant bytes
-//           per block for the 4-bit types, 32 for Q8_0); register j holds, for
-//           row r = 0..15, bytes 4j..4j+3 of that row's block b at 4r.
-//           Q8_0's quants are stored + 128 (unsigned), the nibble types as
-//           in the file (low nibble value i, high nibble value i + 16).
-//   scales: for each block b, the 16 rows' f16 scales (32 bytes).
-// So a group takes exactly 16 rows' bytes of the file's layout.
+// with zero rows). For block b of a group,
+//   quants: QB/4 registers of 64 bytes (QB = 16 quant bytes per block for the
+//           4-bit types, 32 for Q8_0); register j holds, for row r = 0..15,
+//           bytes 4j..4j+3 of that row's block b at 4r. Q8_0's quants are
+//           stored + 128 (unsigned), the nibble types as in the file (low
+//           nibble value i, high nibble value i + 16).
+//   scales: the 16 rows' f16 scales (32 bytes).
+// Blocks go in pairs, [quants b0][quants b1][scales b0][scales b1] (an odd
+// last block alone), so the kernel reads one sequential stream whose
+// prefetching runs on into the next group. A group takes exactly 16 rows'
+// bytes of the file's layout.
 //
 // Rows16 (Q4_K): per super-block of 256 values, one run of 2368 bytes: the
 // quants as 32 registers (register 8j + t holds bytes 32j + 4t..+3 of each
