@@ -47,6 +47,8 @@ TypeKernel kernel_for(ElementType t, Isa isa, Packing packing) {
 // result: every row is computed the same way whichever task holds it.
 constexpr int64_t kVectorTasks = 16;
 constexpr int64_t kMinTaskBytes = 64 * 1024;
+// Up to this many activation vectors are quantised by the calling thread.
+constexpr int64_t kCallerQuantizeVectors = 8;
 // Activation vectors one task covers in matrix x matrix: their quantised form
 // (about 2 KiB each at k = 2048) stays in L2 while the task's rows stream.
 constexpr int64_t kColumnsPerTask = 64;
@@ -183,7 +185,13 @@ void matmul(const MatmulArgs& args, Isa isa, cpu::ThreadPool* pool) {
         for (int64_t i = 0; i < plan.compute_tasks(); ++i) plan.run_compute_task(i);
         return;
     }
-    pool->parallel_for(plan.quantize_tasks(), [&](int64_t task, int) { plan.run_quantize_task(task); });
+    // A few activation vectors (decode, verify batches) are quantised in
+    // microseconds: cheaper here than a second dispatch and join of the pool.
+    if (plan.quantize_tasks() <= kCallerQuantizeVectors) {
+        for (int64_t i = 0; i < plan.quantize_tasks(); ++i) plan.run_quantize_task(i);
+    } else {
+        pool->parallel_for(plan.quantize_tasks(), [&](int64_t task, int) { plan.run_quantize_task(task); });
+    }
     pool->parallel_for(plan.compute_tasks(), [&](int64_t task, int) { plan.run_compute_task(task); });
 }
 
