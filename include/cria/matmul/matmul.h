@@ -35,7 +35,7 @@ namespace cria::matmul {
 // (No AMX kernels exist yet: an AMX machine runs the VNNI ones.)
 // A type without a kernel at some level uses the next lower level's kernel:
 //   Avx512Vnni: every type (F32/F16/BF16 with FMA; all quantised with vpdpbusd)
-//   Avx2:       every type but Q4_1 and Q5_1 (those run the scalar kernel)
+//   Avx2:       every type (quantised with vpmaddubsw)
 // All levels give the same results up to float rounding of the block sums
 // (the integer block dot products are exact everywhere); see tests/matmul.
 using cpu::Isa;
