@@ -3,6 +3,7 @@
 //   BM_RmsNorm/isa        one 4096-wide row
 //   BM_Softmax/isa        one 32k-wide row with a mask
 //   BM_SwiGlu/isa         one 11008-wide row
+//   BM_Gelu/isa, BM_GeluErf/isa   one 11008-wide row (tanh form, erf form)
 //   BM_Attention/isa/kv   one query token, 32 heads over 8 kv heads, head dim
 //                         128, 2048 cached tokens, kv type 0 = f32, 1 = f16,
 //                         8 = q8_0 (ggml type ids)
@@ -87,6 +88,21 @@ void BM_SwiGlu(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * n);
 }
 BENCHMARK(BM_SwiGlu)->DenseRange(0, 2);
+
+template <void (cria::ops::CpuOps::*Op)(const TensorView&, const TensorView&)>
+void BM_Unary(benchmark::State& state) {
+    if (!set_isa(state)) return;
+    const int64_t n = 11008;
+    auto x = random_floats(static_cast<size_t>(n), 9);
+    for (float& v : x) v *= 3.0f;  // -6..6: every region of the GELU-erf approximation
+    std::vector<float> y(static_cast<size_t>(n));
+    const auto vx = TensorView::contiguous(ElementType::F32, x.data(), {n});
+    const auto vy = TensorView::contiguous(ElementType::F32, y.data(), {n});
+    for (auto _ : state) (single_thread_ops().*Op)(vx, vy);
+    state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_Unary<&cria::ops::CpuOps::gelu>)->Name("BM_Gelu")->DenseRange(0, 2);
+BENCHMARK(BM_Unary<&cria::ops::CpuOps::gelu_erf>)->Name("BM_GeluErf")->DenseRange(0, 2);
 
 void BM_Attention(benchmark::State& state) {
     if (!set_isa(state)) return;

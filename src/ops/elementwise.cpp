@@ -1,8 +1,5 @@
 // Element-wise ops and activations: add, mul, scale, SiLU, GELU, SwiGLU, GeGLU.
-// All use the SIMD row primitives except GELU-erf, which stays scalar (erfc
-// has no vector implementation here).
-
-#include <cmath>
+// All use the SIMD row primitives of vec.h.
 
 #include "cria/ops/cpu_ops.h"
 #include "ops/checks.h"
@@ -11,10 +8,6 @@
 
 namespace cria::ops {
 namespace {
-
-// 0.5 x (1 + erf(x / sqrt 2)) as 0.5 x erfc(-x / sqrt 2): the same value
-// without the cancellation of 1 + erf for negative x (which would flush to 0).
-float gelu_erf_scalar(float x) { return 0.5f * x * std::erfc(-x * 0.70710678118654752440f); }
 
 void check_unary(const TensorView& x, const TensorView& out, const char* op) {
     require_f32(x, op, "x");
@@ -78,9 +71,8 @@ void CpuOps::gelu(const TensorView& x, const TensorView& out) {
 }
 
 void CpuOps::gelu_erf(const TensorView& x, const TensorView& out) {
-    unary(pool_, x, out, "gelu_erf", [](const float* in, float* y, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) y[i] = gelu_erf_scalar(in[i]);
-    });
+    const VecKernels& k = vec_kernels();
+    unary(pool_, x, out, "gelu_erf", k.gelu_erf);
 }
 
 void CpuOps::swiglu(const TensorView& gate, const TensorView& up, const TensorView& out) {

@@ -33,6 +33,9 @@ struct VecKernels {
     // its cancellation for negative x.
     void (*gelu)(const float* x, float* y, int64_t n);
     void (*geglu)(const float* gate, const float* up, float* y, int64_t n);  // gelu(gate) * up
+    // GELU with the exact erf: 0.5 x (1 + erf(x / sqrt 2)), a few ulp (see
+    // gelu_erf_v in vec_generic.h); -inf gives -0.
+    void (*gelu_erf)(const float* x, float* y, int64_t n);
     void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
     void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
 };

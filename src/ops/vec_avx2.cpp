@@ -65,6 +65,9 @@ struct Avx2Traits {
     static V div(V a, V b) { return _mm256_div_ps(a, b); }
     static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
     static V max(V a, V b) { return _mm256_max_ps(a, b); }
+    static V min(V a, V b) { return _mm256_min_ps(a, b); }
+    static V abs(V v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+    static V select_lt(V a, V b, V t, V f) { return _mm256_blendv_ps(f, t, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
     static float reduce_add(V v) {
         __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
         s = _mm_add_ps(s, _mm_movehl_ps(s, s));

@@ -58,6 +58,9 @@ struct Avx512Traits {
     static V div(V a, V b) { return _mm512_div_ps(a, b); }
     static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
     static V max(V a, V b) { return _mm512_max_ps(a, b); }
+    static V min(V a, V b) { return _mm512_min_ps(a, b); }
+    static V abs(V v) { return _mm512_abs_ps(v); }
+    static V select_lt(V a, V b, V t, V f) { return _mm512_mask_mov_ps(f, _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), t); }
     static float reduce_add(V v) { return _mm512_reduce_add_ps(v); }
     static float reduce_max(V v) { return _mm512_reduce_max_ps(v); }
     // Same algorithm and accuracy as the AVX2 exp (vec_avx2.cpp).

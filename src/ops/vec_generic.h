@@ -4,7 +4,10 @@
 //   S::kWidth, S::V, zero(), set1(f), load(p), store(p, v),
 //   load_partial(p, n, fill) / store_partial(p, v, n) for tails,
 //   load_f16(p) / load_bf16(p) (+ _partial), add, sub, mul, fma(a, b, c) = a*b+c,
-//   max, div, reduce_add(v), reduce_max(v), exp(v).
+//   max, div, reduce_add(v), reduce_max(v), exp(v);
+// and, for the vector GELU-erf (not needed when kWidth == 1): abs(v), min(a, b)
+// (b where either is NaN, like minps), select_lt(a, b, t, f) = a < b ? t : f
+// per lane (false for NaN), with fma fused (one rounding).
 // Included only from files compiled for the matching instruction set, and
 // instantiated with a traits type of internal linkage, so the AVX2 and AVX-512
 // instantiations never merge.
@@ -213,6 +216,91 @@ void geglu(const float* gate, const float* up, float* y, int64_t n) {
     map2<S>(gate, up, y, n, [](typename S::V g, typename S::V u) { return S::mul(gelu_v<S>(g), u); });
 }
 
+// ---- GELU with erf -------------------------------------------------------------
+// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x phi(x), with phi = 1 + erf for
+// small |x| and the tail T = erfc(|x| / sqrt 2) beyond: phi = T for x < 0 (no
+// cancellation), 2 - T for x > 0. The polynomials are our own Chebyshev fits
+// (interpolation at Chebyshev nodes, about 1 ulp each in float):
+//   |x| < 0.75:      erf(x / sqrt 2) = x * A(x^2)
+//   0.75 <= |x| < 3: T = exp(-x^2/2) * B(|x| - 1.875)
+//   |x| >= 3:        T = exp(-x^2/2) / |x| * C(1 / x^2)
+// x^2/2 is carried exactly (the fma gives the rounding error of x*x, which
+// enters as exp(-e/2 - err/2) = exp(-e/2) (1 - err/2)): rounding -x^2/2 to a
+// float would cost up to |x|^2 * 2^-24 relative, 100 ulp near x = -13.
+// Results: within a few ulp of the exact value down to x = -13.2, where exp
+// flushes to 0 and gelu gives -0 instead of denormals (|error| < 1e-38);
+// -inf gives -0 (not -inf * 0), +inf gives +inf, NaN stays NaN.
+template <class S>
+typename S::V gelu_erf_v(typename S::V x) {
+    using V = typename S::V;
+    const V a = S::min(S::abs(x), S::set1(14.0f));  // beyond 13.2 the tail is 0 anyway; keeps inf out
+
+    const V x2 = S::mul(x, x);
+    V pa = S::set1(-1.67817871e-05f);
+    pa = S::fma(pa, x2, S::set1(0.000229563753f));
+    pa = S::fma(pa, x2, S::set1(-0.00237427931f));
+    pa = S::fma(pa, x2, S::set1(0.019947065f));
+    pa = S::fma(pa, x2, S::set1(-0.132980764f));
+    pa = S::fma(pa, x2, S::set1(0.797884583f));
+    const V phi_small = S::fma(x, pa, S::set1(1.0f));
+
+    const V t = S::sub(a, S::set1(1.875f));
+    V pb = S::set1(1.5359642e-06f);
+    pb = S::fma(pb, t, S::set1(-6.72867918e-06f));
+    pb = S::fma(pb, t, S::set1(2.31597769e-05f));
+    pb = S::fma(pb, t, S::set1(-9.305821e-05f));
+    pb = S::fma(pb, t, S::set1(0.000365189655f));
+    pb = S::fma(pb, t, S::set1(-0.00134684844f));
+    pb = S::fma(pb, t, S::set1(0.00471384171f));
+    pb = S::fma(pb, t, S::set1(-0.0155684818f));
+    pb = S::fma(pb, t, S::set1(0.0480467826f));
+    pb = S::fma(pb, t, S::set1(-0.136793733f));
+    pb = S::fma(pb, t, S::set1(0.352581769f));
+
+    const V inv = S::div(S::set1(1.0f), a);
+    const V w = S::mul(inv, inv);
+    V pc = S::set1(16772.9355f);
+    pc = S::fma(pc, w, S::set1(-10119.0762f));
+    pc = S::fma(pc, w, S::set1(2824.63379f));
+    pc = S::fma(pc, w, S::set1(-513.493469f));
+    pc = S::fma(pc, w, S::set1(76.4634476f));
+    pc = S::fma(pc, w, S::set1(-11.8311567f));
+    pc = S::fma(pc, w, S::set1(2.39228988f));
+    pc = S::fma(pc, w, S::set1(-0.7978791f));
+    pc = S::fma(pc, w, S::set1(0.797884583f));
+    pc = S::mul(pc, inv);
+
+    const V e = S::mul(a, a);
+    const V err = S::fma(a, a, S::sub(S::zero(), e));  // a^2 = e + err exactly
+    const V g0 = S::exp(S::mul(e, S::set1(-0.5f)));
+    const V g = S::fma(g0, S::mul(err, S::set1(-0.5f)), g0);
+    const V tail = S::mul(g, S::select_lt(a, S::set1(3.0f), pb, pc));
+
+    const V phi_large = S::select_lt(x, S::zero(), tail, S::sub(S::set1(2.0f), tail));
+    const V phi = S::select_lt(a, S::set1(0.75f), phi_small, phi_large);
+    const V y = S::mul(S::mul(x, S::set1(0.5f)), phi);
+    return S::select_lt(x, S::set1(-14.0f), S::set1(-0.0f), y);
+}
+
+// The scalar level keeps libm's erfc, in double (the vector code's reference
+// quality without its polynomial), with the same -inf -> -0. A template like
+// everything here, so each instruction set's copy stays its own.
+template <class S>
+float gelu_erf_scalar(float x) {
+    if (x < -14.0f) return -0.0f;
+    const double xd = x;
+    return static_cast<float>(0.5 * xd * std::erfc(-xd * 0.70710678118654752440));
+}
+
+template <class S>
+void gelu_erf(const float* x, float* y, int64_t n) {
+    if constexpr (S::kWidth == 1) {
+        for (int64_t i = 0; i < n; ++i) y[i] = gelu_erf_scalar<S>(x[i]);
+    } else {
+        map1<S>(x, y, n, [](typename S::V v) { return gelu_erf_v<S>(v); });
+    }
+}
+
 template <class S, bool kBf16>
 void half_to_f32(const uint16_t* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; i += S::kWidth) {
@@ -239,7 +327,8 @@ constexpr VecKernels make_table() {
         &dot<S>,          &dot_half<S, false>, &dot_half<S, true>,  &sum_squares<S>,   &sum<S>,
         &max<S>,          &scale<S>,           &scale_mul<S>,       &axpy<S>,          &axpy_half<S, false>,
         &axpy_half<S, true>, &add<S>,          &mul<S>,             &exp_shift_sum<S>, &silu<S>,
-        &swiglu<S>,       &gelu<S>,            &geglu<S>,           &half_to_f32<S, false>, &half_to_f32<S, true>,
+        &swiglu<S>,       &gelu<S>,            &geglu<S>,           &gelu_erf<S>,      &half_to_f32<S, false>,
+        &half_to_f32<S, true>,
     };
 }
 

@@ -3,7 +3,9 @@
 // of the sum of magnitudes, so they are checked against 1e-5 * sum(|terms|);
 // exp-based ones against 2e-6 relative (the vector exp is ~2 ulp).
 
+#include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "cria/core/float16.h"
@@ -157,6 +159,76 @@ TEST_P(VecKernelsTest, ExpHandlesExtremes) {
     EXPECT_NEAR(out[1], 0.0f, 1e-30);
     EXPECT_FLOAT_EQ(out[2], 90.0f);
     EXPECT_FLOAT_EQ(out[3], 200.0f);
+}
+
+// GELU-erf against 0.5 x erfc(-x / sqrt 2) in double (the erfc form: 1 + erf
+// in double cancels for x below about -7, so ReferenceOps' formula would itself
+// be off there). Bound: kGeluErfUlps ulp of the exact value; where the exact
+// value is below FLT_MIN (x < -13.2) the result may be flushed to 0, so there
+// the bound is FLT_MIN absolute. Measured worst on the sweep below: AVX2 and
+// AVX-512 4.9 ulp (x = -13.1, the exp's lower end; 4.7 elsewhere, in the exp
+// tail region), scalar (libm in double) 0.5 ulp.
+constexpr double kGeluErfUlps = 6.0;
+
+double gelu_erf_exact(float x) { return 0.5 * x * std::erfc(-static_cast<double>(x) * 0.70710678118654752440); }
+
+// Error of `got` in ulps of the exact value (0 when within the flush allowance).
+double gelu_erf_ulps(float got, double want) {
+    const double err = std::fabs(static_cast<double>(got) - want);
+    if (std::fabs(want) < FLT_MIN) return err <= FLT_MIN ? 0.0 : INFINITY;
+    const double ulp = std::ldexp(1.0, std::ilogb(static_cast<float>(want)) - 23);
+    return err / ulp;
+}
+
+TEST_P(VecKernelsTest, GeluErfWithinFewUlps) {
+    const VecKernels& k = vec_kernels(GetParam());
+    std::vector<float> x;
+    // Every region and boundary of the approximation, densely.
+    for (int i = -300000; i <= 300000; ++i) x.push_back(static_cast<float>(i) * 1e-4f);
+    for (float v = -30.0f; v <= 30.0f; v += 0.0007f) x.push_back(v);
+    for (float b : {0.75f, 3.0f, 13.2f, 14.0f})
+        for (float d : {-2e-7f, 0.0f, 2e-7f}) x.push_back(b + d), x.push_back(-(b + d));
+    // Tiny, denormal and huge magnitudes.
+    for (float v : {1e-30f, 1e-38f, 1e-41f, 1e-45f, 0.0f, 1e10f, 3e38f, FLT_MAX}) x.push_back(v), x.push_back(-v);
+    double worst = 0;
+    float worst_x = 0;
+    for (int64_t n : awkward_sizes()) {
+        // Random positions in [-30, 30] at each awkward size (tails included).
+        auto r = random_floats(static_cast<size_t>(n), 21, -30.0f, 30.0f);
+        x.insert(x.end(), r.begin(), r.end());
+        std::vector<float> y(static_cast<size_t>(n) + 1, 1234.5f);
+        k.gelu_erf(r.data(), y.data(), n);
+        EXPECT_EQ(y[static_cast<size_t>(n)], 1234.5f) << "wrote past n = " << n;
+        for (int64_t i = 0; i < n; ++i) {
+            const double e = gelu_erf_ulps(y[static_cast<size_t>(i)], gelu_erf_exact(r[static_cast<size_t>(i)]));
+            if (!(e <= worst)) worst = e, worst_x = r[static_cast<size_t>(i)];
+        }
+    }
+    std::vector<float> y(x.size());
+    k.gelu_erf(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+        const double e = gelu_erf_ulps(y[i], gelu_erf_exact(x[i]));
+        if (!(e <= worst)) worst = e, worst_x = x[i];
+    }
+    EXPECT_LE(worst, kGeluErfUlps) << "worst at x = " << worst_x << " (" << y.size() << " values)";
+    std::printf("gelu_erf %s: worst %.2f ulp at x = %.9g\n", std::string(cpu::isa_name(GetParam())).c_str(), worst,
+                static_cast<double>(worst_x));
+}
+
+TEST_P(VecKernelsTest, GeluErfSpecialValues) {
+    const VecKernels& k = vec_kernels(GetParam());
+    const std::vector<float> x{-INFINITY, INFINITY, NAN, -NAN, 0.0f, -0.0f, -1000.0f, 1000.0f};
+    std::vector<float> y(x.size(), 1.0f);
+    k.gelu_erf(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    EXPECT_EQ(y[0], 0.0f);  // -0 or 0, never NaN
+    EXPECT_FALSE(std::isnan(y[0]));
+    EXPECT_EQ(y[1], INFINITY);
+    EXPECT_TRUE(std::isnan(y[2]));  // NaN propagates, as in the scalar version
+    EXPECT_TRUE(std::isnan(y[3]));
+    EXPECT_EQ(y[4], 0.0f);
+    EXPECT_EQ(y[5], 0.0f);
+    EXPECT_EQ(y[6], 0.0f);
+    EXPECT_EQ(y[7], 1000.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, VecKernelsTest, ::testing::ValuesIn(test::runnable_isas()),
