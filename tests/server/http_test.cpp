@@ -423,6 +423,62 @@ TEST_F(HttpServer, DisconnectWhileWaitingForAWholeReplyFreesTheSlot) {
     EXPECT_TRUE(all_slots_free(c));
 }
 
+namespace {
+
+// A raw connection with one request written to it (the caller closes it).
+int send_raw(int port, const std::string& body) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\n"
+                            "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+}  // namespace
+
+TEST_F(HttpServer, QueuedStreamingClientThatHangsUpLeavesTheQueue) {
+    // Both slots busy with long replies, a streaming request waits in the
+    // queue (nothing is written to it yet) and its client hangs up.
+    const std::string long_reply = R"({"messages":[{"role":"user","content":"Tell a long story"}],"max_tokens":1900,"ignore_eos":true,"temperature":1,"seed":7})";
+    const int busy1 = send_raw(server_->port(), long_reply), busy2 = send_raw(server_->port(), long_reply);
+    ASSERT_GE(busy1, 0);
+    ASSERT_GE(busy2, 0);
+    auto both_busy = [&] {
+        int n = 0;
+        for (const auto& s : server_->scheduler().slots()) n += s.busy ? 1 : 0;
+        return n == 2;
+    };
+    for (int i = 0; i < 20000 && !both_busy(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_TRUE(both_busy());
+    const auto before = server_->scheduler().stats();
+    const int queued = send_raw(server_->port(), R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":50,"stream":true})");
+    ASSERT_GE(queued, 0);
+    for (int i = 0; i < 20000 && server_->scheduler().stats().queue_size == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(server_->scheduler().stats().queue_size, 1);
+    ::close(queued);
+    // It leaves the queue while the slots are still busy: it never got one.
+    for (int i = 0; i < 20000 && server_->scheduler().stats().queue_size != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto after = server_->scheduler().stats();
+    EXPECT_EQ(after.queue_size, 0);
+    EXPECT_EQ(after.requests_cancelled, before.requests_cancelled + 1);
+    EXPECT_EQ(after.slots_busy, 2);
+    ::close(busy1);
+    ::close(busy2);
+    auto c = client();
+    EXPECT_TRUE(all_slots_free(c));
+}
+
 TEST_F(HttpServer, SpeculationOnAServerWithoutDrafterIs400) {
     auto r = post("/v1/chat/completions",
                   R"({"messages":[{"role":"user","content":"x"}],"max_tokens":4,"speculative.n_max":8})");
