@@ -3,6 +3,7 @@
 #include "cria/gguf/file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -202,6 +203,16 @@ std::span<const uint8_t> File::tensor_data(const TensorInfo& tensor) const {
         throw Error(path_ + ": tensor '" + tensor.name + "' lies outside this file's data section");
     }
     return data_.subspan(static_cast<size_t>(tensor.offset), static_cast<size_t>(tensor.n_bytes));
+}
+
+void File::release_pages(std::span<const uint8_t> bytes) const {
+    if (load_mode_ != LoadMode::Mmap || bytes.empty()) return;
+    if (bytes.data() < data_.data() || bytes.data() + bytes.size() > data_.data() + data_.size()) return;
+    // Only whole pages inside the range: a neighbouring tensor may share the edges.
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice only
 }
 
 namespace {

@@ -11,7 +11,12 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <new>
+#include <span>
+#include <thread>
 
 #include "cria/core/error.h"
 #include "cria/cpu/features.h"
@@ -164,21 +169,52 @@ std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file, 
     m->file_ = std::move(file);
     m->hp_ = read_hparams(*m->file_);
     m->weights_ = load_weights(*m->file_, m->hp_);
-    if (pack_weights) {
-        const cpu::Isa isa = cpu::best_isa();
-        const auto pack = [&](ops::TensorView& v) {
-            if (std::shared_ptr<void> copy = pack_matrix(v, isa)) {
-                m->packed_bytes_ += matmul::packed_bytes(v.type, v.ne[1], v.ne[0], v.weight_packing);
-                m->packed_storage_.push_back(std::move(copy));
-            }
-        };
-        // token_embd stays as it is: get_rows reads its rows (a tied output
-        // matrix gets its own packed copy).
-        pack(m->weights_.output);
-        for (LayerWeights& lw : m->weights_.layers)
-            for (ops::TensorView* v : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.gate, &lw.up, &lw.down}) pack(*v);
-    }
+    if (pack_weights) m->pack_weights(cpu::best_isa());
     return m;
+}
+
+void Model::pack_weights(cpu::Isa isa) {
+    // token_embd stays as it is: get_rows reads its rows (a tied output
+    // matrix gets its own packed copy).
+    std::vector<ops::TensorView*> views{&weights_.output};
+    for (LayerWeights& lw : weights_.layers)
+        for (ops::TensorView* v : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.gate, &lw.up, &lw.down}) views.push_back(v);
+    std::vector<std::shared_ptr<void>> copies(views.size());
+    std::vector<std::span<const uint8_t>> sources(views.size());
+    for (size_t i = 0; i < views.size(); ++i)
+        if (views[i]->data) sources[i] = {static_cast<const uint8_t*>(views[i]->data), views[i]->nb[1] * static_cast<size_t>(views[i]->ne[1])};
+
+    const uint8_t* embd = static_cast<const uint8_t*>(weights_.token_embd.data);
+    // Packing is a memory-bound transposition: spread the matrices over the
+    // cores (the file's pages are read and the copies written once).
+    std::atomic<size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    const auto work = [&] {
+        for (size_t i; (i = next.fetch_add(1)) < views.size();) {
+            try {
+                copies[i] = pack_matrix(*views[i], isa);
+                // The file's copy is no longer read (unless it is also the
+                // embedding): let its pages go now, so the peak stays low.
+                if (copies[i] && sources[i].data() != embd) file_->release_pages(sources[i]);
+            } catch (...) {
+                const std::lock_guard<std::mutex> lock(failure_mutex);
+                if (!failure) failure = std::current_exception();
+            }
+        }
+    };
+    const size_t n_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+    if (failure) std::rethrow_exception(failure);
+
+    for (size_t i = 0; i < views.size(); ++i) {
+        if (!copies[i]) continue;
+        packed_bytes_ += matmul::packed_bytes(views[i]->type, views[i]->ne[1], views[i]->ne[0], views[i]->weight_packing);
+        packed_storage_.push_back(std::move(copies[i]));
+    }
 }
 
 uint64_t Model::n_params() const {

@@ -194,3 +194,25 @@ TEST(GgufLoadMode, NamesRoundTrip) {
 
 }  // namespace
 }  // namespace cria::gguf
+
+// Released pages of a mapping read back from the file; other load modes keep
+// their buffer. Either way the bytes stay the same.
+TEST(GgufReader, ReleasedPagesReadBackUnchanged) {
+    for (LoadMode mode : {LoadMode::Mmap, LoadMode::None}) {
+        SCOPED_TRACE(std::string(load_mode_name(mode)));
+        auto f = File::open(stories(), mode);
+        std::vector<std::vector<uint8_t>> before;
+        for (const TensorInfo& t : f->tensors()) {
+            const auto d = f->tensor_data(t);
+            before.emplace_back(d.begin(), d.end());
+        }
+        for (const TensorInfo& t : f->tensors()) f->release_pages(f->tensor_data(t));
+        // Bytes outside the data section are ignored, not an error.
+        const std::vector<uint8_t> elsewhere(64);
+        f->release_pages(elsewhere);
+        for (size_t i = 0; i < f->tensors().size(); ++i) {
+            const auto d = f->tensor_data(f->tensors()[i]);
+            ASSERT_EQ(std::vector<uint8_t>(d.begin(), d.end()), before[i]) << f->tensors()[i].name;
+        }
+    }
+}

@@ -84,6 +84,11 @@ public:
     const TensorInfo* find_tensor(std::string_view name) const;
     // The tensor's bytes (valid while the File lives).
     std::span<const uint8_t> tensor_data(const TensorInfo& tensor) const;
+    // Says that this process will not read `bytes` (part of the data) for a
+    // while, e.g. after copying them: with a memory-mapped file their pages
+    // leave the process (the resident size drops; a later read faults them
+    // back in from the file). Other load modes keep their buffer as it is.
+    void release_pages(std::span<const uint8_t> bytes) const;
 
 private:
     File() = default;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cria/cpu/features.h"
 #include "cria/gguf/load_mode.h"
 #include "cria/model/hparams.h"
 #include "cria/ops/ops.h"
@@ -109,6 +110,8 @@ public:
 
 private:
     Model() = default;
+    // Replaces the matrices that `isa`'s kernels read faster packed by packed copies.
+    void pack_weights(cpu::Isa isa);
     std::shared_ptr<const gguf::File> file_;
     HParams hp_;
     Weights weights_;
