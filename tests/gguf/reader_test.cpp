@@ -192,9 +192,6 @@ TEST(GgufLoadMode, NamesRoundTrip) {
     EXPECT_FALSE(parse_load_mode("fast").has_value());
 }
 
-}  // namespace
-}  // namespace cria::gguf
-
 // Released pages of a mapping read back from the file; other load modes keep
 // their buffer. Either way the bytes stay the same.
 TEST(GgufReader, ReleasedPagesReadBackUnchanged) {
@@ -216,3 +213,6 @@ TEST(GgufReader, ReleasedPagesReadBackUnchanged) {
         }
     }
 }
+
+}  // namespace
+}  // namespace cria::gguf
