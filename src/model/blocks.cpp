@@ -56,7 +56,7 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     s.ops.rms_norm(x, lw.attn_norm.data(), hp.norm_rms_eps, h);
 
     const TensorView q = view(ws.q, nq, n), k = view(ws.k, nk, n), v = view(ws.v, nv, n);
-    if (o.layout == QkvLayout::Fused) {
+    if (o.layout == QkvLayout::Fused || lw.wqkv.data != nullptr) {  // the file's or joined at load
         const int64_t total = nq + nk + nv;
         s.ops.matmul(lw.wqkv, h, view(ws.qkv, total, n));
         split_rows(ws.qkv.data(), total, 0, nq, n, ws.q.data());
@@ -110,9 +110,10 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
     s.ops.rms_norm(x, lw.ffn_norm.data(), hp.norm_rms_eps, h);
 
     const TensorView gate = view(ws.gate, n_ff, n), up = view(ws.up, n_ff, n);
-    if (o.layout == GateUpLayout::Fused) {
-        // One matmul gives [gate; up] per token; gate rows first.
-        s.ops.matmul(lw.up, h, view(ws.qkv, 2 * n_ff, n));
+    if (o.layout == GateUpLayout::Fused || lw.gate_up.data != nullptr) {
+        // One matmul gives [gate; up] per token; gate rows first (the file's
+        // fused matrix, or the two joined at load).
+        s.ops.matmul(lw.gate_up.data != nullptr ? lw.gate_up : lw.up, h, view(ws.qkv, 2 * n_ff, n));
         split_rows(ws.qkv.data(), 2 * n_ff, 0, n_ff, n, ws.gate.data());
         split_rows(ws.qkv.data(), 2 * n_ff, n_ff, n_ff, n, ws.up.data());
     } else {

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -77,18 +78,54 @@ std::shared_ptr<void> allocate_packed(size_t bytes) {
     return std::shared_ptr<void>(p, [align](void* q) { ::operator delete[](q, std::align_val_t{align}); });
 }
 
-// Replaces the view of a weight matrix by a packed copy when `isa`'s kernels
-// read one faster; returns the copy's memory (null when left as it is).
-std::shared_ptr<void> pack_matrix(ops::TensorView& v, cpu::Isa isa) {
-    if (!v.data || v.weight_packing != matmul::Packing::None || v.ne[2] != 1 || v.ne[3] != 1) return nullptr;
-    const matmul::Packing packing = matmul::preferred_packing(v.type, isa);
+// One packed matrix to make: the rows of `parts` one after another (one
+// part, or the matrices that multiply the same input: [q; k; v], [gate; up]),
+// which replaces them in `target`.
+struct PackJob {
+    std::vector<ops::TensorView*> parts;
+    ops::TensorView* target;
+};
+
+// Whether the parts can be packed as one matrix by `isa`'s kernels.
+matmul::Packing job_packing(const PackJob& job, cpu::Isa isa) {
+    const ops::TensorView& first = *job.parts.front();
+    if (!first.data || first.weight_packing != matmul::Packing::None || first.ne[2] != 1 || first.ne[3] != 1)
+        return matmul::Packing::None;
+    for (const ops::TensorView* v : job.parts)
+        if (!v->data || v->type != first.type || v->ne[0] != first.ne[0] || v->ne[2] != 1 || v->ne[3] != 1 ||
+            v->weight_packing != matmul::Packing::None)
+            return matmul::Packing::None;
+    return matmul::preferred_packing(first.type, isa);
+}
+
+// Makes the packed matrix of a job (null when it is not packed) and points
+// its target at it; the parts it absorbed are cleared.
+std::shared_ptr<void> pack_job(const PackJob& job, cpu::Isa isa) {
+    const matmul::Packing packing = job_packing(job, isa);
     if (packing == matmul::Packing::None) return nullptr;
-    const size_t bytes = matmul::packed_bytes(v.type, v.ne[1], v.ne[0], packing);
+    const ops::TensorView first = *job.parts.front();  // a copy: the parts are cleared below
+    const int64_t k = first.ne[0];
+    int64_t rows = 0;
+    for (const ops::TensorView* v : job.parts) rows += v->ne[1];
+    const size_t bytes = matmul::packed_bytes(first.type, rows, k, packing);
     if (bytes == 0) return nullptr;
+
+    // The rows to pack: the file's, or the parts copied one after another.
+    const size_t row_bytes = first.row_bytes();
+    matmul::WeightMatrix plain{first.type, first.data, rows, k, first.nb[1]};
+    std::vector<uint8_t> joined;
+    if (job.parts.size() > 1) {
+        joined.resize(row_bytes * static_cast<size_t>(rows));
+        uint8_t* out = joined.data();
+        for (const ops::TensorView* v : job.parts)
+            for (int64_t r = 0; r < v->ne[1]; ++r, out += row_bytes) std::memcpy(out, v->row(r), row_bytes);
+        plain = {first.type, joined.data(), rows, k, row_bytes};
+    }
     std::shared_ptr<void> copy = allocate_packed(bytes);
-    matmul::pack_weights({v.type, v.data, v.ne[1], v.ne[0], v.nb[1]}, packing, copy.get());
-    v.data = copy.get();
-    v.weight_packing = packing;
+    matmul::pack_weights(plain, packing, copy.get());
+    for (ops::TensorView* v : job.parts) *v = ops::TensorView{};
+    *job.target = ops::TensorView::contiguous(first.type, copy.get(), {k, rows});
+    job.target->weight_packing = packing;
     return copy;
 }
 
@@ -175,14 +212,27 @@ std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file, 
 
 void Model::pack_weights(cpu::Isa isa) {
     // token_embd stays as it is: get_rows reads its rows (a tied output
-    // matrix gets its own packed copy).
-    std::vector<ops::TensorView*> views{&weights_.output};
-    for (LayerWeights& lw : weights_.layers)
-        for (ops::TensorView* v : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv, &lw.wo, &lw.gate, &lw.up, &lw.down}) views.push_back(v);
-    std::vector<std::shared_ptr<void>> copies(views.size());
-    std::vector<std::span<const uint8_t>> sources(views.size());
-    for (size_t i = 0; i < views.size(); ++i)
-        if (views[i]->data) sources[i] = {static_cast<const uint8_t*>(views[i]->data), views[i]->nb[1] * static_cast<size_t>(views[i]->ne[1])};
+    // matrix gets its own packed copy). Matrices that multiply the same input
+    // are joined into one ([q; k; v], [gate; up]): one product, one pass over
+    // the activations, and larger products, which stream better.
+    std::vector<PackJob> jobs{{{&weights_.output}, &weights_.output}};
+    for (LayerWeights& lw : weights_.layers) {
+        if (!lw.wqkv.data && job_packing({{&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv}, isa) != matmul::Packing::None)
+            jobs.push_back({{&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv});
+        else
+            for (ops::TensorView* v : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv}) jobs.push_back({{v}, v});
+        if (lw.gate.data && job_packing({{&lw.gate, &lw.up}, &lw.gate_up}, isa) != matmul::Packing::None)
+            jobs.push_back({{&lw.gate, &lw.up}, &lw.gate_up});
+        else
+            for (ops::TensorView* v : {&lw.gate, &lw.up}) jobs.push_back({{v}, v});
+        for (ops::TensorView* v : {&lw.wo, &lw.down}) jobs.push_back({{v}, v});
+    }
+    // The file's bytes of each job, released once it is packed.
+    std::vector<std::vector<std::span<const uint8_t>>> sources(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i)
+        for (const ops::TensorView* v : jobs[i].parts)
+            if (v->data) sources[i].emplace_back(static_cast<const uint8_t*>(v->data), v->nb[1] * static_cast<size_t>(v->ne[1]));
+    std::vector<std::shared_ptr<void>> copies(jobs.size());
 
     const uint8_t* embd = static_cast<const uint8_t*>(weights_.token_embd.data);
     // Packing is a memory-bound transposition: spread the matrices over the
@@ -191,12 +241,14 @@ void Model::pack_weights(cpu::Isa isa) {
     std::exception_ptr failure;
     std::mutex failure_mutex;
     const auto work = [&] {
-        for (size_t i; (i = next.fetch_add(1)) < views.size();) {
+        for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
             try {
-                copies[i] = pack_matrix(*views[i], isa);
+                copies[i] = pack_job(jobs[i], isa);
                 // The file's copy is no longer read (unless it is also the
                 // embedding): let its pages go now, so the peak stays low.
-                if (copies[i] && sources[i].data() != embd) file_->release_pages(sources[i]);
+                if (copies[i])
+                    for (std::span<const uint8_t> src : sources[i])
+                        if (src.data() != embd) file_->release_pages(src);
             } catch (...) {
                 const std::lock_guard<std::mutex> lock(failure_mutex);
                 if (!failure) failure = std::current_exception();
@@ -210,9 +262,10 @@ void Model::pack_weights(cpu::Isa isa) {
     for (std::thread& t : threads) t.join();
     if (failure) std::rethrow_exception(failure);
 
-    for (size_t i = 0; i < views.size(); ++i) {
+    for (size_t i = 0; i < jobs.size(); ++i) {
         if (!copies[i]) continue;
-        packed_bytes_ += matmul::packed_bytes(views[i]->type, views[i]->ne[1], views[i]->ne[0], views[i]->weight_packing);
+        const ops::TensorView& t = *jobs[i].target;
+        packed_bytes_ += matmul::packed_bytes(t.type, t.ne[1], t.ne[0], t.weight_packing);
         packed_storage_.push_back(std::move(copies[i]));
     }
 }

@@ -43,6 +43,10 @@ struct LayerWeights {
     std::vector<float> q_bias, k_bias, v_bias, q_norm, k_norm;
     ops::TensorView wq, wk, wv, wqkv, wo;  // wqkv used when hparams.fused_qkv
     ops::TensorView gate, up, down;        // up holds [gate; up] when hparams.fused_gate_up
+    // Joined at load time from separate matrices of the file (packed weights
+    // only): wqkv = [wq; wk; wv] (then wq, wk, wv are empty) and
+    // gate_up = [gate; up] (then gate and up are empty).
+    ops::TensorView gate_up;
 };
 
 struct Weights {
