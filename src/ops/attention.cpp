@@ -49,19 +49,6 @@ float dot_key(const VecKernels& k, const float* q, const char* key, ElementType 
     }
 }
 
-// acc += p * value row, for any cache type.
-void add_value(const VecKernels& k, float p, const char* value, ElementType type, int64_t n, float* acc, float* row) {
-    switch (type) {
-        case ElementType::F32: k.axpy(p, reinterpret_cast<const float*>(value), acc, n); break;
-        case ElementType::F16: k.axpy_f16(p, reinterpret_cast<const uint16_t*>(value), acc, n); break;
-        case ElementType::BF16: k.axpy_bf16(p, reinterpret_cast<const uint16_t*>(value), acc, n); break;
-        default:
-            quant::dequantize_row(type, value, row, n);
-            k.axpy(p, row, acc, n);
-            break;
-    }
-}
-
 }  // namespace
 
 void CpuOps::attention(const TensorView& q, const TensorView& kc, const TensorView& vc, const AttentionParams& params,
@@ -152,16 +139,19 @@ void CpuOps::attention(const TensorView& q, const TensorView& kc, const TensorVi
                 }
                 s.sum[g] += k.exp_shift_sum(scores, s.max[g], s.probs.data() + g * kBlock, count);
             }
-            for (int64_t j = 0; j < count; ++j) {
-                const char* value = vc.row(kv_head, start + j);
-                if (!plain_v) quant::dequantize_row(vc.type, value, s.row.data(), head_dim_v);
-                for (size_t g = 0; g < nh; ++g) {
-                    const float p = s.probs[g * kBlock + static_cast<size_t>(j)];
-                    if (p == 0.0f) continue;
-                    if (plain_v) {
-                        add_value(k, p, value, vc.type, head_dim_v, acc_of(g), nullptr);
-                    } else {
-                        k.axpy(p, s.row.data(), acc_of(g), head_dim_v);
+            if (plain_v) {
+                // Each head's output stays in registers over the block's rows.
+                const auto weighted = vc.type == ElementType::F32   ? k.weighted_rows
+                                      : vc.type == ElementType::F16 ? k.weighted_rows_f16
+                                                                    : k.weighted_rows_bf16;
+                for (size_t g = 0; g < nh; ++g)
+                    weighted(s.probs.data() + g * kBlock, vc.row(kv_head, start), vc.nb[2], count, acc_of(g), head_dim_v);
+            } else {
+                for (int64_t j = 0; j < count; ++j) {
+                    quant::dequantize_row(vc.type, vc.row(kv_head, start + j), s.row.data(), head_dim_v);
+                    for (size_t g = 0; g < nh; ++g) {
+                        const float p = s.probs[g * kBlock + static_cast<size_t>(j)];
+                        if (p != 0.0f) k.axpy(p, s.row.data(), acc_of(g), head_dim_v);
                     }
                 }
             }

@@ -4,6 +4,7 @@
 // the same generic code (vec_generic.h) instantiated with 8- and 16-wide
 // vector types in files compiled for those instruction sets.
 
+#include <cstddef>
 #include <cstdint>
 
 #include "cria/cpu/features.h"
@@ -36,6 +37,12 @@ struct VecKernels {
     // GELU with the exact erf: 0.5 x (1 + erf(x / sqrt 2)), a few ulp (see
     // gelu_erf_v in vec_generic.h); -inf gives -0.
     void (*gelu_erf)(const float* x, float* y, int64_t n);
+    // y[0..n) += sum over j < count of p[j] * row j, the rows `stride` bytes
+    // apart in f32 / f16 / bf16: attention's weighted sum of value rows, with
+    // y kept in registers across the rows.
+    void (*weighted_rows)(const float* p, const void* rows, size_t stride, int64_t count, float* y, int64_t n);
+    void (*weighted_rows_f16)(const float* p, const void* rows, size_t stride, int64_t count, float* y, int64_t n);
+    void (*weighted_rows_bf16)(const float* p, const void* rows, size_t stride, int64_t count, float* y, int64_t n);
     void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
     void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
 };

@@ -301,6 +301,50 @@ void gelu_erf(const float* x, float* y, int64_t n) {
     }
 }
 
+// Value kinds of weighted_rows: 0 f32, 1 f16, 2 bf16.
+template <class S, int kKind>
+typename S::V load_row_values(const char* row, int64_t i, int64_t m) {
+    if constexpr (kKind == 0) {
+        const float* r = reinterpret_cast<const float*>(row) + i;
+        return m == S::kWidth ? S::load(r) : S::load_partial(r, m, 0.0f);
+    } else if constexpr (kKind == 1) {
+        return S::load_f16_partial(reinterpret_cast<const uint16_t*>(row) + i, m);
+    } else {
+        return S::load_bf16_partial(reinterpret_cast<const uint16_t*>(row) + i, m);
+    }
+}
+
+// Up to four vectors of y stay in registers while every row goes by, so the
+// four FMA chains overlap and y is loaded and stored once.
+template <class S, int kKind>
+void weighted_rows(const float* p, const void* rows, size_t stride, int64_t count, float* y, int64_t n) {
+    using V = typename S::V;
+    const auto* base = static_cast<const char*>(rows);
+    constexpr int64_t kGroup = 4 * S::kWidth;
+    for (int64_t i0 = 0; i0 < n; i0 += kGroup) {
+        V acc[4];
+        int64_t width[4];
+        int chunks = 0;
+        for (int64_t i = i0; i < n && i < i0 + kGroup; i += S::kWidth, ++chunks) {
+            width[chunks] = n - i < S::kWidth ? n - i : S::kWidth;
+            acc[chunks] = width[chunks] == S::kWidth ? S::load(y + i) : S::load_partial(y + i, width[chunks], 0.0f);
+        }
+        for (int64_t j = 0; j < count; ++j) {
+            const char* row = base + static_cast<size_t>(j) * stride;
+            const V pj = S::set1(p[j]);
+            for (int c = 0; c < chunks; ++c)
+                acc[c] = S::fma(pj, load_row_values<S, kKind>(row, i0 + c * S::kWidth, width[c]), acc[c]);
+        }
+        for (int c = 0; c < chunks; ++c) {
+            float* out = y + i0 + c * S::kWidth;
+            if (width[c] == S::kWidth)
+                S::store(out, acc[c]);
+            else
+                S::store_partial(out, acc[c], width[c]);
+        }
+    }
+}
+
 template <class S, bool kBf16>
 void half_to_f32(const uint16_t* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; i += S::kWidth) {
@@ -327,8 +371,8 @@ constexpr VecKernels make_table() {
         &dot<S>,          &dot_half<S, false>, &dot_half<S, true>,  &sum_squares<S>,   &sum<S>,
         &max<S>,          &scale<S>,           &scale_mul<S>,       &axpy<S>,          &axpy_half<S, false>,
         &axpy_half<S, true>, &add<S>,          &mul<S>,             &exp_shift_sum<S>, &silu<S>,
-        &swiglu<S>,       &gelu<S>,            &geglu<S>,           &gelu_erf<S>,      &half_to_f32<S, false>,
-        &half_to_f32<S, true>,
+        &swiglu<S>,       &gelu<S>,            &geglu<S>,           &gelu_erf<S>,      &weighted_rows<S, 0>,
+        &weighted_rows<S, 1>, &weighted_rows<S, 2>, &half_to_f32<S, false>, &half_to_f32<S, true>,
     };
 }
 

@@ -89,6 +89,30 @@ TEST_P(VecKernelsTest, MapsMatchDouble) {
         for (size_t i = 0; i < un; ++i) want[i] = static_cast<float>(b[i] + 0.75 * bf16_to_f32(bb[i]));
         EXPECT_TRUE(all_close(y, want, 1e-6, 1e-6));
 
+        {
+            // Weighted sum of 5 rows (row stride n + 3 values), in all three kinds.
+            const int64_t count = 5, stride = n + 3;
+            const auto rows = random_floats(static_cast<size_t>(count * stride), 9);
+            const auto p = random_floats(static_cast<size_t>(count), 10, 0.0f, 1.0f);
+            std::vector<uint16_t> rows_h(rows.size()), rows_b(rows.size());
+            for (size_t i = 0; i < rows.size(); ++i) rows_h[i] = f32_to_f16(rows[i]), rows_b[i] = f32_to_bf16(rows[i]);
+            const auto check = [&](auto fn, const void* data, size_t elem, auto value_of) {
+                std::vector<float> g(un + 1, 1234.5f);
+                std::copy(b.begin(), b.end(), g.begin());
+                fn(p.data(), data, static_cast<size_t>(stride) * elem, count, g.data(), n);
+                for (size_t i = 0; i < un; ++i) {
+                    double w = b[i];
+                    for (int64_t j = 0; j < count; ++j) w += static_cast<double>(p[j]) * value_of(static_cast<size_t>(j * stride) + i);
+                    want[i] = static_cast<float>(w);
+                }
+                EXPECT_TRUE(all_close(g.data(), want.data(), un, 1e-6, 1e-6)) << "n=" << n;
+                EXPECT_EQ(g[un], 1234.5f);
+            };
+            check(k.weighted_rows, rows.data(), 4, [&](size_t i) { return static_cast<double>(rows[i]); });
+            check(k.weighted_rows_f16, rows_h.data(), 2, [&](size_t i) { return static_cast<double>(f16_to_f32(rows_h[i])); });
+            check(k.weighted_rows_bf16, rows_b.data(), 2, [&](size_t i) { return static_cast<double>(bf16_to_f32(rows_b[i])); });
+        }
+
         k.add(a.data(), b.data(), y.data(), n);
         for (size_t i = 0; i < un; ++i) want[i] = a[i] + b[i];
         EXPECT_TRUE(all_close(y, want, 0, 0));
