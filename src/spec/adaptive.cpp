@@ -11,6 +11,12 @@ constexpr double kEmaWeight = 0.25;   // weight of a new cost measurement
 constexpr double kDecay = 0.95;       // per observation of a draft position: ~20 recent drafts count
 constexpr double kMargin = 1.03;      // drafting must promise 3% more tokens/s than plain decoding
 constexpr int kMinProbe = 8, kMaxProbe = 64, kMaxProbeLen = 16;
+// A failed probe's extra time (drafting plus the larger verify, less the
+// tokens it won) may cost at most this share of the plain decoding between
+// two probes; a dear drafter (a draft model that must first catch up on the
+// tokens since its last draft) is therefore probed more rarely than kMaxProbe.
+constexpr double kProbeBudget = 0.02;
+constexpr int kMaxDearProbe = 1024;
 }  // namespace
 
 void DecodeCostModel::observe(int n_tokens, double ms) {
@@ -155,6 +161,13 @@ void AdaptiveDrafting::observe_draft(int drafter, int n_drafted, int n_accepted,
         } else {
             s.probe_len = 1;
             s.probe_interval = std::min(s.probe_interval * 2, kMaxProbe);
+            const double plain_ms = costs_.cost(1);
+            const double lost_ms =
+                draft_ms + costs_.cost(n_drafted + 1) - plain_ms - static_cast<double>(n_accepted) * plain_ms;
+            if (plain_ms > 0.0 && lost_ms > 0.0) {
+                const double steps = lost_ms / (kProbeBudget * plain_ms);
+                s.probe_interval = std::max(s.probe_interval, static_cast<int>(std::min<double>(steps, kMaxDearProbe)));
+            }
         }
     }
 }

@@ -16,6 +16,8 @@ struct Simulator {
     double (*cost)(int);  // ms of a decode of k tokens
     int drafted = 0, steps = 0;
 
+    double draft_ms = 0.0;  // what one draft call costs
+
     int step(int n_offered, int n_accepted_if_drafted) {
         ++steps;
         const int n = adaptive.limit(0, 16);
@@ -26,7 +28,7 @@ struct Simulator {
             return 0;
         }
         drafted += d;
-        adaptive.observe_draft(0, d, std::min(d, n_accepted_if_drafted), 0.0);
+        adaptive.observe_draft(0, d, std::min(d, n_accepted_if_drafted), draft_ms);
         return d;
     }
 };
@@ -94,6 +96,23 @@ TEST(AdaptiveDrafting, ModerateAcceptanceOnADearTargetStaysPaused) {
     for (int i = 0; i < 300; ++i) s.step(5, (accepted_pattern++ % 2));
     EXPECT_TRUE(s.adaptive.paused(0));
     EXPECT_LE(s.drafted, 20);
+}
+
+TEST(AdaptiveDrafting, DearFailingDrafterIsProbedRarely) {
+    // A draft model that costs two plain decodes per call and never wins: its
+    // probes may take at most ~2% of the time, so far fewer than a free
+    // drafter's (which are probed every 64 steps at most).
+    Simulator cheap{.cost = compute_bound};
+    Simulator dear{.cost = compute_bound, .draft_ms = 2.0};
+    for (int i = 0; i < 2000; ++i) {
+        cheap.step(16, 0);
+        dear.step(16, 0);
+    }
+    EXPECT_GE(cheap.drafted, 2000 / 64);
+    EXPECT_LE(dear.drafted, 2000 / 100);
+    EXPECT_GT(dear.drafted, 0);  // it still probes
+    // Probe time: (2 + 1) ms per failed probe over 2000 ms of plain decoding.
+    EXPECT_LE(dear.drafted * 3.0, 0.05 * 2000);
 }
 
 }  // namespace

@@ -13,7 +13,9 @@
 // in c(n+1) + d(n); a plain step yields 1 token in c(1). The controller picks
 // the n with the best tokens per second and drafts nothing when no n beats
 // plain decoding by a small margin. A paused drafter is probed at growing
-// intervals (8 .. 64 steps) with a one-token draft; a fully accepted probe is
+// intervals (8 .. 64 steps, longer for a dear drafter: a failed probe may cost
+// at most 2% of the plain decoding time between probes) with a one-token
+// draft; a fully accepted probe is
 // followed at once by one twice as long (slow start, up to 16), which also
 // measures larger verify batches. So drafting resumes quickly where the text
 // repeats, and costs little where it does not.
