@@ -6,6 +6,9 @@
 # loopback load test (tests/e2e/load.mjs: 1, 2, 4, 8 streaming clients).
 #
 #   scripts/e2e.sh [--cria PATH] [--load] [--load-seconds N] [--load-seconds-8 N]
+#                  [--load-model GGUF] [--load-flags "EXTRA SERVE FLAGS"]
+# --load-model runs the load test on another model (e.g. a Llama-3.2-1B-shaped
+# file, where decoding is bound by memory and batching slots pays most).
 #
 # Installs what it needs: npm ci in tests/e2e, and Debian's chromium when it
 # is missing (apt-get, needs root). Every step has a time limit.
@@ -16,12 +19,16 @@ CRIA="${CRIA:-$ROOT/build/cria}"
 LOAD=0
 LOAD_SECONDS=15
 LOAD_SECONDS_8=60
+LOAD_MODEL=""
+LOAD_FLAGS=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --cria) CRIA="$2"; shift 2 ;;
     --load) LOAD=1; shift ;;
     --load-seconds) LOAD_SECONDS="$2"; shift 2 ;;
     --load-seconds-8) LOAD_SECONDS_8="$2"; shift 2 ;;
+    --load-model) LOAD_MODEL="$2"; shift 2 ;;
+    --load-flags) LOAD_FLAGS="$2"; shift 2 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -49,7 +56,7 @@ trap cleanup EXIT
 
 start_server() {  # args: extra flags; sets SERVER_PID and CRIA_URL
   : > "$WORK/server.log"
-  "$CRIA" serve -m "$MODEL" --host 127.0.0.1 --port 0 --api-key "$CRIA_API_KEY" -a austen-7m \
+  "$CRIA" serve -m "${SERVE_MODEL:-$MODEL}" --host 127.0.0.1 --port 0 --api-key "$CRIA_API_KEY" -a austen-7m \
     --metrics --slot-save-path "$WORK" "$@" > "$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 300); do
@@ -80,8 +87,9 @@ start_server -np 4 -c 8192
 stop_server
 
 if [[ "$LOAD" == 1 ]]; then
-  echo "== load test (8 slots)"
-  start_server -np 8 -c 8192
+  echo "== load test (8 slots) on ${LOAD_MODEL:-$MODEL}"
+  # shellcheck disable=SC2086  # LOAD_FLAGS holds several flags
+  SERVE_MODEL="$LOAD_MODEL" start_server -np 8 -c 8192 $LOAD_FLAGS
   CRIA_PID="$SERVER_PID" timeout $((4 * LOAD_SECONDS + LOAD_SECONDS_8 + 120)) \
     node "$ROOT/tests/e2e/load.mjs" "$LOAD_SECONDS" "$LOAD_SECONDS_8"
   stop_server
