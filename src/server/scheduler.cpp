@@ -8,6 +8,7 @@
 #include "cria/core/error.h"
 #include "cria/sampling/chain.h"
 #include "cria/sampling/grammar.h"
+#include "cria/spec/adaptive.h"
 #include "cria/spec/params.h"
 #include "cria/vocab/streaming_detokenizer.h"
 
@@ -81,6 +82,12 @@ struct Scheduler::Slot {
     std::string spec_type;          // "": any drafter
     int32_t spec_n_max = 0, spec_n_min = -1;
     int32_t n_drafted = 0, n_draft_accepted = 0;
+    // Adaptive drafting for this request (as in cria run): what a step of
+    // 1 + n of this slot's tokens costs, how often each draft position wins;
+    // drafting pauses where it does not pay. A step's cost includes the
+    // other slots' tokens, which is what this slot's tokens/s depends on.
+    std::unique_ptr<spec::AdaptiveDrafting> adaptive;
+    double last_draft_ms = 0;
 };
 
 namespace {
@@ -329,6 +336,8 @@ void Scheduler::start(Slot& slot, Pending pending) {
     slot.spec_type = sr.type.empty() ? "" : std::string(spec::spec_type_name(spec::parse_spec_type(sr.type)));
     slot.n_drafted = slot.n_draft_accepted = 0;
     slot.drafting = false;
+    slot.adaptive = std::make_unique<spec::AdaptiveDrafting>(static_cast<int>(slot.drafters.size()),
+                                                             options_.speculative.adaptive);
     const int32_t n_ctx = backend_.n_ctx_per_seq();
     const int32_t room = n_ctx - static_cast<int32_t>(slot.request.prompt.size());
     slot.max_tokens = slot.request.max_tokens < 0 ? room : std::min(slot.request.max_tokens, room);
@@ -395,6 +404,7 @@ bool Scheduler::step() {
         }
     }
     if (batch.empty()) return false;
+    const auto t_decode = Clock::now();
     try {
         backend_.decode(batch, logits_);
     } catch (const std::exception& e) {
@@ -411,6 +421,9 @@ bool Scheduler::step() {
         ++stats_.decode_calls;
     }
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
+    const double decode_ms = ms_between(t_decode, Clock::now());
+    for (const Verify& v : verifies)
+        if (v.slot->drafting && v.slot->adaptive) v.slot->adaptive->observe_decode(1 + static_cast<int>(v.draft.size()), decode_ms);
     // Every generation entry has a logit row, and they come first.
     size_t row = 0;
     for (const Verify& v : verifies) {
@@ -452,9 +465,13 @@ void Scheduler::draft_for(Slot& s, int32_t room, spec::Draft& draft, int& drafte
     if (n_allowed <= 0) return;
     for (size_t d = 0; d < s.drafters.size(); ++d) {
         if (!s.spec_type.empty() && spec_types_[d] != s.spec_type) continue;
+        const int32_t n = s.adaptive ? s.adaptive->limit(static_cast<int>(d), n_allowed) : n_allowed;
+        if (n <= 0) continue;  // paused: drafting has not paid for this request
         draft.clear();
-        s.drafters[d]->draft(s.cache, s.last, n_allowed, draft);
-        draft.truncate(static_cast<size_t>(n_allowed));
+        const auto t_draft = Clock::now();
+        s.drafters[d]->draft(s.cache, s.last, n, draft);
+        s.last_draft_ms = ms_between(t_draft, Clock::now());
+        draft.truncate(static_cast<size_t>(n));
         const int32_t n_min = s.spec_n_min >= 0 ? s.spec_n_min : s.drafters[d]->n_min();
         if (static_cast<int32_t>(draft.size()) < std::min(n_min, n_allowed)) draft.clear();
         bool valid = true;
@@ -492,6 +509,12 @@ void Scheduler::verify(Slot& s, const float* rows, const spec::Draft& draft, int
         ++s.n_draft_accepted;
         std::lock_guard lock(mutex_);
         ++stats_.spec_accepted_total;
+    }
+    if (s.adaptive) {
+        if (n == 0)
+            s.adaptive->observe_plain_step();
+        else
+            s.adaptive->observe_draft(drafter, n, accepted, s.last_draft_ms);
     }
     if (n == 0) return;
     // The rejected tokens' cells were written by this step: drop them.
