@@ -39,16 +39,6 @@ struct Scratch {
     std::vector<float> sum;  // running denominator per query head
 };
 
-// dot(q, key row) for any cache type.
-float dot_key(const VecKernels& k, const float* q, const char* key, ElementType type, int64_t n, float* row) {
-    switch (type) {
-        case ElementType::F32: return k.dot(q, reinterpret_cast<const float*>(key), n);
-        case ElementType::F16: return k.dot_f16(q, reinterpret_cast<const uint16_t*>(key), n);
-        case ElementType::BF16: return k.dot_bf16(q, reinterpret_cast<const uint16_t*>(key), n);
-        default: quant::dequantize_row(type, key, row, n); return k.dot(q, row, n);
-    }
-}
-
 }  // namespace
 
 void CpuOps::attention(const TensorView& q, const TensorView& kc, const TensorView& vc, const AttentionParams& params,
@@ -112,19 +102,26 @@ void CpuOps::attention(const TensorView& q, const TensorView& kc, const TensorVi
 
         for (int64_t start = lo; start <= hi; start += kBlock) {
             const int64_t count = std::min(kBlock, hi - start + 1);
-            for (int64_t j = 0; j < count; ++j) {
-                const char* key = kc.row(kv_head, start + j);
-                const float* key_f = nullptr;
-                if (!plain_k) {
-                    quant::dequantize_row(kc.type, key, s.row.data(), head_dim);
-                    key_f = s.row.data();
+            if (plain_k) {
+                // Each head's query stays in registers over the block's keys.
+                const auto dots = kc.type == ElementType::F32   ? k.dot_rows
+                                  : kc.type == ElementType::F16 ? k.dot_rows_f16
+                                                                : k.dot_rows_bf16;
+                for (size_t g = 0; g < nh; ++g)
+                    dots(query_of(g), kc.row(kv_head, start), kc.nb[2], count, s.scores.data() + g * kBlock, head_dim);
+            } else {
+                for (int64_t j = 0; j < count; ++j) {
+                    quant::dequantize_row(kc.type, kc.row(kv_head, start + j), s.row.data(), head_dim);
+                    for (size_t g = 0; g < nh; ++g)
+                        s.scores[g * kBlock + static_cast<size_t>(j)] = k.dot(query_of(g), s.row.data(), head_dim);
                 }
-                for (size_t g = 0; g < nh; ++g) {
-                    float score = plain_k ? dot_key(k, query_of(g), key, kc.type, head_dim, nullptr)
-                                          : k.dot(query_of(g), key_f, head_dim);
-                    score *= params.scale;
+            }
+            for (size_t g = 0; g < nh; ++g) {
+                float* scores = s.scores.data() + g * kBlock;
+                for (int64_t j = 0; j < count; ++j) {
+                    float score = scores[j] * params.scale;
                     if (params.softcap > 0.0f) score = params.softcap * std::tanh(score / params.softcap);
-                    s.scores[g * kBlock + static_cast<size_t>(j)] = score;
+                    scores[j] = score;
                 }
             }
             for (size_t g = 0; g < nh; ++g) {

@@ -43,6 +43,12 @@ struct VecKernels {
     void (*weighted_rows)(const float* p, const void* rows, size_t stride, int64_t count, float* y, int64_t n);
     void (*weighted_rows_f16)(const float* p, const void* rows, size_t stride, int64_t count, float* y, int64_t n);
     void (*weighted_rows_bf16)(const float* p, const void* rows, size_t stride, int64_t count, float* y, int64_t n);
+    // out[j] = dot(q, row j) for j < count, the rows `stride` bytes apart in
+    // f32 / f16 / bf16: attention's scores of one query against a block of
+    // keys, with the query kept in registers.
+    void (*dot_rows)(const float* q, const void* rows, size_t stride, int64_t count, float* out, int64_t n);
+    void (*dot_rows_f16)(const float* q, const void* rows, size_t stride, int64_t count, float* out, int64_t n);
+    void (*dot_rows_bf16)(const float* q, const void* rows, size_t stride, int64_t count, float* out, int64_t n);
     void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
     void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
 };

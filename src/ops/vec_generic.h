@@ -345,6 +345,47 @@ void weighted_rows(const float* p, const void* rows, size_t stride, int64_t coun
     }
 }
 
+// Rows up to kMaxChunks vectors long keep the query in registers; longer
+// ones stream it from memory per row like dot().
+template <class S, int kKind>
+void dot_rows(const float* q, const void* rows, size_t stride, int64_t count, float* out, int64_t n) {
+    using V = typename S::V;
+    constexpr int kMaxChunks = 8;
+    const auto* base = static_cast<const char*>(rows);
+    const int64_t chunks = (n + S::kWidth - 1) / S::kWidth;
+    if (chunks > kMaxChunks) {
+        for (int64_t j = 0; j < count; ++j) {
+            const char* row = base + static_cast<size_t>(j) * stride;
+            V acc = S::zero();
+            for (int64_t i = 0; i < n; i += S::kWidth) {
+                const int64_t m = n - i < S::kWidth ? n - i : S::kWidth;
+                const V qv = m == S::kWidth ? S::load(q + i) : S::load_partial(q + i, m, 0.0f);
+                acc = S::fma(qv, load_row_values<S, kKind>(row, i, m), acc);
+            }
+            out[j] = S::reduce_add(acc);
+        }
+        return;
+    }
+    V qv[kMaxChunks];
+    int64_t width[kMaxChunks];
+    for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t i = c * S::kWidth;
+        width[c] = n - i < S::kWidth ? n - i : S::kWidth;
+        qv[c] = width[c] == S::kWidth ? S::load(q + i) : S::load_partial(q + i, width[c], 0.0f);
+    }
+    for (int64_t j = 0; j < count; ++j) {
+        const char* row = base + static_cast<size_t>(j) * stride;
+        V acc0 = S::zero(), acc1 = S::zero();
+        int64_t c = 0;
+        for (; c + 1 < chunks; c += 2) {
+            acc0 = S::fma(qv[c], load_row_values<S, kKind>(row, c * S::kWidth, width[c]), acc0);
+            acc1 = S::fma(qv[c + 1], load_row_values<S, kKind>(row, (c + 1) * S::kWidth, width[c + 1]), acc1);
+        }
+        if (c < chunks) acc0 = S::fma(qv[c], load_row_values<S, kKind>(row, c * S::kWidth, width[c]), acc0);
+        out[j] = S::reduce_add(S::add(acc0, acc1));
+    }
+}
+
 template <class S, bool kBf16>
 void half_to_f32(const uint16_t* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; i += S::kWidth) {
@@ -372,7 +413,8 @@ constexpr VecKernels make_table() {
         &max<S>,          &scale<S>,           &scale_mul<S>,       &axpy<S>,          &axpy_half<S, false>,
         &axpy_half<S, true>, &add<S>,          &mul<S>,             &exp_shift_sum<S>, &silu<S>,
         &swiglu<S>,       &gelu<S>,            &geglu<S>,           &gelu_erf<S>,      &weighted_rows<S, 0>,
-        &weighted_rows<S, 1>, &weighted_rows<S, 2>, &half_to_f32<S, false>, &half_to_f32<S, true>,
+        &weighted_rows<S, 1>, &weighted_rows<S, 2>, &dot_rows<S, 0>,     &dot_rows<S, 1>,   &dot_rows<S, 2>,
+        &half_to_f32<S, false>, &half_to_f32<S, true>,
     };
 }
 

@@ -108,6 +108,23 @@ TEST_P(VecKernelsTest, MapsMatchDouble) {
                 EXPECT_TRUE(all_close(g.data(), want.data(), un, 1e-6, 1e-6)) << "n=" << n;
                 EXPECT_EQ(g[un], 1234.5f);
             };
+            // Scores of the query a against the same rows.
+            const auto check_dots = [&](auto fn, const void* data, size_t elem, auto value_of) {
+                std::vector<float> out(static_cast<size_t>(count) + 1, 1234.5f);
+                fn(a.data(), data, static_cast<size_t>(stride) * elem, count, out.data(), n);
+                for (int64_t j = 0; j < count; ++j) {
+                    double d = 0, mag = 0;
+                    for (size_t i = 0; i < un; ++i) {
+                        d += static_cast<double>(a[i]) * value_of(static_cast<size_t>(j * stride) + i);
+                        mag += std::fabs(static_cast<double>(a[i]) * value_of(static_cast<size_t>(j * stride) + i));
+                    }
+                    EXPECT_TRUE(std::fabs(out[static_cast<size_t>(j)] - d) <= 1e-6 * mag + 1e-6) << "n=" << n << " j=" << j;
+                }
+                EXPECT_EQ(out[static_cast<size_t>(count)], 1234.5f);
+            };
+            check_dots(k.dot_rows, rows.data(), 4, [&](size_t i) { return static_cast<double>(rows[i]); });
+            check_dots(k.dot_rows_f16, rows_h.data(), 2, [&](size_t i) { return static_cast<double>(f16_to_f32(rows_h[i])); });
+            check_dots(k.dot_rows_bf16, rows_b.data(), 2, [&](size_t i) { return static_cast<double>(bf16_to_f32(rows_b[i])); });
             check(k.weighted_rows, rows.data(), 4, [&](size_t i) { return static_cast<double>(rows[i]); });
             check(k.weighted_rows_f16, rows_h.data(), 2, [&](size_t i) { return static_cast<double>(f16_to_f32(rows_h[i])); });
             check(k.weighted_rows_bf16, rows_b.data(), 2, [&](size_t i) { return static_cast<double>(bf16_to_f32(rows_b[i])); });
