@@ -53,6 +53,24 @@ constexpr int kGroupRows = 16;
 // How far ahead of the block being multiplied the weights are prefetched.
 constexpr size_t kPrefetchDistance = 2048;
 
+// Writes the tile's rows (at most 16) of each column's 16 row sums.
+template <int C>
+inline void store_rows16(const Tile& t, const __m512 (&acc)[C]) {
+    const __mmask16 rows = static_cast<__mmask16>((1u << t.n_rows) - 1);
+    for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, acc[c]);
+}
+
+// The tile function of a kernel written for a compile-time column count.
+template <template <int> class Run>
+void rows16_tile_of(const Tile& t) {
+    switch (t.n_cols) {
+        case 1: Run<1>::run(t); break;
+        case 2: Run<2>::run(t); break;
+        case 3: Run<3>::run(t); break;
+        default: Run<4>::run(t); break;
+    }
+}
+
 // Decoders: the 8 weight registers of one block from its quant bytes.
 struct UnpackQ4_0 {
     static constexpr size_t kQuantBytes = 16 * kGroupRows;
@@ -120,19 +138,9 @@ void rows16_run(const Tile& t) {
             acc[c] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, _mm512_set1_ps(da)), acc[c]);
         }
     }
-    const __mmask16 rows = static_cast<__mmask16>((1u << t.n_rows) - 1);
-    for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, acc[c]);
+    store_rows16<C>(t, acc);
 }
 
-template <class U>
-void rows16_tile(const Tile& t) {
-    switch (t.n_cols) {
-        case 1: rows16_run<U, 1>(t); break;
-        case 2: rows16_run<U, 2>(t); break;
-        case 3: rows16_run<U, 3>(t); break;
-        default: rows16_run<U, 4>(t); break;
-    }
-}
 
 // Q4_K (layout in packing.h). Per 64-value chunk j the 8 quant registers
 // give 8 low-nibble registers (sub-block 2j) and 8 high-nibble ones
@@ -193,18 +201,9 @@ void rows16_q4_k_run(const Tile& t) {
             acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[c]), _mm512_mul_ps(dmin, da), acc[c]);
         }
     }
-    const __mmask16 rows = static_cast<__mmask16>((1u << t.n_rows) - 1);
-    for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, acc[c]);
+    store_rows16<C>(t, acc);
 }
 
-void rows16_q4_k_tile(const Tile& t) {
-    switch (t.n_cols) {
-        case 1: rows16_q4_k_run<1>(t); break;
-        case 2: rows16_q4_k_run<2>(t); break;
-        case 3: rows16_q4_k_run<3>(t); break;
-        default: rows16_q4_k_run<4>(t); break;
-    }
-}
 
 // Q6_K (layout in packing.h). For each half n of the super-block and
 // dword t of its first 32 ql/qh bytes, two ql registers (A: bytes 4t.., B:
@@ -264,18 +263,9 @@ void rows16_q6_k_run(const Tile& t) {
         for (int c = 0; c < C; ++c)
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[c]);
     }
-    const __mmask16 rows = static_cast<__mmask16>((1u << t.n_rows) - 1);
-    for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, acc[c]);
+    store_rows16<C>(t, acc);
 }
 
-void rows16_q6_k_tile(const Tile& t) {
-    switch (t.n_cols) {
-        case 1: rows16_q6_k_run<1>(t); break;
-        case 2: rows16_q6_k_run<2>(t); break;
-        case 3: rows16_q6_k_run<3>(t); break;
-        default: rows16_q6_k_run<4>(t); break;
-    }
-}
 
 // F16/BF16: per k, one register of the 16 rows' values times the broadcast
 // activation of each column. U accumulators per column hide the FMA latency
@@ -309,36 +299,51 @@ void rows16_half_run(const Tile& t) {
         const __m512 wv = load_half16<Bf16>(t.w + static_cast<size_t>(i) * 32);
         for (int c = 0; c < C; ++c) acc[c][0] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[c][i]), acc[c][0]);
     }
-    const __mmask16 rows = static_cast<__mmask16>((1u << t.n_rows) - 1);
+    __m512 sums[C];
     for (int c = 0; c < C; ++c) {
-        __m512 sum = acc[c][0];
-        for (int u = 1; u < U; ++u) sum = _mm512_add_ps(sum, acc[c][u]);
-        _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, sum);
+        sums[c] = acc[c][0];
+        for (int u = 1; u < U; ++u) sums[c] = _mm512_add_ps(sums[c], acc[c][u]);
     }
+    store_rows16<C>(t, sums);
 }
 
+
+// Column-count adapters for rows16_tile_of.
+template <class U>
+struct Blocks32 {
+    template <int C>
+    struct Run {
+        static void run(const Tile& t) { rows16_run<U, C>(t); }
+    };
+};
+template <int C>
+struct Q4KRun {
+    static void run(const Tile& t) { rows16_q4_k_run<C>(t); }
+};
+template <int C>
+struct Q6KRun {
+    static void run(const Tile& t) { rows16_q6_k_run<C>(t); }
+};
 template <bool Bf16>
-void rows16_half_tile(const Tile& t) {
-    switch (t.n_cols) {
-        case 1: rows16_half_run<Bf16, 1>(t); break;
-        case 2: rows16_half_run<Bf16, 2>(t); break;
-        case 3: rows16_half_run<Bf16, 3>(t); break;
-        default: rows16_half_run<Bf16, 4>(t); break;
-    }
-}
+struct Half {
+    template <int C>
+    struct Run {
+        static void run(const Tile& t) { rows16_half_run<Bf16, C>(t); }
+    };
+};
 
 }  // namespace
 
 TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
     if (p != Packing::Rows16) return {};
     switch (t) {
-        case ElementType::Q4_0: return {rows16_tile<UnpackQ4_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
-        case ElementType::IQ4_NL: return {rows16_tile<UnpackIq4Nl>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
-        case ElementType::Q8_0: return {rows16_tile<UnpackQ8_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
-        case ElementType::Q4_K: return {rows16_q4_k_tile, kGroupRows, 4, ActivationFormat::Q8_K};
-        case ElementType::Q6_K: return {rows16_q6_k_tile, kGroupRows, 4, ActivationFormat::Q8_K};
-        case ElementType::F16: return {rows16_half_tile<false>, kGroupRows, 4, ActivationFormat::F32};
-        case ElementType::BF16: return {rows16_half_tile<true>, kGroupRows, 4, ActivationFormat::F32};
+        case ElementType::Q4_0: return {rows16_tile_of<Blocks32<UnpackQ4_0>::Run>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::IQ4_NL: return {rows16_tile_of<Blocks32<UnpackIq4Nl>::Run>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::Q8_0: return {rows16_tile_of<Blocks32<UnpackQ8_0>::Run>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::Q4_K: return {rows16_tile_of<Q4KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::Q6_K: return {rows16_tile_of<Q6KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::F16: return {rows16_tile_of<Half<false>::Run>, kGroupRows, 4, ActivationFormat::F32};
+        case ElementType::BF16: return {rows16_tile_of<Half<true>::Run>, kGroupRows, 4, ActivationFormat::F32};
         default: return {};
     }
 }

@@ -34,6 +34,25 @@ static_assert(offsetof(quant::block_q4_0, d) == 0 && offsetof(quant::block_q4_0,
 static_assert(offsetof(quant::block_iq4_nl, d) == 0 && offsetof(quant::block_iq4_nl, qs) == 2);
 static_assert(offsetof(quant::block_q8_0, d) == 0 && offsetof(quant::block_q8_0, qs) == 2);
 
+// Packs a super-block type: for each group of 16 rows (zero rows padding
+// the last) and each super-block b, `put(sb, r, block)` writes row r's block
+// b into the group's super-block run `sb` of `super_bytes`.
+template <typename Block, typename Put>
+void pack_rows16_superblocks(const WeightMatrix& w, uint8_t* dst, size_t super_bytes, Put put) {
+    const int64_t nb = w.k / 256;
+    const int64_t groups = (w.rows + kGroupRows - 1) / kGroupRows;
+    const auto* src = static_cast<const uint8_t*>(w.data);
+    for (int64_t g = 0; g < groups; ++g) {
+        uint8_t* group = dst + static_cast<size_t>(g * nb) * super_bytes;
+        std::memset(group, 0, static_cast<size_t>(nb) * super_bytes);  // padding rows: all zero
+        const int64_t rows = std::min(kGroupRows, w.rows - g * kGroupRows);
+        for (int64_t r = 0; r < rows; ++r) {
+            const auto* row = reinterpret_cast<const Block*>(src + static_cast<size_t>(g * kGroupRows + r) * w.row_stride);
+            for (int64_t b = 0; b < nb; ++b) put(group + static_cast<size_t>(b) * super_bytes, static_cast<size_t>(r), row[b]);
+        }
+    }
+}
+
 // Rows16 of Q4_K: per super-block of 256 values, the 16 rows' quants (32
 // registers: register 8j + t holds, for row r at 4r, bytes 32j + 4t..+3 of
 // the row's qs), their 6-bit sub-block scales and mins unpacked to bytes
@@ -42,28 +61,14 @@ static_assert(offsetof(quant::block_q8_0, d) == 0 && offsetof(quant::block_q8_0,
 constexpr size_t kQ4KQuants = 2048, kQ4KScales = 256, kQ4KSuper = kQ4KQuants + kQ4KScales + 64;
 
 void pack_rows16_q4_k(const WeightMatrix& w, uint8_t* dst) {
-    const int64_t nb = w.k / 256;
-    const int64_t groups = (w.rows + kGroupRows - 1) / kGroupRows;
-    const auto* src = static_cast<const uint8_t*>(w.data);
-    for (int64_t g = 0; g < groups; ++g) {
-        uint8_t* group = dst + static_cast<size_t>(g * nb) * kQ4KSuper;
-        std::memset(group, 0, static_cast<size_t>(nb) * kQ4KSuper);  // padding rows: all zero
-        const int64_t rows = std::min(kGroupRows, w.rows - g * kGroupRows);
-        for (int64_t r = 0; r < rows; ++r) {
-            const auto* row = reinterpret_cast<const quant::block_q4_K*>(src + static_cast<size_t>(g * kGroupRows + r) * w.row_stride);
-            for (int64_t b = 0; b < nb; ++b) {
-                const quant::block_q4_K& blk = row[b];
-                uint8_t* sb = group + static_cast<size_t>(b) * kQ4KSuper;
-                for (size_t reg = 0; reg < 32; ++reg)
-                    std::memcpy(sb + reg * 64 + static_cast<size_t>(r) * 4, blk.qs + 4 * reg, 4);
-                uint8_t sm[16];  // 8 scales, then 8 mins
-                detail::scales_mins_k4(blk.scales, sm);
-                for (size_t i = 0; i < 16; ++i) sb[kQ4KQuants + i * 16 + static_cast<size_t>(r)] = sm[i];
-                std::memcpy(sb + kQ4KQuants + kQ4KScales + 2 * r, &blk.d, 2);
-                std::memcpy(sb + kQ4KQuants + kQ4KScales + 32 + 2 * r, &blk.dmin, 2);
-            }
-        }
-    }
+    pack_rows16_superblocks<quant::block_q4_K>(w, dst, kQ4KSuper, [](uint8_t* sb, size_t r, const quant::block_q4_K& blk) {
+        for (size_t reg = 0; reg < 32; ++reg) std::memcpy(sb + reg * 64 + r * 4, blk.qs + 4 * reg, 4);
+        uint8_t sm[16];  // 8 scales, then 8 mins
+        detail::scales_mins_k4(blk.scales, sm);
+        for (size_t i = 0; i < 16; ++i) sb[kQ4KQuants + i * 16 + r] = sm[i];
+        std::memcpy(sb + kQ4KQuants + kQ4KScales + 2 * r, &blk.d, 2);
+        std::memcpy(sb + kQ4KQuants + kQ4KScales + 32 + 2 * r, &blk.dmin, 2);
+    });
 }
 
 // Rows16 of Q6_K: per super-block, the 16 rows' ql as 32 registers and qh
@@ -73,27 +78,12 @@ void pack_rows16_q4_k(const WeightMatrix& w, uint8_t* dst) {
 constexpr size_t kQ6KQl = 2048, kQ6KQh = 1024, kQ6KScales = 256, kQ6KSuper = kQ6KQl + kQ6KQh + kQ6KScales + 64;
 
 void pack_rows16_q6_k(const WeightMatrix& w, uint8_t* dst) {
-    const int64_t nb = w.k / 256;
-    const int64_t groups = (w.rows + kGroupRows - 1) / kGroupRows;
-    const auto* src = static_cast<const uint8_t*>(w.data);
-    for (int64_t g = 0; g < groups; ++g) {
-        uint8_t* group = dst + static_cast<size_t>(g * nb) * kQ6KSuper;
-        std::memset(group, 0, static_cast<size_t>(nb) * kQ6KSuper);  // padding rows: all zero
-        const int64_t rows = std::min(kGroupRows, w.rows - g * kGroupRows);
-        for (int64_t r = 0; r < rows; ++r) {
-            const auto* row = reinterpret_cast<const quant::block_q6_K*>(src + static_cast<size_t>(g * kGroupRows + r) * w.row_stride);
-            const size_t lane = static_cast<size_t>(r) * 4;
-            for (int64_t b = 0; b < nb; ++b) {
-                const quant::block_q6_K& blk = row[b];
-                uint8_t* sb = group + static_cast<size_t>(b) * kQ6KSuper;
-                for (size_t reg = 0; reg < 32; ++reg) std::memcpy(sb + reg * 64 + lane, blk.ql + 4 * reg, 4);
-                for (size_t reg = 0; reg < 16; ++reg) std::memcpy(sb + kQ6KQl + reg * 64 + lane, blk.qh + 4 * reg, 4);
-                for (size_t i = 0; i < 16; ++i)
-                    sb[kQ6KQl + kQ6KQh + i * 16 + static_cast<size_t>(r)] = static_cast<uint8_t>(blk.scales[i]);
-                std::memcpy(sb + kQ6KQl + kQ6KQh + kQ6KScales + 2 * r, &blk.d, 2);
-            }
-        }
-    }
+    pack_rows16_superblocks<quant::block_q6_K>(w, dst, kQ6KSuper, [](uint8_t* sb, size_t r, const quant::block_q6_K& blk) {
+        for (size_t reg = 0; reg < 32; ++reg) std::memcpy(sb + reg * 64 + r * 4, blk.ql + 4 * reg, 4);
+        for (size_t reg = 0; reg < 16; ++reg) std::memcpy(sb + kQ6KQl + reg * 64 + r * 4, blk.qh + 4 * reg, 4);
+        for (size_t i = 0; i < 16; ++i) sb[kQ6KQl + kQ6KQh + i * 16 + r] = static_cast<uint8_t>(blk.scales[i]);
+        std::memcpy(sb + kQ6KQl + kQ6KQh + kQ6KScales + 2 * r, &blk.d, 2);
+    });
 }
 
 bool is_half(ElementType t) { return t == ElementType::F16 || t == ElementType::BF16; }
