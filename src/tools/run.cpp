@@ -29,6 +29,7 @@
 #include "cria/spec/speculative.h"
 #include "cria/vocab/vocab.h"
 #include "tools/command.h"
+#include "tools/spec_flags.h"
 
 namespace {
 
@@ -88,18 +89,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--grammar-file", opt->grammar.grammar_file, "File with a GBNF grammar");
     cmd.add_option("-j,--json-schema", opt->grammar.json_schema, "JSON Schema the output must follow");
     cmd.add_option("--json-schema-file", opt->grammar.json_schema_file, "File with a JSON Schema");
-    for (const auto& o : cria::spec::options()) {
-        cmd.add_option_function<std::string>(
-            o.flags,
-            [opt, &o](const std::string& v) {
-                try {
-                    o.apply(opt->spec, v);
-                } catch (const cria::Error& e) {
-                    throw CLI::ValidationError(e.what());
-                }
-            },
-            o.help);
-    }
+    cria::tools::add_spec_flags(cmd, opt, &RunOptions::spec);
     return [opt, prompt, &cmd]() -> int {
         using namespace cria;
         std::string n_ctx, n_ubatch, draft_model;

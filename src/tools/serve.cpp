@@ -18,6 +18,7 @@
 #include "cria/server/server.h"
 #include "cria/spec/options.h"
 #include "tools/command.h"
+#include "tools/spec_flags.h"
 
 namespace {
 
@@ -69,18 +70,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--max-tokens", opt->max_tokens_cap, "Server-wide cap on tokens per reply, whatever a request asks (-1: the slot's context)");
     cmd.add_option("--max-queue", opt->max_queue, "Requests that may wait for a slot; more get 503");
     cmd.add_option("--max-body", opt->max_body, "Largest request body in bytes");
-    for (const auto& o : cria::spec::options()) {
-        cmd.add_option_function<std::string>(
-            o.flags,
-            [opt, &o](const std::string& v) {
-                try {
-                    o.apply(opt->spec, v);
-                } catch (const cria::Error& e) {
-                    throw CLI::ValidationError(e.what());
-                }
-            },
-            o.help);
-    }
+    cria::tools::add_spec_flags(cmd, opt, &ServeOptions::spec);
     cmd.allow_extras();  // -m, -md, -c, -np and -n, as llama-server spells them
     return [opt, &cmd]() -> int {
         using namespace cria;

@@ -29,6 +29,7 @@
 #include "cria/spec/speculative.h"
 #include "cria/vocab/vocab.h"
 #include "tools/command.h"
+#include "tools/spec_flags.h"
 
 namespace {
 
@@ -119,18 +120,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--ctx-size", opt->n_ctx, "Context size (default 4096)");
     cmd.add_option("--verify-cost", opt->verify_cost, "Measure decode cost of these batch sizes, e.g. 1,2,4,8,16");
     cmd.add_option("--verify-context", opt->verify_context, "Tokens in the cache before --verify-cost batches (128)");
-    for (const auto& o : cria::spec::options())
-        cmd.add_option_function<std::string>(
-            o.flags,
-            [opt, &o](const std::string& v) {
-                // CLI11 reports its own exception type; a cria::Error here would escape main's handler.
-                try {
-                    o.apply(opt->spec, v);
-                } catch (const cria::Error& e) {
-                    throw CLI::ValidationError(e.what());
-                }
-            },
-            o.help);
+    cria::tools::add_spec_flags(cmd, opt, &SpeculativeOptions::spec);
     cmd.allow_extras();  // -m FILE, -md FILE
     return [opt, &cmd]() -> int {
         using namespace cria;
