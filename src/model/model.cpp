@@ -25,6 +25,7 @@
 #include "cria/gguf/file.h"
 #include "cria/quant/quantize.h"
 #include "model/blocks.h"
+#include "model/tensor_lookup.h"
 
 namespace cria::model {
 namespace {
@@ -33,36 +34,17 @@ class WeightLoader {
 public:
     explicit WeightLoader(const gguf::File& file) : file_(file) {}
 
-    bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
-
     // A [cols, rows] matrix viewed in place.
     ops::TensorView matrix(const std::string& name, uint64_t cols, uint64_t rows) const {
-        const gguf::TensorInfo& t = require(name);
-        if (t.n_dims != 2 || t.ne[0] != cols || t.ne[1] != rows)
-            throw Error(file_.path() + ": tensor '" + name + "' should have shape [" + std::to_string(cols) + ", " +
-                        std::to_string(rows) + "]");
+        const gguf::TensorInfo& t = detail::require_matrix(file_, name, cols, rows);
         return ops::TensorView::contiguous(t.type, file_.tensor_data(t).data(),
                                            {static_cast<int64_t>(cols), static_cast<int64_t>(rows)});
     }
 
     // A small vector converted to F32.
-    std::vector<float> vector(const std::string& name, uint64_t n) const {
-        const gguf::TensorInfo& t = require(name);
-        if (t.n_elements() != n)
-            throw Error(file_.path() + ": tensor '" + name + "' should have " + std::to_string(n) + " values");
-        if (!quant::can_dequantize(t.type))
-            throw Error(file_.path() + ": tensor '" + name + "' has an unsupported type");
-        std::vector<float> v(n);
-        quant::dequantize_row(t.type, file_.tensor_data(t).data(), v.data(), static_cast<int64_t>(n));
-        return v;
-    }
+    std::vector<float> vector(const std::string& name, uint64_t n) const { return detail::read_vector(file_, name, n); }
 
 private:
-    const gguf::TensorInfo& require(const std::string& name) const {
-        const gguf::TensorInfo* t = file_.find_tensor(name);
-        if (!t) throw Error(file_.path() + ": missing tensor '" + name + "'");
-        return *t;
-    }
     const gguf::File& file_;
 };
 
