@@ -18,33 +18,13 @@
 
 #include "cria/core/float16.h"
 #include "cria/quant/blocks.h"
+#include "matmul/code_tables.h"
 #include "matmul/kernels.h"
 #include "matmul/scales.h"
 #include "matmul/tile_dispatch.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-namespace cria::matmul::detail {
-namespace {
-
-// 16-entry byte tables (code -> value + 128) for vpshufb, built once.
-struct Tables {
-    alignas(16) uint8_t q4_0[16], iq4nl[16], mxfp4[16];
-    constexpr Tables() : q4_0(), iq4nl(), mxfp4() {
-        for (int i = 0; i < 16; ++i) {
-            q4_0[i] = static_cast<uint8_t>(i - 8 + 128);
-            iq4nl[i] = static_cast<uint8_t>(cria::quant::kvalues_iq4nl[i] + 128);
-            mxfp4[i] = static_cast<uint8_t>(cria::quant::kvalues_mxfp4[i] + 128);
-        }
-    }
-};
-// Constant-initialised (constexpr), so no code of this file runs before the
-// CPU has been checked.
-constexpr Tables kTables;
-
-}  // namespace
-}  // namespace cria::matmul::detail
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
@@ -155,7 +135,7 @@ struct DecodeQ4_0 {
     static constexpr bool has_min = false;
     using Block = block_q4_0;
     static __m512i pair(const Block* b, bool two, __m512& d) {
-        const __m512i table = lane_table(kTables.q4_0);
+        const __m512i table = lane_table(kCodeTables.q4_0);
         d = pair_scales(b[0].d, two ? b[1].d : f16_bits{0});
         return _mm512_shuffle_epi8(table, nibbles_of_pair(b[0].qs, two ? b[1].qs : nullptr));
     }
@@ -165,7 +145,7 @@ struct DecodeIq4Nl {
     static constexpr bool has_min = false;
     using Block = block_iq4_nl;
     static __m512i pair(const Block* b, bool two, __m512& d) {
-        const __m512i table = lane_table(kTables.iq4nl);
+        const __m512i table = lane_table(kCodeTables.iq4nl);
         d = pair_scales(b[0].d, two ? b[1].d : f16_bits{0});
         return _mm512_shuffle_epi8(table, nibbles_of_pair(b[0].qs, two ? b[1].qs : nullptr));
     }
@@ -175,7 +155,7 @@ struct DecodeMxfp4 {
     static constexpr bool has_min = false;
     using Block = block_mxfp4;
     static __m512i pair(const Block* b, bool two, __m512& d) {
-        const __m512i table = lane_table(kTables.mxfp4);
+        const __m512i table = lane_table(kCodeTables.mxfp4);
         d = pair_scales_e8m0(b[0].e, two ? b[1].e : uint8_t{0});
         return _mm512_shuffle_epi8(table, nibbles_of_pair(b[0].qs, two ? b[1].qs : nullptr));
     }
@@ -419,7 +399,7 @@ struct DecodeIq4Xs {
     static __m512i chunk(const Block& b, int j) {
         const __m512i z = low_high_nibbles(b.qs + 32 * j);  // [x0 lo, x1 lo, x0 hi, x1 hi]
         const __m512i ordered = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
-        return _mm512_shuffle_epi8(lane_table(kTables.iq4nl), ordered);
+        return _mm512_shuffle_epi8(lane_table(kCodeTables.iq4nl), ordered);
     }
 };
 

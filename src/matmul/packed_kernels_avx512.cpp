@@ -16,25 +16,11 @@
 #include <cstdint>
 
 #include "cria/quant/blocks.h"
+#include "matmul/code_tables.h"
 #include "matmul/kernels.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-namespace cria::matmul::detail {
-namespace {
-
-// IQ4_NL's code book + 128, replicated per 128-bit lane for vpshufb.
-struct Iq4NlTable {
-    alignas(16) uint8_t v[16];
-    constexpr Iq4NlTable() : v() {
-        for (int i = 0; i < 16; ++i) v[i] = static_cast<uint8_t>(cria::quant::kvalues_iq4nl[i] + 128);
-    }
-};
-constexpr Iq4NlTable kIq4NlTable;
-
-}  // namespace
-}  // namespace cria::matmul::detail
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
@@ -90,7 +76,7 @@ struct UnpackIq4Nl {
     static constexpr int kOffset = 128;
     static void unpack(const uint8_t* q, __m512i w[8]) {
         const __m512i low = _mm512_set1_epi8(0x0F);
-        const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4NlTable.v)));
+        const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kCodeTables.iq4nl)));
         for (int j = 0; j < 4; ++j) {
             const __m512i p = _mm512_loadu_si512(q + 64 * j);
             w[j] = _mm512_shuffle_epi8(table, _mm512_and_si512(p, low));
