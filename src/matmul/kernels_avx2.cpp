@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cria/core/float16.h"
 #include "cria/quant/blocks.h"
@@ -153,9 +154,15 @@ struct DecodeQ8_0 {
     static float scale(const Block& b) { return _cvtsh_ss(b.d); }
 };
 
+// Signed decoders (no kMinimum) multiply |w| by a with a's sign flipped where
+// w is negative (vpmaddubsw wants one unsigned operand) against Q8_0; the
+// unsigned decoders with a minimum (Q4_1, Q5_1: value = d*q + m, q < 32)
+// multiply q directly against Q8_1 and add m * s, s = d_a * sum(a).
 template <class Decode>
 struct BlockKernel {
     static constexpr int MR = 2, NC = 4;
+    static constexpr bool kMin = requires { Decode::kMinimum; };
+    using Act = std::conditional_t<kMin, block_q8_1, block_q8_0>;
     template <int R, int C>
     static void run(const Tile& t) {
         using Block = typename Decode::Block;
@@ -167,20 +174,30 @@ struct BlockKernel {
         for (int64_t b = 0; b < nb; ++b) {
             __m256i w[R], wabs[R];
             float dw[R];
+            __m256 m8[R];  // m / 8 in every lane: the 8 lanes together add m * s
             for (int r = 0; r < R; ++r) {
                 const Block& blk = reinterpret_cast<const Block*>(t.w + r * t.w_stride)[b];
                 w[r] = Decode::values(blk);
-                wabs[r] = _mm256_sign_epi8(w[r], w[r]);
                 dw[r] = Decode::scale(blk);
+                if constexpr (kMin) {
+                    m8[r] = _mm256_set1_ps(_cvtsh_ss(blk.m) * 0.125f);
+                } else {
+                    wabs[r] = _mm256_sign_epi8(w[r], w[r]);
+                }
             }
             for (int c = 0; c < C; ++c) {
-                const block_q8_0& act = reinterpret_cast<const block_q8_0*>(t.a + c * t.a_stride)[b];
+                const Act& act = reinterpret_cast<const Act*>(t.a + c * t.a_stride)[b];
                 const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.qs));
                 const float da = _cvtsh_ss(act.d);
                 for (int r = 0; r < R; ++r) {
-                    const __m256i p = _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(a, w[r]));
-                    const __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-                    acc[r][c] = _mm256_fmadd_ps(s, _mm256_set1_ps(dw[r] * da), acc[r][c]);
+                    __m256i p;
+                    if constexpr (kMin)
+                        p = _mm256_maddubs_epi16(w[r], a);
+                    else
+                        p = _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(a, w[r]));
+                    const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+                    acc[r][c] = _mm256_fmadd_ps(dot, _mm256_set1_ps(dw[r] * da), acc[r][c]);
+                    if constexpr (kMin) acc[r][c] = _mm256_fmadd_ps(m8[r], _mm256_set1_ps(_cvtsh_ss(act.s)), acc[r][c]);
                 }
             }
         }
@@ -193,52 +210,17 @@ struct BlockKernel {
 // value = d*q + m with unsigned q, so a block's dot is d*d_a*sum(q*a) + m*s.
 struct DecodeQ4_1 {
     using Block = block_q4_1;
+    static constexpr bool kMinimum = true;
     static __m256i values(const Block& b) { return nibbles(b.qs); }
+    static float scale(const Block& b) { return _cvtsh_ss(b.d); }
 };
 struct DecodeQ5_1 {
     using Block = block_q5_1;
+    static constexpr bool kMinimum = true;
+    static float scale(const Block& b) { return _cvtsh_ss(b.d); }
     static __m256i values(const Block& b) {
         const __m256i high = _mm256_and_si256(bits_to_bytes(high_bits(b.qh)), _mm256_set1_epi8(0x10));
         return _mm256_or_si256(nibbles(b.qs), high);
-    }
-};
-
-template <class Decode>
-struct MinBlockKernel {
-    static constexpr int MR = 2, NC = 4;
-    template <int R, int C>
-    static void run(const Tile& t) {
-        using Block = typename Decode::Block;
-        const int64_t nb = t.k / 32;
-        const __m256i ones = _mm256_set1_epi16(1);
-        __m256 acc[R][C];
-        for (int r = 0; r < R; ++r)
-            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < nb; ++b) {
-            __m256i w[R];
-            float dw[R];
-            __m256 m8[R];  // m / 8 in every lane: the 8 lanes together add m * s
-            for (int r = 0; r < R; ++r) {
-                const Block& blk = reinterpret_cast<const Block*>(t.w + r * t.w_stride)[b];
-                w[r] = Decode::values(blk);
-                dw[r] = _cvtsh_ss(blk.d);
-                m8[r] = _mm256_set1_ps(_cvtsh_ss(blk.m) * 0.125f);
-            }
-            for (int c = 0; c < C; ++c) {
-                const block_q8_1& act = reinterpret_cast<const block_q8_1*>(t.a + c * t.a_stride)[b];
-                const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.qs));
-                const float da = _cvtsh_ss(act.d);
-                const __m256 s = _mm256_set1_ps(_cvtsh_ss(act.s));
-                for (int r = 0; r < R; ++r) {
-                    const __m256i p = _mm256_maddubs_epi16(w[r], a);
-                    const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-                    acc[r][c] = _mm256_fmadd_ps(dot, _mm256_set1_ps(dw[r] * da), acc[r][c]);
-                    acc[r][c] = _mm256_fmadd_ps(m8[r], s, acc[r][c]);
-                }
-            }
-        }
-        for (int c = 0; c < C; ++c)
-            for (int r = 0; r < R; ++r) t.y[c * t.y_stride + r] = hsum(acc[r][c]);
     }
 };
 
@@ -458,9 +440,9 @@ TypeKernel avx2_kernel(ElementType t) {
         case ElementType::F16: return make_kernel<FloatKernel<FloatKind::F16>>(ActivationFormat::F32);
         case ElementType::BF16: return make_kernel<FloatKernel<FloatKind::BF16>>(ActivationFormat::F32);
         case ElementType::Q4_0: return make_kernel<BlockKernel<DecodeQ4_0>>(ActivationFormat::Q8_0);
-        case ElementType::Q4_1: return make_kernel<MinBlockKernel<DecodeQ4_1>>(ActivationFormat::Q8_1);
+        case ElementType::Q4_1: return make_kernel<BlockKernel<DecodeQ4_1>>(ActivationFormat::Q8_1);
         case ElementType::Q5_0: return make_kernel<BlockKernel<DecodeQ5_0>>(ActivationFormat::Q8_0);
-        case ElementType::Q5_1: return make_kernel<MinBlockKernel<DecodeQ5_1>>(ActivationFormat::Q8_1);
+        case ElementType::Q5_1: return make_kernel<BlockKernel<DecodeQ5_1>>(ActivationFormat::Q8_1);
         case ElementType::Q8_0: return make_kernel<BlockKernel<DecodeQ8_0>>(ActivationFormat::Q8_0);
         case ElementType::IQ4_NL: return make_kernel<BlockKernel<DecodeIq4Nl>>(ActivationFormat::Q8_0);
         case ElementType::MXFP4: return make_kernel<BlockKernel<DecodeMxfp4>>(ActivationFormat::Q8_0);
