@@ -29,6 +29,17 @@ void split_rows(const float* src, int64_t total, int64_t first, int64_t rows, in
 
 }  // namespace
 
+void finish_linear(Step& s, const Linear& lin, const TensorView& y) {
+    if (lin.has_scale && !lin.bias_before_scale) s.ops.scale(y, lin.scale, y);
+    if (!lin.bias.empty()) s.ops.add(y, vec_view(lin.bias), y);
+    if (lin.has_scale && lin.bias_before_scale) s.ops.scale(y, lin.scale, y);
+}
+
+void linear(Step& s, const Linear& lin, const TensorView& x, const TensorView& y) {
+    s.ops.matmul(lin.w, x, y);
+    finish_linear(s, lin, y);
+}
+
 void embed(Step& s, bool scale) {
     const int64_t n_embd = s.hp.n_embd;
     const TensorView x = view(s.ws.x, n_embd, s.n);
@@ -56,21 +67,20 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     s.ops.rms_norm(x, lw.attn_norm.data(), hp.norm_rms_eps, h);
 
     const TensorView q = view(ws.q, nq, n), k = view(ws.k, nk, n), v = view(ws.v, nv, n);
-    if (o.layout == QkvLayout::Fused || lw.wqkv.data != nullptr) {  // the file's or joined at load
+    if (lw.wqkv.present()) {  // the file's fused matrix, or [q; k; v] joined at load
         const int64_t total = nq + nk + nv;
-        s.ops.matmul(lw.wqkv, h, view(ws.qkv, total, n));
+        linear(s, lw.wqkv, h, view(ws.qkv, total, n));
         split_rows(ws.qkv.data(), total, 0, nq, n, ws.q.data());
         split_rows(ws.qkv.data(), total, nq, nk, n, ws.k.data());
         split_rows(ws.qkv.data(), total, nq + nk, nv, n, ws.v.data());
+        // A joined matrix leaves each part's own scale and bias to apply.
+        finish_linear(s, lw.wq, q);
+        finish_linear(s, lw.wk, k);
+        finish_linear(s, lw.wv, v);
     } else {
-        s.ops.matmul(lw.wq, h, q);
-        s.ops.matmul(lw.wk, h, k);
-        s.ops.matmul(lw.wv, h, v);
-    }
-    if (o.bias) {
-        s.ops.add(q, vec_view(lw.q_bias), q);
-        s.ops.add(k, vec_view(lw.k_bias), k);
-        s.ops.add(v, vec_view(lw.v_bias), v);
+        linear(s, lw.wq, h, q);
+        linear(s, lw.wk, h, k);
+        linear(s, lw.wv, h, v);
     }
     // Heads as rows: [head_dim, heads, n].
     const TensorView qh = TensorView::contiguous(ElementType::F32, ws.q.data(), {hp.head_dim, hp.n_head, n});
@@ -94,7 +104,7 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     s.memory.attend(layer, qh, kh, vh, ap, attn);
 
     const TensorView out = view(ws.o, hp.n_embd, n);
-    s.ops.matmul(lw.wo, view(ws.attn, static_cast<int64_t>(hp.n_head) * hp.head_dim_v, n), out);
+    linear(s, lw.wo, view(ws.attn, static_cast<int64_t>(hp.n_head) * hp.head_dim_v, n), out);
     if (o.post_norm) s.ops.rms_norm(out, lw.post_attn_norm.data(), hp.norm_rms_eps, out);
     s.ops.add(x, out, x);
 }
@@ -110,15 +120,19 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
     s.ops.rms_norm(x, lw.ffn_norm.data(), hp.norm_rms_eps, h);
 
     const TensorView gate = view(ws.gate, n_ff, n), up = view(ws.up, n_ff, n);
-    if (o.layout == GateUpLayout::Fused || lw.gate_up.data != nullptr) {
-        // One matmul gives [gate; up] per token; gate rows first (the file's
-        // fused matrix, or the two joined at load).
-        s.ops.matmul(lw.gate_up.data != nullptr ? lw.gate_up : lw.up, h, view(ws.qkv, 2 * n_ff, n));
+    if (lw.gate_up.present() || !lw.gate.present()) {
+        // One product gives [gate; up] per token, gate rows first: the two
+        // joined at load, or the file's fused ffn_up (phi3).
+        linear(s, lw.gate_up.present() ? lw.gate_up : lw.up, h, view(ws.qkv, 2 * n_ff, n));
         split_rows(ws.qkv.data(), 2 * n_ff, 0, n_ff, n, ws.gate.data());
         split_rows(ws.qkv.data(), 2 * n_ff, n_ff, n_ff, n, ws.up.data());
+        if (lw.gate_up.present()) {
+            finish_linear(s, lw.gate, gate);
+            finish_linear(s, lw.up, up);
+        }
     } else {
-        s.ops.matmul(lw.gate, h, gate);
-        s.ops.matmul(lw.up, h, up);
+        linear(s, lw.gate, h, gate);
+        linear(s, lw.up, h, up);
     }
     if (o.activation == FfnActivation::Silu)
         s.ops.swiglu(gate, up, gate);
@@ -126,7 +140,7 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
         s.ops.geglu(gate, up, gate);
 
     const TensorView out = view(ws.o, hp.n_embd, n);
-    s.ops.matmul(lw.down, gate, out);
+    linear(s, lw.down, gate, out);
     if (o.post_norm) s.ops.rms_norm(out, lw.post_ffn_norm.data(), hp.norm_rms_eps, out);
     s.ops.add(x, out, x);
 }
@@ -148,12 +162,26 @@ void output_head(Step& s, float* logits, float* hidden) {
     s.ops.rms_norm(normed, s.w.output_norm.data(), hp.norm_rms_eps, normed);
     if (hidden != nullptr) std::memcpy(hidden, rows, static_cast<size_t>(n_embd * n_out) * sizeof(float));
     if (logits == nullptr) return;
-    s.ops.matmul(s.w.output, normed, TensorView::contiguous(ElementType::F32, logits, {int64_t{hp.n_vocab}, n_out}));
+    linear(s, s.w.output, normed, TensorView::contiguous(ElementType::F32, logits, {int64_t{hp.n_vocab}, n_out}));
     if (hp.final_softcap > 0.0f) {
         const float cap = hp.final_softcap;
         const int64_t total = n_out * hp.n_vocab;
         for (int64_t i = 0; i < total; ++i) logits[i] = std::tanh(logits[i] / cap) * cap;
     }
+}
+
+}  // namespace cria::model::blocks
+
+namespace cria::model::blocks {
+
+void dense_transformer(Step& s, float* logits, float* hidden, bool scale_embeddings, const AttentionOptions& attention,
+                       const FfnOptions& ffn) {
+    embed(s, scale_embeddings);
+    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+        attention_block(s, l, attention);
+        ffn_block(s, l, ffn);
+    }
+    output_head(s, logits, hidden);
 }
 
 }  // namespace cria::model::blocks

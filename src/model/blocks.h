@@ -30,12 +30,15 @@ ops::TensorView view(std::vector<float>& buf, int64_t rows, int64_t n);
 // sqrt(n_embd) when `scale`.
 void embed(Step& s, bool scale);
 
-// How the attention block computes Q, K and V.
-enum class QkvLayout { Separate, Fused };
+// y = lin(x): the product, then the layer's scale and bias when it has them.
+void linear(Step& s, const Linear& lin, const ops::TensorView& x, const ops::TensorView& y);
+// Only the scale and bias (the product was computed as part of a joined matrix).
+void finish_linear(Step& s, const Linear& lin, const ops::TensorView& y);
 
+// Q, K and V come from attn_q/k/v or from one fused attn_qkv (the file's, or
+// joined at load): whichever the weights hold. Biases and scales are applied
+// when the file has them.
 struct AttentionOptions {
-    QkvLayout layout = QkvLayout::Separate;
-    bool bias = false;       // qwen2: biases on q, k, v
     bool qk_norm = false;    // qwen3, gemma3: RMSNorm over each q and k head
     bool post_norm = false;  // gemma2/3: RMSNorm of the block's output before the residual add
 };
@@ -43,10 +46,9 @@ struct AttentionOptions {
 // x += [post_norm](Wo · attention(rope(Wq h), rope(Wk h), Wv h)), h = rms_norm(x).
 void attention_block(Step& s, uint32_t layer, const AttentionOptions& options);
 
-enum class GateUpLayout { Separate, Fused };
-
+// Gate and up come from ffn_gate/ffn_up, or from one product when the file
+// fuses them into ffn_up (phi3) or they were joined at load.
 struct FfnOptions {
-    GateUpLayout layout = GateUpLayout::Separate;
     FfnActivation activation = FfnActivation::Silu;
     bool post_norm = false;
 };
@@ -60,11 +62,11 @@ void output_head(Step& s, float* logits, float* hidden);
 
 }  // namespace cria::model::blocks
 
-namespace cria::model::archs {
+namespace cria::model::blocks {
 
-// One function per architecture family: the whole forward of a micro-batch.
-void forward_llama(blocks::Step& s, float* logits, float* hidden);  // llama, qwen2, qwen3
-void forward_gemma(blocks::Step& s, float* logits, float* hidden);  // gemma2, gemma3
-void forward_phi3(blocks::Step& s, float* logits, float* hidden);   // phi3
+// The dense transformer most families are: embedding, then per layer the
+// attention block and the feed-forward block, then the output head.
+void dense_transformer(Step& s, float* logits, float* hidden, bool scale_embeddings, const AttentionOptions& attention,
+                       const FfnOptions& ffn);
 
-}  // namespace cria::model::archs
+}  // namespace cria::model::blocks

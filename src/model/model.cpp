@@ -24,29 +24,12 @@
 #include "cria/matmul/matmul.h"
 #include "cria/gguf/file.h"
 #include "cria/quant/quantize.h"
+#include "model/arch.h"
 #include "model/blocks.h"
-#include "model/tensor_lookup.h"
+#include "model/tensor_table.h"
 
 namespace cria::model {
 namespace {
-
-class WeightLoader {
-public:
-    explicit WeightLoader(const gguf::File& file) : file_(file) {}
-
-    // A [cols, rows] matrix viewed in place.
-    ops::TensorView matrix(const std::string& name, uint64_t cols, uint64_t rows) const {
-        const gguf::TensorInfo& t = detail::require_matrix(file_, name, cols, rows);
-        return ops::TensorView::contiguous(t.type, file_.tensor_data(t).data(),
-                                           {static_cast<int64_t>(cols), static_cast<int64_t>(rows)});
-    }
-
-    // A small vector converted to F32.
-    std::vector<float> vector(const std::string& name, uint64_t n) const { return detail::read_vector(file_, name, n); }
-
-private:
-    const gguf::File& file_;
-};
 
 // Memory for a packed matrix: 64-byte aligned; large ones on 2 MiB
 // boundaries and advised to use huge pages (fewer TLB misses while the
@@ -111,58 +94,11 @@ std::shared_ptr<void> pack_job(const PackJob& job, cpu::Isa isa) {
     return copy;
 }
 
-Weights load_weights(const gguf::File& file, const HParams& hp) {
-    const WeightLoader w(file);
-    Weights out;
-    out.token_embd = w.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
-    out.output = hp.tied_output ? out.token_embd : w.matrix("output.weight", hp.n_embd, hp.n_vocab);
-    out.output_norm = w.vector("output_norm.weight", hp.n_embd);
-    if (!hp.rope_factors_tensor.empty()) out.rope_factors = w.vector(hp.rope_factors_tensor, hp.n_rot / 2);
-    if (!hp.rope_factors_long_tensor.empty())
-        out.rope_factors_long = w.vector(hp.rope_factors_long_tensor, hp.n_rot / 2);
-
-    out.layers.resize(hp.n_layer);
-    for (uint32_t l = 0; l < hp.n_layer; ++l) {
-        const std::string p = "blk." + std::to_string(l) + ".";
-        LayerWeights& lw = out.layers[l];
-        lw.attn_norm = w.vector(p + "attn_norm.weight", hp.n_embd);
-        if (hp.fused_qkv) {
-            lw.wqkv = w.matrix(p + "attn_qkv.weight", hp.n_embd, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v());
-        } else {
-            lw.wq = w.matrix(p + "attn_q.weight", hp.n_embd, hp.n_embd_q());
-            lw.wk = w.matrix(p + "attn_k.weight", hp.n_embd, hp.n_embd_k());
-            lw.wv = w.matrix(p + "attn_v.weight", hp.n_embd, hp.n_embd_v());
-        }
-        lw.wo = w.matrix(p + "attn_output.weight", static_cast<uint64_t>(hp.n_head) * hp.head_dim_v, hp.n_embd);
-        if (hp.has_qkv_bias) {
-            lw.q_bias = w.vector(p + "attn_q.bias", hp.n_embd_q());
-            lw.k_bias = w.vector(p + "attn_k.bias", hp.n_embd_k());
-            lw.v_bias = w.vector(p + "attn_v.bias", hp.n_embd_v());
-        }
-        if (hp.has_qk_norm) {
-            lw.q_norm = w.vector(p + "attn_q_norm.weight", hp.head_dim);
-            lw.k_norm = w.vector(p + "attn_k_norm.weight", hp.head_dim);
-        }
-        if (hp.has_post_norms) {
-            lw.post_attn_norm = w.vector(p + "post_attention_norm.weight", hp.n_embd);
-            lw.post_ffn_norm = w.vector(p + "post_ffw_norm.weight", hp.n_embd);
-        }
-        lw.ffn_norm = w.vector(p + "ffn_norm.weight", hp.n_embd);
-        if (hp.fused_gate_up) {
-            lw.up = w.matrix(p + "ffn_up.weight", hp.n_embd, 2 * uint64_t{hp.n_ff});
-        } else {
-            lw.gate = w.matrix(p + "ffn_gate.weight", hp.n_embd, hp.n_ff);
-            lw.up = w.matrix(p + "ffn_up.weight", hp.n_embd, hp.n_ff);
-        }
-        lw.down = w.matrix(p + "ffn_down.weight", hp.n_ff, hp.n_embd);
-    }
-    return out;
-}
-
 }  // namespace
 
-void Workspace::reserve(const HParams& hp, int64_t n) {
+void Workspace::reserve(const Model& model, int64_t n) {
     if (n <= capacity_) return;
+    const HParams& hp = model.hparams();
     const auto size = [n](int64_t rows) { return static_cast<size_t>(rows * n); };
     const int64_t nq = hp.n_embd_q(), nk = hp.n_embd_k(), nv = hp.n_embd_v();
     x.resize(size(hp.n_embd));
@@ -170,7 +106,7 @@ void Workspace::reserve(const HParams& hp, int64_t n) {
     q.resize(size(nq));
     k.resize(size(nk));
     v.resize(size(nv));
-    qkv.resize(size(std::max<int64_t>(nq + nk + nv, 2 * int64_t{hp.n_ff})));
+    qkv.resize(size(model.widest_joined_output()));
     attn.resize(size(int64_t{hp.n_head} * hp.head_dim_v));
     o.resize(size(hp.n_embd));
     gate.resize(size(hp.n_ff));
@@ -187,28 +123,46 @@ std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file, 
     std::unique_ptr<Model> m(new Model());
     m->file_ = std::move(file);
     m->hp_ = read_hparams(*m->file_);
-    m->weights_ = load_weights(*m->file_, m->hp_);
-    if (pack_weights) m->pack_weights(cpu::best_isa());
+    m->arch_ = find_architecture(m->hp_.arch_name);
+    m->weights_.layers.resize(m->hp_.n_layer);
+    TensorTable table;
+    m->arch_->declare_tensors(m->hp_, table, m->weights_);
+    load_tensors(*m->file_, table, m->hp_.arch_name);
+    if (!m->weights_.output.present()) m->weights_.output.w = m->weights_.token_embd;  // tied
+    // The scratch a fused or joined product is split from: the widest matrix
+    // output of a layer, or the rows of a joined group.
+    for (const TensorTable::Entry& e : table.entries())
+        if (e.kind == TensorTable::Kind::Matrix && e.view != &m->weights_.output.w)
+            m->widest_joined_output_ = std::max(m->widest_joined_output_, static_cast<int64_t>(e.shape[1]));
+    for (const TensorTable::Join& j : table.joins()) {
+        int64_t rows = 0;
+        for (const Linear* part : j.parts) rows += part->n_out();
+        m->widest_joined_output_ = std::max(m->widest_joined_output_, rows);
+    }
+    if (pack_weights) m->pack_weights(table, cpu::best_isa());
     return m;
 }
 
-void Model::pack_weights(cpu::Isa isa) {
-    // token_embd stays as it is: get_rows reads its rows (a tied output
-    // matrix gets its own packed copy). Matrices that multiply the same input
-    // are joined into one ([q; k; v], [gate; up]): one product, one pass over
-    // the activations, and larger products, which stream better.
-    std::vector<PackJob> jobs{{{&weights_.output}, &weights_.output}};
-    for (LayerWeights& lw : weights_.layers) {
-        if (!lw.wqkv.data && job_packing({{&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv}, isa) != matmul::Packing::None)
-            jobs.push_back({{&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv});
-        else
-            for (ops::TensorView* v : {&lw.wq, &lw.wk, &lw.wv, &lw.wqkv}) jobs.push_back({{v}, v});
-        if (lw.gate.data && job_packing({{&lw.gate, &lw.up}, &lw.gate_up}, isa) != matmul::Packing::None)
-            jobs.push_back({{&lw.gate, &lw.up}, &lw.gate_up});
-        else
-            for (ops::TensorView* v : {&lw.gate, &lw.up}) jobs.push_back({{v}, v});
-        for (ops::TensorView* v : {&lw.wo, &lw.down}) jobs.push_back({{v}, v});
+void Model::pack_weights(const TensorTable& table, cpu::Isa isa) {
+    // Every matrix of the table is packed (token_embd stays as it is: its
+    // rows are looked up; a tied output matrix gets its own packed copy).
+    // The table's groups of matrices that multiply the same input are joined
+    // into one ([q; k; v], [gate; up]): one product, one pass over the
+    // activations, and larger products, which stream better.
+    std::vector<PackJob> jobs;
+    std::vector<const ops::TensorView*> in_joins;
+    for (const TensorTable::Join& j : table.joins()) {
+        PackJob job{{}, &j.target->w};
+        for (Linear* part : j.parts) job.parts.push_back(&part->w);
+        if (!j.target->present() && job_packing(job, isa) != matmul::Packing::None) {
+            jobs.push_back(job);
+            in_joins.insert(in_joins.end(), job.parts.begin(), job.parts.end());
+        }
     }
+    for (const TensorTable::Entry& e : table.entries())
+        if (e.kind == TensorTable::Kind::Matrix && e.view->data &&
+            std::find(in_joins.begin(), in_joins.end(), e.view) == in_joins.end())
+            jobs.push_back({{e.view}, e.view});
     // The file's bytes of each job, released once it is packed.
     std::vector<std::vector<std::span<const uint8_t>>> sources(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i)
@@ -289,6 +243,11 @@ std::string Model::description() const {
     return hp_.arch_name + " " + size + " " + type;
 }
 
+bool Model::long_rope_for_context(uint32_t n_ctx) const {
+    const uint64_t padded = (uint64_t{n_ctx} + 255) / 256 * 256;
+    return padded > (hp_.n_ctx_orig ? hp_.n_ctx_orig : hp_.n_ctx_train);
+}
+
 ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     ops::RopeParams p;
     p.n_dims = static_cast<int>(hp_.n_rot);
@@ -310,18 +269,11 @@ void Model::forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, Attent
     if ((in.tokens == nullptr) == (in.embd == nullptr)) throw Error("forward: give either tokens or embeddings");
     if (in.positions == nullptr) throw Error("forward: positions are missing");
     if (in.n_outputs < 0 || in.n_outputs > in.n_tokens) throw Error("forward: bad number of outputs");
-    ws.reserve(hp_, in.n_tokens);
+    ws.reserve(*this, in.n_tokens);
     blocks::Step step{ops, hp_, weights_, ws, in, memory, *this, in.n_tokens};
     float* out_logits = in.want_logits ? logits : nullptr;
     float* out_hidden = in.want_hidden ? hidden : nullptr;
-    switch (hp_.arch) {
-        case Architecture::Llama:
-        case Architecture::Qwen2:
-        case Architecture::Qwen3: archs::forward_llama(step, out_logits, out_hidden); break;
-        case Architecture::Gemma2:
-        case Architecture::Gemma3: archs::forward_gemma(step, out_logits, out_hidden); break;
-        case Architecture::Phi3: archs::forward_phi3(step, out_logits, out_hidden); break;
-    }
+    arch_->forward(step, out_logits, out_hidden);
 }
 
 }  // namespace cria::model

@@ -19,6 +19,9 @@ using Vec = std::vector<double>;
 struct Matrix {
     uint64_t rows = 0, cols = 0;
     std::vector<float> values;
+    // A linear layer's optional parts: y = scale * (W x) + bias.
+    std::vector<float> bias;
+    double scale = 1.0;
 
     Vec apply(const Vec& x) const {
         Vec y(rows, 0.0);
@@ -26,7 +29,7 @@ struct Matrix {
             double sum = 0.0;
             const float* w = &values[r * cols];
             for (uint64_t c = 0; c < cols; ++c) sum += static_cast<double>(w[c]) * x[c];
-            y[r] = sum;
+            y[r] = sum * scale + (bias.empty() ? 0.0 : bias[r]);
         }
         return y;
     }
@@ -44,6 +47,14 @@ public:
     }
 
     std::vector<float> vector(const std::string& name, uint64_t n) const { return detail::read_vector(file_, name, n); }
+
+    // `base`.weight with its optional `base`.bias and `base`.scale.
+    Matrix linear(const std::string& base, uint64_t cols, uint64_t rows) const {
+        Matrix m = matrix(base + ".weight", cols, rows);
+        if (file_.find_tensor(base + ".bias")) m.bias = vector(base + ".bias", rows);
+        if (file_.find_tensor(base + ".scale")) m.scale = vector(base + ".scale", 1)[0];
+        return m;
+    }
 
 private:
     const gguf::File& file_;
@@ -94,10 +105,6 @@ double gelu_tanh(double x) {
     return 0.5 * x * (1.0 + std::tanh(sqrt_2_over_pi * x * (1.0 + 0.044715 * x * x)));
 }
 
-void add_bias(Vec& x, const std::vector<float>& bias) {
-    for (size_t i = 0; i < x.size(); ++i) x[i] += bias[i];
-}
-
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 }  // namespace
@@ -132,20 +139,15 @@ std::vector<std::vector<float>> reference_forward(const gguf::File& file, std::s
         const auto attn_norm = w.vector(p + "attn_norm.weight", hp.n_embd);
         Matrix wq, wk, wv, wqkv;
         if (hp.fused_qkv) {
-            wqkv = w.matrix(p + "attn_qkv.weight", hp.n_embd, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v());
+            wqkv = w.linear(p + "attn_qkv", hp.n_embd, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v());
         } else {
-            wq = w.matrix(p + "attn_q.weight", hp.n_embd, hp.n_embd_q());
-            wk = w.matrix(p + "attn_k.weight", hp.n_embd, hp.n_embd_k());
-            wv = w.matrix(p + "attn_v.weight", hp.n_embd, hp.n_embd_v());
+            wq = w.linear(p + "attn_q", hp.n_embd, hp.n_embd_q());
+            wk = w.linear(p + "attn_k", hp.n_embd, hp.n_embd_k());
+            wv = w.linear(p + "attn_v", hp.n_embd, hp.n_embd_v());
         }
-        const Matrix wo = w.matrix(p + "attn_output.weight", hp.n_head * hdv, hp.n_embd);
-        std::vector<float> q_bias, k_bias, v_bias, q_norm, k_norm, post_attn_norm;
+        const Matrix wo = w.linear(p + "attn_output", hp.n_head * hdv, hp.n_embd);
+        std::vector<float> q_norm, k_norm, post_attn_norm;
         if (hp.has_post_norms) post_attn_norm = w.vector(p + "post_attention_norm.weight", hp.n_embd);
-        if (hp.has_qkv_bias) {
-            q_bias = w.vector(p + "attn_q.bias", hp.n_embd_q());
-            k_bias = w.vector(p + "attn_k.bias", hp.n_embd_k());
-            v_bias = w.vector(p + "attn_v.bias", hp.n_embd_v());
-        }
         if (hp.has_qk_norm) {
             q_norm = w.vector(p + "attn_q_norm.weight", hd);
             k_norm = w.vector(p + "attn_k_norm.weight", hd);
@@ -164,11 +166,6 @@ std::vector<std::vector<float>> reference_forward(const gguf::File& file, std::s
                 q[t] = wq.apply(h);
                 k[t] = wk.apply(h);
                 v[t] = wv.apply(h);
-            }
-            if (hp.has_qkv_bias) {
-                add_bias(q[t], q_bias);
-                add_bias(k[t], k_bias);
-                add_bias(v[t], v_bias);
             }
             if (hp.has_qk_norm) {
                 norm_heads(q[t], hp.n_head, hd, q_norm, hp.norm_rms_eps);
@@ -209,12 +206,12 @@ std::vector<std::vector<float>> reference_forward(const gguf::File& file, std::s
         const auto ffn_norm = w.vector(p + "ffn_norm.weight", hp.n_embd);
         Matrix gate, up;
         if (hp.fused_gate_up) {
-            up = w.matrix(p + "ffn_up.weight", hp.n_embd, 2 * uint64_t{hp.n_ff});
+            up = w.linear(p + "ffn_up", hp.n_embd, 2 * uint64_t{hp.n_ff});
         } else {
-            gate = w.matrix(p + "ffn_gate.weight", hp.n_embd, hp.n_ff);
-            up = w.matrix(p + "ffn_up.weight", hp.n_embd, hp.n_ff);
+            gate = w.linear(p + "ffn_gate", hp.n_embd, hp.n_ff);
+            up = w.linear(p + "ffn_up", hp.n_embd, hp.n_ff);
         }
-        const Matrix down = w.matrix(p + "ffn_down.weight", hp.n_ff, hp.n_embd);
+        const Matrix down = w.linear(p + "ffn_down", hp.n_ff, hp.n_embd);
         std::vector<float> post_ffn_norm;
         if (hp.has_post_norms) post_ffn_norm = w.vector(p + "post_ffw_norm.weight", hp.n_embd);
         for (size_t t = 0; t < n; ++t) {
@@ -237,7 +234,8 @@ std::vector<std::vector<float>> reference_forward(const gguf::File& file, std::s
     }
 
     const auto out_norm = w.vector("output_norm.weight", hp.n_embd);
-    const Matrix output = w.matrix(hp.tied_output ? "token_embd.weight" : "output.weight", hp.n_embd, hp.n_vocab);
+    const Matrix output =
+        hp.tied_output ? w.matrix("token_embd.weight", hp.n_embd, hp.n_vocab) : w.linear("output", hp.n_embd, hp.n_vocab);
     std::vector<std::vector<float>> logits(n);
     for (size_t t = 0; t < n; ++t) {
         const Vec y = output.apply(rms_norm(x[t], out_norm, hp.norm_rms_eps));

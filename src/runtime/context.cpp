@@ -53,7 +53,7 @@ Context::Context(const model::Model& model, const ContextParams& params)
         else
             layer_cache_.emplace_back(full_.get(), i_full++);
     }
-    ws_.reserve(hp, params_.n_ubatch);
+    ws_.reserve(model, params_.n_ubatch);
     out_rows_.reserve(params_.n_ubatch);
 }
 
@@ -160,7 +160,7 @@ void Context::apply_pending_shifts() {
         std::vector<uint32_t> model_layer;
         for (uint32_t l = 0; l < hp.n_layer; ++l)
             if (layer_cache_[l].first == cache) model_layer.push_back(l);
-        const bool long_rope = params_.n_ctx > (hp.n_ctx_orig ? hp.n_ctx_orig : hp.n_ctx_train);
+        const bool long_rope = model_.long_rope_for_context(params_.n_ctx);
         cache->apply_shift(ops_, [&](uint32_t i) { return model_.rope_params(model_layer[i], long_rope); });
     }
 }
@@ -195,7 +195,7 @@ int Context::decode_ubatch(const Batch& batch, int64_t first, int64_t n) {
     in.n_outputs = static_cast<int64_t>(out_rows_.size());
     in.want_logits = !(params_.embeddings && params_.pooling != Pooling::None);
     in.want_hidden = params_.embeddings;
-    in.long_rope = params_.n_ctx > (hp.n_ctx_orig ? hp.n_ctx_orig : hp.n_ctx_train);
+    in.long_rope = model_.long_rope_for_context(params_.n_ctx);
     float* logits = in.want_logits && first_out >= 0 ? logits_.data() + static_cast<size_t>(first_out) * hp.n_vocab : nullptr;
     float* hidden = in.want_hidden && first_out >= 0 ? embd_.data() + static_cast<size_t>(first_out) * hp.n_embd : nullptr;
     model_.forward(ops_, ws_, in, *this, logits, hidden);

@@ -51,7 +51,7 @@ uint64_t hparams_hash(const model::HParams& hp) {
         f.add_value(std::bit_cast<uint32_t>(v));
     f.add_value(static_cast<uint32_t>(hp.rope_order));
     for (bool b : hp.swa_layers) f.add_value(static_cast<uint8_t>(b));
-    for (bool b : {hp.has_qkv_bias, hp.has_qk_norm, hp.fused_qkv, hp.scale_embeddings, hp.has_post_norms})
+    for (bool b : {hp.has_qk_norm, hp.fused_qkv, hp.scale_embeddings, hp.has_post_norms})
         f.add_value(static_cast<uint8_t>(b));
     return f.h;
 }

@@ -13,7 +13,7 @@ namespace {
 TEST(HParams, Stories260K) {
     auto file = gguf::File::open(test::model_path("stories260K/stories260K.gguf").string());
     const HParams hp = read_hparams(*file);
-    EXPECT_EQ(hp.arch, Architecture::Llama);
+    EXPECT_EQ(hp.arch_name, "llama");
     EXPECT_EQ(hp.n_vocab, 512u);
     EXPECT_EQ(hp.n_embd, 64u);
     EXPECT_EQ(hp.n_layer, 5u);

@@ -63,11 +63,11 @@ void expect_packed_matches_plain(const model::SyntheticModelSpec& spec, const st
     EXPECT_EQ(plain->packed_bytes(), 0u);
     EXPECT_GT(packed->packed_bytes(), 0u);
     EXPECT_EQ(packed->weights().token_embd.weight_packing, matmul::Packing::None);
-    EXPECT_NE(packed->weights().output.weight_packing, matmul::Packing::None);
+    EXPECT_NE(packed->weights().output.w.weight_packing, matmul::Packing::None);
     // Matrices of one input are joined: [q; k; v] and [gate; up] (or the file's own fused ones).
     for (const model::LayerWeights& lw : packed->weights().layers) {
-        EXPECT_NE(lw.wqkv.weight_packing, matmul::Packing::None);
-        EXPECT_TRUE(lw.gate_up.weight_packing != matmul::Packing::None || lw.up.weight_packing != matmul::Packing::None);
+        EXPECT_NE(lw.wqkv.w.weight_packing, matmul::Packing::None);
+        EXPECT_TRUE(lw.gate_up.w.weight_packing != matmul::Packing::None || lw.up.w.weight_packing != matmul::Packing::None);
     }
 
     std::mt19937 rng(5);

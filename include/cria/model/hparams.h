@@ -1,8 +1,11 @@
 #pragma once
 // Hyperparameters of a transformer model, read and validated in one place.
 //
-// Keys follow llama.cpp's naming ("<arch>.embedding_length", ...). Every
-// value is checked here (missing keys, zero sizes, heads that do not divide
+// Keys follow llama.cpp's naming ("<arch>.embedding_length", ...) and its
+// semantics: optional keys, zeros meaning "not set", per-layer arrays. The
+// keys every architecture has are read in hparams.cpp; each architecture's
+// file (src/model/archs/) reads its own and sets the variant knobs below.
+// Every value is checked (missing keys, zero sizes, heads that do not divide
 // the width, ...) so that model code can trust them without checking again.
 
 #include <cstdint>
@@ -15,8 +18,6 @@ class File;
 
 namespace cria::model {
 
-enum class Architecture { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3 };
-
 // How RoPE pairs the dimensions of a head: ggml's "normal" mode rotates
 // adjacent pairs (x[2i], x[2i+1]); NeoX mode rotates (x[i], x[i + n_rot/2]).
 enum class RopeOrder { Normal, NeoX };
@@ -26,8 +27,7 @@ enum class RopeOrder { Normal, NeoX };
 enum class FfnActivation { Silu, GeluTanh };
 
 struct HParams {
-    Architecture arch = Architecture::Llama;
-    std::string arch_name;      // as in general.architecture
+    std::string arch_name;      // general.architecture (a registered architecture)
 
     uint32_t n_vocab = 0;
     uint32_t n_ctx_train = 0;   // context length the model was trained for
@@ -69,9 +69,8 @@ struct HParams {
     bool has_post_norms = false;   // gemma2/3: RMSNorm after attention and after the FFN, before the residual add
     FfnActivation ffn_activation = FfnActivation::Silu;
 
-    bool has_qkv_bias = false;   // qwen2: biases on Q, K, V projections
     bool has_qk_norm = false;    // qwen3, gemma3: RMSNorm over each Q and K head
-    bool fused_qkv = false;      // phi3: one attn_qkv matrix instead of attn_q/k/v
+    bool fused_qkv = false;      // the file has one attn_qkv matrix instead of attn_q/k/v (phi3)
     bool fused_gate_up = false;  // phi3: ffn_up holds [gate; up] (2 * n_ff rows), no ffn_gate
     bool tied_output = false;    // output projection shares the token embedding
 
@@ -83,7 +82,15 @@ struct HParams {
 };
 
 // Reads and validates the hyperparameters of `file`. Throws cria::Error naming
-// the file and the key for anything missing, inconsistent or unsupported.
+// the file and the key for anything missing, inconsistent or unsupported
+// (including an architecture that is not registered).
 HParams read_hparams(const gguf::File& file);
+
+// llama.cpp's set_swa_pattern(n): of every n layers the first n-1 use the
+// sliding window and the last attends globally (n = 0: all layers; n = 1: none).
+std::vector<bool> swa_pattern(uint32_t n_layer, uint32_t period);
+
+// The registered architectures (general.architecture names), in order.
+std::vector<std::string> supported_architectures();
 
 }  // namespace cria::model

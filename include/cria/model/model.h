@@ -24,6 +24,10 @@ class File;
 
 namespace cria::model {
 
+struct ArchDefinition;
+class Model;
+class TensorTable;
+
 // Stores the keys and values of one micro-batch and attends over everything
 // each token may see. Called once per layer, in layer order.
 class AttentionMemory {
@@ -36,22 +40,40 @@ public:
                         const ops::TensorView& v, const ops::AttentionParams& params, const ops::TensorView& out) = 0;
 };
 
+// A linear layer y = scale * (W x) + bias (or scale * (W x + bias)), as
+// llama.cpp builds it: the matrix is a view into the file (or a packed copy);
+// the optional per-output bias and the optional scalar `.scale` (NVFP4-style
+// files; llama.cpp's saver writes one for every matrix) are applied only when
+// the file has them and the architecture's graph uses them.
+struct Linear {
+    ops::TensorView w;
+    std::vector<float> bias;  // empty: none
+    float scale = 1.0f;
+    bool has_scale = false;
+    bool bias_before_scale = false;  // scale * (W x + bias): llama.cpp's feed-forward blocks
+
+    bool present() const { return w.data != nullptr; }
+    // Rows of the output (ne[1] of the matrix).
+    int64_t n_out() const { return w.ne[1]; }
+};
+
 // The weights of one layer. Matrices are views into the file (no copies);
-// small vectors (norms, biases) are F32 copies so kernels can take float*.
+// small vectors (norms) are F32 copies so kernels can take float*. An
+// architecture's tensor table (archs/*.cpp) says which of them it loads.
 struct LayerWeights {
     std::vector<float> attn_norm, post_attn_norm, ffn_norm, post_ffn_norm;
-    std::vector<float> q_bias, k_bias, v_bias, q_norm, k_norm;
-    ops::TensorView wq, wk, wv, wqkv, wo;  // wqkv used when hparams.fused_qkv
-    ops::TensorView gate, up, down;        // up holds [gate; up] when hparams.fused_gate_up
+    std::vector<float> q_norm, k_norm;
+    Linear wq, wk, wv, wqkv, wo;  // wqkv: the file's fused [q; k; v] (phi3), or joined at load
+    Linear gate, up, down;        // up holds [gate; up] when the file fuses them (phi3)
     // Joined at load time from separate matrices of the file (packed weights
-    // only): wqkv = [wq; wk; wv] (then wq, wk, wv are empty) and
-    // gate_up = [gate; up] (then gate and up are empty).
-    ops::TensorView gate_up;
+    // only): wqkv.w = [wq; wk; wv] (then wq.w, wk.w, wv.w are empty; their
+    // biases and scales stay, applied to each part) and gate_up.w = [gate; up].
+    Linear gate_up;
 };
 
 struct Weights {
     ops::TensorView token_embd;
-    ops::TensorView output;  // token_embd when tied
+    Linear output;  // output.w is token_embd when tied
     std::vector<float> output_norm;
     std::vector<float> rope_factors, rope_factors_long;  // empty when the model has none
     std::vector<LayerWeights> layers;
@@ -75,7 +97,8 @@ struct ForwardInput {
 // calls so that decoding allocates nothing per token.
 class Workspace {
 public:
-    void reserve(const HParams& hp, int64_t n_tokens);
+    // Sizes every buffer for n_tokens of `model` (widths from its tensor table).
+    void reserve(const Model& model, int64_t n_tokens);
     int64_t capacity() const { return capacity_; }
 
     std::vector<float> x, h, q, k, v, qkv, attn, o, gate, up, ffn, out_rows;
@@ -109,18 +132,31 @@ public:
     void forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, AttentionMemory& memory, float* logits,
                  float* hidden) const;
 
+    // Whether a context of n_ctx cells uses the long rope factors (phi3's
+    // LongRoPE): when it exceeds the original context, with n_ctx first
+    // rounded up to a multiple of 256 as llama.cpp pads every context, so
+    // that the same -c picks the same factors in both engines.
+    bool long_rope_for_context(uint32_t n_ctx) const;
+
     // Rope parameters of a layer (SWA layers may use their own base).
     ops::RopeParams rope_params(uint32_t layer, bool long_rope) const;
 
+    // The widest output of a fused or joined product ([q; k; v], [gate; up]),
+    // from the tensor table: the scratch those products are split from.
+    int64_t widest_joined_output() const { return widest_joined_output_; }
+
 private:
     Model() = default;
-    // Replaces the matrices that `isa`'s kernels read faster packed by packed copies.
-    void pack_weights(cpu::Isa isa);
+    // Replaces the matrices of `table` that `isa`'s kernels read faster
+    // packed by packed copies, joining the table's groups where possible.
+    void pack_weights(const TensorTable& table, cpu::Isa isa);
     std::shared_ptr<const gguf::File> file_;
     HParams hp_;
     Weights weights_;
     std::vector<std::shared_ptr<void>> packed_storage_;  // the packed copies the views point into
     uint64_t packed_bytes_ = 0;
+    const ArchDefinition* arch_ = nullptr;
+    int64_t widest_joined_output_ = 0;
 };
 
 }  // namespace cria::model

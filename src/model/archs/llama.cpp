@@ -1,22 +1,34 @@
-// The llama family: llama, qwen2 (biases on Q/K/V) and qwen3 (RMSNorm over
-// each Q and K head). Pre-norm blocks, separate Q/K/V and gate/up matrices,
-// SwiGLU feed-forward.
+// llama (and Mistral-style files): pre-norm blocks, separate Q/K/V and
+// gate/up matrices, SwiGLU feed-forward, RoPE on adjacent pairs with the
+// optional Llama 3.1 frequency divisors (rope_freqs). Biases and scales on
+// every linear layer are optional.
 
+#include "model/arch.h"
 #include "model/blocks.h"
+#include "model/dense_tensors.h"
+#include "model/hparams_keys.h"
 
 namespace cria::model::archs {
+namespace {
 
-void forward_llama(blocks::Step& s, float* logits, float* hidden) {
-    blocks::embed(s, false);
-    blocks::AttentionOptions attention;
-    attention.bias = s.hp.has_qkv_bias;
-    attention.qk_norm = s.hp.has_qk_norm;
-    blocks::FfnOptions ffn;
-    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
-        blocks::attention_block(s, l, attention);
-        blocks::ffn_block(s, l, ffn);
-    }
-    blocks::output_head(s, logits, hidden);
+void read_hparams(const HParamsKeys& keys, HParams& hp) {
+    hp.rope_order = RopeOrder::Normal;
+    if (keys.has_tensor("rope_freqs.weight")) hp.rope_factors_tensor = "rope_freqs.weight";
+    hp.attention_scale = keys.f32_or_unset("attention.scale", hp.attention_scale);
 }
+
+void declare_tensors(const HParams& hp, TensorTable& t, Weights& w) {
+    DenseTensorOptions o;
+    o.rope_factors = "rope_freqs.weight";
+    declare_dense_tensors(hp, t, w, o);
+}
+
+void forward(blocks::Step& s, float* logits, float* hidden) {
+    blocks::dense_transformer(s, logits, hidden, false, {}, {});
+}
+
+}  // namespace
+
+extern const ArchDefinition kLlama{"llama", read_hparams, declare_tensors, forward};
 
 }  // namespace cria::model::archs

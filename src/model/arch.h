@@ -1,0 +1,41 @@
+#pragma once
+// One registered definition per architecture. Each file in archs/ owns
+// everything about its family: the name in general.architecture, the
+// hyperparameters it reads beyond the common ones (hparams_keys.h), its tensor
+// table (tensor_table.h) and its forward pass, built from the shared blocks
+// (blocks.h). archs/registry.cpp lists them; nothing else names an
+// architecture. See docs/ARCHITECTURE.md, "Adding an architecture".
+
+#include <string_view>
+#include <vector>
+
+#include "cria/model/hparams.h"
+#include "cria/model/model.h"
+
+namespace cria::model {
+
+class HParamsKeys;
+class TensorTable;
+namespace blocks {
+struct Step;
+}
+
+struct ArchDefinition {
+    std::string_view name;  // general.architecture
+    // Reads the keys of this architecture into hp; the common ones (widths,
+    // heads, context, rope base and scaling) are read before, with llama.cpp's
+    // defaults. Throws cria::Error (keys.fail) for a value it cannot run.
+    void (*read_hparams)(const HParamsKeys& keys, HParams& hp);
+    // Declares every tensor of the architecture into `table`, pointing at
+    // the fields of `w` they go to (w.layers is already sized).
+    void (*declare_tensors)(const HParams& hp, TensorTable& table, Weights& w);
+    // The forward pass of one micro-batch. logits / hidden are null when not wanted.
+    void (*forward)(blocks::Step& s, float* logits, float* hidden);
+};
+
+// The definition registered under `name`, or null.
+const ArchDefinition* find_architecture(std::string_view name);
+// Every registered name, in registration order.
+std::vector<std::string_view> architecture_names();
+
+}  // namespace cria::model

@@ -1,0 +1,33 @@
+// The registered architectures. Each lives in its own file of this folder;
+// adding one is its file, one line here and its tests. (An explicit list
+// rather than self-registering objects: the model is a static library, and
+// the linker drops object files nothing refers to.)
+
+#include <array>
+
+#include "model/arch.h"
+
+namespace cria::model {
+namespace archs {
+extern const ArchDefinition kLlama, kQwen2, kQwen3, kGemma2, kGemma3, kPhi3;
+}
+
+namespace {
+constexpr std::array<const ArchDefinition*, 6> kArchitectures{
+    &archs::kLlama, &archs::kQwen2, &archs::kQwen3, &archs::kGemma2, &archs::kGemma3, &archs::kPhi3,
+};
+}  // namespace
+
+const ArchDefinition* find_architecture(std::string_view name) {
+    for (const ArchDefinition* a : kArchitectures)
+        if (a->name == name) return a;
+    return nullptr;
+}
+
+std::vector<std::string_view> architecture_names() {
+    std::vector<std::string_view> names;
+    for (const ArchDefinition* a : kArchitectures) names.push_back(a->name);
+    return names;
+}
+
+}  // namespace cria::model

@@ -1,0 +1,47 @@
+#include "model/dense_tensors.h"
+
+namespace cria::model {
+
+void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const DenseTensorOptions& o) {
+    const uint64_t E = hp.n_embd, V = hp.n_vocab, F = hp.n_ff;
+    const ScaleUse ffn_scale = o.ffn_scales ? ScaleUse::AfterBias : ScaleUse::Ignored;
+    t.lookup_matrix("token_embd.weight", E, V, &w.token_embd);
+    t.vector("output_norm.weight", E, &w.output_norm);
+    t.linear("output", E, V, &w.output, Need::Optional);  // absent: tied to token_embd
+    if (o.rope_factors) t.vector(o.rope_factors, hp.n_rot / 2, &w.rope_factors, Need::Optional);
+    if (o.rope_factors_long) t.vector(o.rope_factors_long, hp.n_rot / 2, &w.rope_factors_long, Need::Optional);
+
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        LayerWeights& lw = w.layers[l];
+        const auto name = [l](const char* n) { return layer_tensor(l, n); };
+        t.vector(name("attn_norm.weight"), E, &lw.attn_norm);
+        if (hp.fused_qkv) {
+            t.linear(name("attn_qkv"), E, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v(), &lw.wqkv);
+        } else {
+            t.linear(name("attn_q"), E, hp.n_embd_q(), &lw.wq);
+            t.linear(name("attn_k"), E, hp.n_embd_k(), &lw.wk);
+            t.linear(name("attn_v"), E, hp.n_embd_v(), &lw.wv);
+            t.join({&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv);
+        }
+        t.linear(name("attn_output"), uint64_t{hp.n_head} * hp.head_dim_v, E, &lw.wo);
+        if (o.qk_norm) {
+            t.vector(name("attn_q_norm.weight"), hp.head_dim, &lw.q_norm);
+            t.vector(name("attn_k_norm.weight"), hp.head_dim, &lw.k_norm);
+        }
+        if (o.post_norms) {
+            t.vector(name("post_attention_norm.weight"), E, &lw.post_attn_norm);
+            t.vector(name("post_ffw_norm.weight"), E, &lw.post_ffn_norm);
+        }
+        t.vector(name("ffn_norm.weight"), E, &lw.ffn_norm);
+        if (o.fused_gate_up) {
+            t.linear(name("ffn_up"), E, 2 * F, &lw.up, Need::Required, ffn_scale);
+        } else {
+            t.linear(name("ffn_gate"), E, F, &lw.gate, Need::Required, ffn_scale);
+            t.linear(name("ffn_up"), E, F, &lw.up, Need::Required, ffn_scale);
+            t.join({&lw.gate, &lw.up}, &lw.gate_up);
+        }
+        t.linear(name("ffn_down"), F, E, &lw.down, Need::Required, ffn_scale);
+    }
+}
+
+}  // namespace cria::model

@@ -1,0 +1,29 @@
+#pragma once
+// The tensor table of a dense transformer (what blocks::dense_transformer
+// reads), shared by the families built on it. Each architecture says which
+// of the optional parts it has; biases and `.scale` tensors of every linear
+// layer are optional everywhere, as llama.cpp creates them.
+
+#include "cria/model/hparams.h"
+#include "cria/model/model.h"
+#include "model/tensor_table.h"
+
+namespace cria::model {
+
+struct DenseTensorOptions {
+    bool qk_norm = false;      // attn_q_norm / attn_k_norm [head_dim]
+    bool post_norms = false;   // post_attention_norm / post_ffw_norm [n_embd]
+    bool fused_gate_up = false;  // ffn_up holds [gate; up] (2 n_ff rows), no ffn_gate
+    // Whether the feed-forward matrices' `.scale` tensors are used (after the
+    // bias, as llama.cpp's build_ffn) or ignored (the graphs of qwen2, gemma2,
+    // gemma3 and phi3 pass none; the attention projections' are always used).
+    bool ffn_scales = true;
+    // A global tensor of n_rot/2 rope frequency divisors, and phi3's second
+    // set for long contexts (empty names: none).
+    const char* rope_factors = nullptr;
+    const char* rope_factors_long = nullptr;
+};
+
+void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const DenseTensorOptions& o);
+
+}  // namespace cria::model
