@@ -1,6 +1,7 @@
 // The austen models and stories260K against llama.cpp's figures
-// (tests/data/reference-figures.md): greedy continuations with a margin check
-// and perplexity on austen-7m/valid.txt.
+// (tests/data/reference-figures.md): greedy continuations compared in full
+// and perplexity on austen-7m/valid.txt. The logits themselves are checked
+// against llama.cpp's in arch_fixtures_test.cpp (austen-7m-f32.logits.json).
 
 #include <gtest/gtest.h>
 
@@ -23,10 +24,7 @@ std::string read_file(const std::string& path) {
     return ss.str();
 }
 
-// Greedy continuation against llama.cpp's printed text. The whole text must
-// match, unless it departs at a step where our own top-2 margin was a
-// near-tie (<= 1e-2), where a legitimate rounding difference may pick the
-// other token (see the note in reference-figures.md).
+// Greedy continuation against llama.cpp's printed text, every token of it.
 void expect_greedy(const std::string& model_file, const std::string& expected, int n_predict) {
     auto model = model::Model::load(test::model_path(model_file).string());
     const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
@@ -41,15 +39,8 @@ void expect_greedy(const std::string& model_file, const std::string& expected, i
     std::string text = prompt;
     for (int i = 0; i < n_predict; ++i) {
         const auto logits = ctx.logits(-1);
-        std::vector<float> sorted(logits.begin(), logits.end());
-        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
         const auto top = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
         text += vocab.token_to_piece(top, false);
-        if (expected.compare(0, std::min(text.size(), expected.size()), text, 0, std::min(text.size(), expected.size())) != 0) {
-            EXPECT_LE(sorted[0] - sorted[1], 1e-2f) << model_file << ": departs from llama.cpp at token " << i
-                                                    << " with a clear margin: '" << text << "'";
-            return;
-        }
         Batch b;
         b.add(top, pos++, {0}, true);
         ASSERT_EQ(ctx.decode(b), 0);

@@ -26,6 +26,16 @@ std::filesystem::path source_dir() { return CRIA_SOURCE_DIR; }
 std::filesystem::path data_path(const std::string& rel) { return source_dir() / "tests" / "data" / rel; }
 std::filesystem::path model_path(const std::string& rel) { return source_dir() / "models" / rel; }
 
+std::filesystem::path arch_fixtures_dir() {
+    std::filesystem::path dir;
+    if (const char* env = std::getenv("CRIA_ARCH_FIXTURES"); env != nullptr && *env != '\0')
+        dir = env;
+    else
+        dir = source_dir().parent_path() / "shared" / "testdata" / "arch-fixtures";
+    std::error_code ec;
+    return std::filesystem::is_directory(dir, ec) ? dir : std::filesystem::path{};
+}
+
 std::filesystem::path temp_dir() {
     static TempDir dir;
     return dir.path;

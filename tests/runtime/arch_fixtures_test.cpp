@@ -1,0 +1,132 @@
+// cria against llama.cpp on llama.cpp's own files: every fixture in
+// ../shared/testdata/arch-fixtures (random-weight GGUFs written by llama.cpp's
+// model saver, with the logits llama.cpp computed for them) whose
+// architecture cria supports must match within NMSE 1e-4 (llama.cpp's own
+// criterion between its backends), both with one prefill of all tokens and
+// with a prefill followed by one-token steps. Fixtures of architectures
+// cria does not support yet must be refused with a clear error.
+// austen-7m (a real model) is checked the same way from a copy in tests/data.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cria/core/error.h"
+#include "cria/model/hparams.h"
+#include "cria/model/model.h"
+#include "cria/runtime/logits.h"
+#include "support/test_paths.h"
+
+namespace cria::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using Rows = std::vector<std::vector<float>>;
+
+constexpr double kMaxNmse = 1e-4;
+
+struct Reference {
+    std::string arch;
+    bool moe = false;
+    std::vector<TokenId> tokens;
+    size_t prefill = 0;
+    Rows prefill_all, prefill_then_steps;
+};
+
+Reference read_reference(const fs::path& json_path) {
+    std::ifstream in(json_path);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    Reference r;
+    r.arch = j.at("arch").get<std::string>();
+    r.moe = j.at("moe").get<bool>();
+    r.tokens = j.at("tokens").get<std::vector<TokenId>>();
+    r.prefill = j.at("prefill").get<size_t>();
+    r.prefill_all = j.at("logits_prefill_all").get<Rows>();
+    r.prefill_then_steps = j.at("logits_prefill_then_steps").get<Rows>();
+    return r;
+}
+
+// Both runs of the protocol (the fixture README), packed and file layout.
+void expect_matches(const fs::path& gguf, const Reference& ref) {
+    for (const bool packed : {true, false}) {
+        SCOPED_TRACE(gguf.filename().string() + (packed ? " (packed weights)" : " (file layout)"));
+        const auto model = model::Model::load(gguf.string(), gguf::LoadMode::Auto, packed);
+        LogitsParams p;
+        p.n_threads = 2;
+        p.prefill = ref.tokens.size();
+        const double all = nmse(ref.prefill_all, sequence_logits(*model, ref.tokens, p));
+        EXPECT_LE(all, kMaxNmse) << "one prefill of " << ref.tokens.size() << " tokens";
+        p.prefill = ref.prefill;
+        const double steps = nmse(ref.prefill_then_steps, sequence_logits(*model, ref.tokens, p));
+        EXPECT_LE(steps, kMaxNmse) << "prefill of " << ref.prefill << ", then one token at a time";
+        std::printf("[ nmse     ] %s%s: prefill %.3g, steps %.3g\n", gguf.filename().string().c_str(),
+                    packed ? "" : " (file layout)", all, steps);
+    }
+}
+
+std::vector<fs::path> fixture_jsons() {
+    std::vector<fs::path> out;
+    const fs::path dir = test::arch_fixtures_dir();
+    if (dir.empty()) return out;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".json" && fs::exists(fs::path(e.path()).replace_extension(".gguf")))
+            out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// Mixture-of-experts variants of a dense family (llama with experts) come
+// with the MoE work; until then they must be refused like any unsupported file.
+bool supported(const Reference& ref) {
+    const auto names = model::supported_architectures();
+    return !ref.moe && std::find(names.begin(), names.end(), ref.arch) != names.end();
+}
+
+#define SKIP_WITHOUT_FIXTURES()                                                                         \
+    if (test::arch_fixtures_dir().empty())                                                              \
+    GTEST_SKIP() << "llama.cpp's architecture fixtures are not here: set CRIA_ARCH_FIXTURES or place " \
+                    "../shared/testdata/arch-fixtures beside the checkout"
+
+TEST(ArchFixtures, EverySupportedArchitectureMatchesLlamaCpp) {
+    SKIP_WITHOUT_FIXTURES();
+    std::set<std::string> checked;
+    for (const fs::path& json : fixture_jsons()) {
+        const Reference ref = read_reference(json);
+        if (!supported(ref)) continue;
+        expect_matches(fs::path(json).replace_extension(".gguf"), ref);
+        checked.insert(ref.arch);
+    }
+    // The dense families must all have been checked (none silently skipped).
+    for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"})
+        EXPECT_TRUE(checked.contains(arch)) << "no fixture of '" << arch << "' was checked";
+}
+
+TEST(ArchFixtures, UnsupportedArchitecturesAreRefusedClearly) {
+    SKIP_WITHOUT_FIXTURES();
+    for (const fs::path& json : fixture_jsons()) {
+        const Reference ref = read_reference(json);
+        if (supported(ref)) continue;
+        const fs::path gguf = fs::path(json).replace_extension(".gguf");
+        try {
+            model::Model::load(gguf.string());
+            ADD_FAILURE() << gguf << " (" << ref.arch << ") loaded although its architecture is not supported";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(ref.arch), std::string::npos) << e.what();
+        }
+    }
+}
+
+// The bundled austen-7m against llama.cpp's logits (20 tokens, prefill 12).
+TEST(ArchFixtures, Austen7mMatchesLlamaCpp) {
+    const Reference ref = read_reference(test::data_path("austen-7m-f32.logits.json"));
+    expect_matches(test::model_path("austen-7m/austen-7m-f32.gguf"), ref);
+}
+
+}  // namespace
+}  // namespace cria::runtime
