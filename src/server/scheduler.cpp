@@ -350,7 +350,10 @@ void Scheduler::start(Slot& slot, Pending pending) {
     slot.cache.resize(keep);
     slot.n_past = keep;
     slot.n_cached = static_cast<int32_t>(keep);
-    // Penalty samplers see the prompt, as in llama.cpp's server.
+    // The penalty samplers (repeat/frequency/presence, DRY) see the prompt,
+    // as in cria run (runtime::generate), llama-completion and llama-server;
+    // the grammar does not (it constrains only the output).
+    for (TokenId t : slot.request.prompt) slot.chain.accept_prompt(t);
     if (slot.max_tokens <= 0) finish(slot, "length");
 }
 

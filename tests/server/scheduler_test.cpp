@@ -9,10 +9,14 @@
 #include <thread>
 
 #include "cria/core/error.h"
+#include "cria/model/model.h"
+#include "cria/runtime/generate.h"
+#include "cria/sampling/params.h"
 #include "cria/server/reference_backend.h"
 #include "cria/server/runtime_backend.h"
 #include "cria/server/scheduler.h"
 #include "cria/spec/params.h"
+#include "cria/vocab/streaming_detokenizer.h"
 #include "support/test_paths.h"
 
 using namespace cria::server;
@@ -482,4 +486,35 @@ TEST(Scheduler, SpeculativeRequestsAreCheckedAgainstTheServer) {
     const Result r = wait(s.submit(g));
     EXPECT_GT(r.done.n_drafted, 0);
     EXPECT_EQ(r.done.n_drafted, r.done.n_draft_accepted);  // the target drafting for itself
+}
+
+TEST(Scheduler, PenaltiesSeeThePromptAsInCriaRun) {
+    // The same request through the scheduler (cria serve, the terminal chat)
+    // and through runtime::generate (cria run) gives the same tokens: the
+    // repetition penalty counts the prompt's tokens in both. Without the
+    // prompt, the penalty would let the model repeat the prompt's words.
+    RuntimeBackend backend(model(), params(1));
+    auto g = greedy(backend.vocab(), "Once upon a time, there was a little girl. The little girl", 32);
+    g.sampling.penalty_repeat = 1.5f;
+    g.sampling.penalty_freq = 0.5f;
+    g.sampling.dry_multiplier = 0.8f;
+
+    auto loaded = cria::model::Model::load(model());
+    cria::runtime::ContextParams cp;
+    cp.n_ctx = 256;
+    cp.n_threads = 2;
+    cria::runtime::Context ctx(*loaded, cp);
+    cria::sampling::ChainContext cc;
+    cc.vocab = &backend.vocab();
+    cc.n_ctx = backend.n_ctx_per_seq();
+    cc.n_ctx_train = backend.n_ctx_per_seq();
+    auto chain = cria::sampling::build_chain(g.sampling, cc);
+    const auto expected = cria::runtime::generate(ctx, backend.vocab(), chain, g.prompt, 32);
+    cria::vocab::StreamingDetokenizer detok(backend.vocab());
+    std::string expected_text;
+    for (auto t : expected.tokens) expected_text += detok.push(t);
+    expected_text += detok.flush();
+
+    Scheduler s(backend, {.n_slots = 1});
+    EXPECT_EQ(wait(s.submit(g)).text, expected_text);
 }
