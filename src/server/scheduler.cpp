@@ -8,7 +8,6 @@
 #include "cria/core/error.h"
 #include "cria/sampling/chain.h"
 #include "cria/sampling/grammar.h"
-#include "cria/spec/adaptive.h"
 #include "cria/spec/params.h"
 #include "cria/vocab/streaming_detokenizer.h"
 
@@ -76,18 +75,17 @@ struct Scheduler::Slot {
     std::vector<TokenLogprob> held_logprobs;
     std::string stop_word;
 
-    // Speculative decoding: the slot's own drafters (built once), and this request's settings.
+    // Speculative decoding: the slot's own drafters (built once) and the
+    // speculative step every generation step of the slot goes through (a
+    // plain decode when nothing is drafted), with this request's settings.
+    // Adaptive drafting sees the whole batch's decode time: a step's cost
+    // includes the other slots' tokens, which is what this slot's tokens/s
+    // depends on.
     std::vector<std::unique_ptr<spec::Drafter>> drafters;
-    bool drafting = false;          // the drafters began this request
-    std::string spec_type;          // "": any drafter
-    int32_t spec_n_max = 0, spec_n_min = -1;
-    int32_t n_drafted = 0, n_draft_accepted = 0;
-    // Adaptive drafting for this request (as in cria run): what a step of
-    // 1 + n of this slot's tokens costs, how often each draft position wins;
-    // drafting pauses where it does not pay. A step's cost includes the
-    // other slots' tokens, which is what this slot's tokens/s depends on.
-    std::unique_ptr<spec::AdaptiveDrafting> adaptive;
-    double last_draft_ms = 0;
+    std::unique_ptr<spec::SpeculativeStep> speculation;
+    spec::StepRequest spec_request;
+    // The step's metrics already added to the server's counters.
+    int64_t synced_drafted = 0, synced_accepted = 0, synced_verify_steps = 0;
 };
 
 namespace {
@@ -128,6 +126,12 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options) : backend_(back
             spec_types_.push_back(type);
             spec_has_model_ = spec_has_model_ || d->runs_model();
         }
+    }
+    for (auto& slot : slots_) {
+        std::vector<spec::Drafter*> drafters;
+        for (auto& d : slot->drafters) drafters.push_back(d.get());
+        slot->speculation = std::make_unique<spec::SpeculativeStep>(std::move(drafters), options_.speculative.adaptive,
+                                                                    backend_.n_vocab());
     }
     thread_ = std::thread([this] { loop(); });
 }
@@ -331,13 +335,18 @@ void Scheduler::start(Slot& slot, Pending pending) {
     slot.n_generated = 0;
     const SpeculativeRequest& sr = slot.request.speculative;
     const bool spec_off = slot.drafters.empty() || sr.n_max == 0 || sr.type == "none";
-    slot.spec_n_max = spec_off ? 0 : (sr.n_max > 0 ? sr.n_max : options_.speculative.n_max);
-    slot.spec_n_min = sr.n_min;
-    slot.spec_type = sr.type.empty() ? "" : std::string(spec::spec_type_name(spec::parse_spec_type(sr.type)));
-    slot.n_drafted = slot.n_draft_accepted = 0;
-    slot.drafting = false;
-    slot.adaptive = std::make_unique<spec::AdaptiveDrafting>(static_cast<int>(slot.drafters.size()),
-                                                             options_.speculative.adaptive);
+    spec::StepRequest& req = slot.spec_request;
+    req.n_max = spec_off ? 0 : (sr.n_max > 0 ? sr.n_max : options_.speculative.n_max);
+    req.n_min = sr.n_min;
+    req.only_drafter = -1;
+    if (!spec_off && !sr.type.empty()) {
+        const std::string type(spec::spec_type_name(spec::parse_spec_type(sr.type)));
+        req.only_drafter = static_cast<int>(std::find(spec_types_.begin(), spec_types_.end(), type) - spec_types_.begin());
+    }
+    req.sampling = slot.request.sampling;
+    // The step begins when the prompt is in the cache; until then nothing of an earlier request counts.
+    slot.speculation->metrics() = spec::Metrics{};
+    slot.synced_drafted = slot.synced_accepted = slot.synced_verify_steps = 0;
     const int32_t n_ctx = backend_.n_ctx_per_seq();
     const int32_t room = n_ctx - static_cast<int32_t>(slot.request.prompt.size());
     slot.max_tokens = slot.request.max_tokens < 0 ? room : std::min(slot.request.max_tokens, room);
@@ -371,25 +380,30 @@ bool Scheduler::step() {
     // moving; a slot's draft follows its token, in what the others leave.
     struct Verify {
         Slot* slot;
-        spec::Draft draft;
-        int drafter = -1;
+        size_t n_tokens;  // [last, draft...]
     };
     std::vector<Verify> verifies;
     auto room = static_cast<int32_t>(n_batch);
     for (auto& s : slots_) room -= s->busy && s->generating ? 1 : 0;
     for (auto& s : slots_) {
         if (!s->busy || !s->generating) continue;
-        Verify v{s.get(), {}, -1};
-        draft_for(*s, room, v.draft, v.drafter);
-        room -= static_cast<int32_t>(v.draft.size());
+        // Drafts never reach past the context or the tokens the request may still get.
+        const int32_t n_allowed = std::min({room, backend_.n_ctx_per_seq() - static_cast<int32_t>(s->cache.size()) - 2,
+                                            s->max_tokens - s->n_generated - 1});
+        std::span<const TokenId> tokens;
+        try {
+            tokens = s->speculation->prepare(s->cache, s->last, n_allowed);
+        } catch (const std::exception& e) {  // a drafter failed (e.g. its own cache is full)
+            fail(*s, std::string("drafting failed: ") + e.what());
+            continue;
+        }
+        room -= static_cast<int32_t>(tokens.size()) - 1;
         const auto pos = static_cast<int32_t>(s->cache.size());
-        batch.push_back({s->last, pos, s->id, true});
-        owners.push_back(s.get());
-        for (size_t i = 0; i < v.draft.size(); ++i) {
-            batch.push_back({v.draft.tokens[i], pos + 1 + static_cast<int32_t>(i), s->id, true});
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            batch.push_back({tokens[i], pos + static_cast<int32_t>(i), s->id, true});
             owners.push_back(s.get());
         }
-        verifies.push_back(std::move(v));
+        verifies.push_back({s.get(), tokens.size()});
     }
     const size_t n_generation = batch.size();
     // Prompt chunks share the rest of the batch, in slot order.
@@ -425,13 +439,11 @@ bool Scheduler::step() {
     }
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
     const double decode_ms = ms_between(t_decode, Clock::now());
-    for (const Verify& v : verifies)
-        if (v.slot->drafting && v.slot->adaptive) v.slot->adaptive->observe_decode(1 + static_cast<int>(v.draft.size()), decode_ms);
     // Every generation entry has a logit row, and they come first.
     size_t row = 0;
     for (const Verify& v : verifies) {
-        verify(*v.slot, logits_.data() + row * n_vocab, v.draft, v.drafter);
-        row += 1 + v.draft.size();
+        verify(*v.slot, logits_.data() + row * n_vocab, decode_ms);
+        row += v.n_tokens;
     }
     for (size_t i = n_generation; i < batch.size(); ++i) {
         Slot& s = *owners[i];
@@ -449,83 +461,53 @@ bool Scheduler::step() {
             stats_.cached_tokens_total += static_cast<uint64_t>(s.n_cached);
             stats_.prompt_seconds_total += ms_between(s.t_start, s.t_prompt_done) / 1000.0;
         }
-        if (s.spec_n_max > 0) {
-            for (auto& d : s.drafters) d->begin(s.cache);
-            s.drafting = true;
+        if (!s.busy) continue;
+        try {
+            s.speculation->begin(s.id, s.cache, s.spec_request);
+        } catch (const std::exception& e) {
+            fail(s, std::string("speculative decoding failed: ") + e.what());
+            continue;
         }
-        if (s.busy) on_logits(s, logits);
+        sample_first(s, logits);
     }
     return true;
 }
 
-void Scheduler::draft_for(Slot& s, int32_t room, spec::Draft& draft, int& drafter) {
-    draft.clear();
-    if (!s.drafting) return;
-    // Drafts never reach past the context or the tokens the request may still get.
-    const int32_t n_allowed = std::min({s.spec_n_max, room,
-                                        backend_.n_ctx_per_seq() - static_cast<int32_t>(s.cache.size()) - 2,
-                                        s.max_tokens - s.n_generated - 1});
-    if (n_allowed <= 0) return;
-    for (size_t d = 0; d < s.drafters.size(); ++d) {
-        if (!s.spec_type.empty() && spec_types_[d] != s.spec_type) continue;
-        const int32_t n = s.adaptive ? s.adaptive->limit(static_cast<int>(d), n_allowed) : n_allowed;
-        if (n <= 0) continue;  // paused: drafting has not paid for this request
-        draft.clear();
-        const auto t_draft = Clock::now();
-        s.drafters[d]->draft(s.cache, s.last, n, draft);
-        s.last_draft_ms = ms_between(t_draft, Clock::now());
-        draft.truncate(static_cast<size_t>(n));
-        const int32_t n_min = s.spec_n_min >= 0 ? s.spec_n_min : s.drafters[d]->n_min();
-        if (static_cast<int32_t>(draft.size()) < std::min(n_min, n_allowed)) draft.clear();
-        bool valid = true;
-        for (TokenId t : draft.tokens) valid = valid && t >= 0 && t < backend_.n_vocab();
-        if (!valid) draft.clear();
-        if (!draft.empty()) {
-            drafter = static_cast<int>(d);
-            return;
-        }
-    }
-}
-
-void Scheduler::verify(Slot& s, const float* rows, const spec::Draft& draft, int drafter) {
-    // Sample and compare: row i predicts the token after `last` and the
-    // first i drafted tokens. Each sample is what plain decoding would have
-    // drawn at that point (same chain, same order), so a draft token is kept
-    // only while it equals the sample, and the first sample that differs
-    // (or the one after the whole draft) is the slot's next token.
+void Scheduler::verify(Slot& s, const float* rows, double decode_ms) {
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
-    const auto n = static_cast<int32_t>(draft.size());
-    s.cache.push_back(s.last);
-    // Counted before any token is emitted: the Done event may come out of on_logits().
-    s.n_drafted += n;
-    if (n > 0) {
-        std::lock_guard lock(mutex_);
-        stats_.spec_drafted_total += static_cast<uint64_t>(n);
-        ++stats_.spec_verify_steps;
+    const spec::LogitRow row = [&](int i) {
+        return std::span<const float>(rows + static_cast<size_t>(i) * n_vocab, n_vocab);
+    };
+    // The i-th emitted token follows `last` and i accepted draft tokens.
+    const auto n_cached = static_cast<int32_t>(s.cache.size()) + 1;
+    int32_t n_emitted = 0;
+    const spec::EmitToken emit = [&](TokenId token, std::span<const float> logits) {
+        sync_spec_stats(s);  // the Done event and /metrics agree
+        return on_token(s, token, logits.data(), n_cached + n_emitted++);
+    };
+    const spec::Rollback rollback = [this](int32_t seq, int32_t n_keep) { backend_.seq_keep_prefix(seq, n_keep); };
+    try {
+        s.speculation->finish(row, s.chain, decode_ms, s.cache, emit, rollback);
+    } catch (const std::exception& e) {
+        if (s.busy) fail(s, std::string("sampling failed: ") + e.what());
     }
-    int32_t accepted = 0;
-    for (int32_t i = 0; i <= n; ++i) {
-        on_logits(s, rows + static_cast<size_t>(i) * n_vocab);
-        if (!s.busy || i == n || s.last != draft.tokens[static_cast<size_t>(i)]) break;
-        s.cache.push_back(draft.tokens[static_cast<size_t>(i)]);
-        ++accepted;
-        ++s.n_draft_accepted;
-        std::lock_guard lock(mutex_);
-        ++stats_.spec_accepted_total;
-    }
-    if (s.adaptive) {
-        if (n == 0)
-            s.adaptive->observe_plain_step();
-        else
-            s.adaptive->observe_draft(drafter, n, accepted, s.last_draft_ms);
-    }
-    if (n == 0) return;
-    // The rejected tokens' cells were written by this step: drop them.
-    backend_.seq_keep_prefix(s.id, static_cast<int32_t>(s.cache.size()));
-    if (s.drafting && drafter >= 0) s.drafters[static_cast<size_t>(drafter)]->accept(accepted);
+    sync_spec_stats(s);
 }
 
-void Scheduler::on_logits(Slot& slot, const float* logits) {
+void Scheduler::sync_spec_stats(Slot& s) {
+    const spec::Metrics& m = s.speculation->metrics();
+    const int64_t drafted = m.tokens_drafted(), accepted = m.tokens_accepted(), steps = m.n_verify_steps;
+    if (drafted == s.synced_drafted && accepted == s.synced_accepted && steps == s.synced_verify_steps) return;
+    std::lock_guard lock(mutex_);
+    stats_.spec_drafted_total += static_cast<uint64_t>(drafted - s.synced_drafted);
+    stats_.spec_accepted_total += static_cast<uint64_t>(accepted - s.synced_accepted);
+    stats_.spec_verify_steps += static_cast<uint64_t>(steps - s.synced_verify_steps);
+    s.synced_drafted = drafted;
+    s.synced_accepted = accepted;
+    s.synced_verify_steps = steps;
+}
+
+void Scheduler::sample_first(Slot& slot, const float* logits) {
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
     TokenId token = 0;
     try {
@@ -535,6 +517,11 @@ void Scheduler::on_logits(Slot& slot, const float* logits) {
         fail(slot, std::string("sampling failed: ") + e.what());
         return;
     }
+    on_token(slot, token, logits, static_cast<int32_t>(slot.cache.size()));
+}
+
+bool Scheduler::on_token(Slot& slot, TokenId token, const float* logits, int32_t n_cached) {
+    const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
     ++slot.n_generated;
     {
         std::lock_guard lock(mutex_);
@@ -564,13 +551,14 @@ void Scheduler::on_logits(Slot& slot, const float* logits) {
     }
     if (backend_.vocab().is_eog(token)) {
         finish(slot, "stop");
-        return;
+        return false;
     }
     slot.last = token;
     slot.text += slot.detok->push(token);
-    if (emit_text(slot, false)) return;  // a stop string ended it
-    const bool full = static_cast<int32_t>(slot.cache.size()) + 1 >= backend_.n_ctx_per_seq();
+    if (emit_text(slot, false)) return false;  // a stop string ended it
+    const bool full = n_cached + 1 >= backend_.n_ctx_per_seq();
     if (slot.n_generated >= slot.max_tokens || full) finish(slot, "length");
+    return slot.busy;
 }
 
 bool Scheduler::emit_text(Slot& slot, bool at_end) {
@@ -636,8 +624,8 @@ void Scheduler::finish(Slot& slot, const std::string& reason) {
     e.n_prompt = static_cast<int32_t>(slot.request.prompt.size());
     e.n_cached = slot.n_cached;
     e.n_generated = slot.n_generated;
-    e.n_drafted = slot.n_drafted;
-    e.n_draft_accepted = slot.n_draft_accepted;
+    e.n_drafted = static_cast<int32_t>(slot.speculation->metrics().tokens_drafted());
+    e.n_draft_accepted = static_cast<int32_t>(slot.speculation->metrics().tokens_accepted());
     const auto now = Clock::now();
     if (slot.generating) {
         e.prompt_ms = ms_between(slot.t_start, slot.t_prompt_done);
@@ -673,9 +661,7 @@ void Scheduler::release(Slot& slot) {
     // The sampled-but-undecoded token is not in the cache; the rest stays for prefix reuse.
     slot.busy = false;
     slot.generating = false;
-    if (slot.drafting)
-        for (auto& d : slot.drafters) d->end();
-    slot.drafting = false;
+    slot.speculation->end();
     slot.handle.reset();
     slot.detok.reset();
     slot.chain = sampling::Chain();

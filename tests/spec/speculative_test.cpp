@@ -66,7 +66,7 @@ struct SpecRun {
 SpecRun speculative(const Target& t, const std::string& prompt, int n, SpecParams params, float repeat_penalty = 1.0f) {
     runtime::Context ctx(*t.model, context_params());
     auto chain = greedy_chain(*t.vocab, repeat_penalty);
-    Speculator s(params, make_drafters(params, ctx, *t.vocab, 0.0f));
+    Speculator s(params, make_drafters(params, ctx, *t.vocab));
     const auto prompt_tokens = t.vocab->tokenize(prompt, true, true);
     SpecRun r;
     r.tokens = s.generate(ctx, *t.vocab, chain, prompt_tokens, n).tokens;
@@ -154,6 +154,33 @@ TEST(Speculative, AdaptiveStillMatchesPlain) {
     EXPECT_EQ(got.tokens, expected);
 }
 
+TEST(Speculative, SameSeedSameOutputWithADraftModelAtTemperature) {
+    // The draft model samples its drafts at temperature > 0 and the verifier
+    // draws uniforms: both are seeded from the request's seed.
+    const auto& t = target(kStories);
+    const auto prompt = t.vocab->tokenize("Once upon a time", true, true);
+    SpecParams p = forced(SpecType::Draft);
+    p.draft_model = test::model_path(kStories).string();
+    p.draft.p_min = 0.0f;
+    auto run = [&](uint32_t seed) {
+        runtime::Context ctx(*t.model, context_params());
+        sampling::SamplingParams sp;
+        sp.temp = 0.9f;
+        sp.seed = seed;
+        sampling::ChainContext cc;
+        cc.vocab = t.vocab.get();
+        auto chain = sampling::build_chain(sp, cc);
+        Speculator s(p, make_drafters(p, ctx, *t.vocab));
+        s.set_sampling(sp);
+        const auto tokens = s.generate(ctx, *t.vocab, chain, prompt, 64).tokens;
+        EXPECT_GT(s.metrics().tokens_drafted(), 0);
+        return tokens;
+    };
+    const auto a = run(1234);
+    EXPECT_EQ(run(1234), a);
+    EXPECT_NE(run(99), a);
+}
+
 TEST(Speculative, DraftModelVocabularyMustMatch) {
     const auto& a = target("austen-7m/austen-7m-f32.gguf");
     const auto& s = target(kStories);
@@ -176,7 +203,7 @@ TEST(Speculative, RollbackLeavesTheCacheAsIfRejectedTokensWereNeverDecoded) {
     runtime::Context spec_ctx(*t.model, context_params());
     auto chain2 = greedy_chain(*t.vocab);
     SpecParams p = forced(SpecType::NgramSimple);
-    Speculator s(p, make_drafters(p, spec_ctx, *t.vocab, 0.0f));
+    Speculator s(p, make_drafters(p, spec_ctx, *t.vocab));
     const auto got = s.generate(spec_ctx, *t.vocab, chain2, prompt_tokens, n).tokens;
     ASSERT_EQ(got, expected);
     ASSERT_GT(s.metrics().tokens_drafted(), s.metrics().tokens_accepted());
@@ -198,7 +225,7 @@ TEST(Speculative, StopsAtNPredictAndOnCallback) {
 
     runtime::Context ctx(*t.model, context_params());
     auto chain = greedy_chain(*t.vocab);
-    Speculator s(p, make_drafters(p, ctx, *t.vocab, 0.0f));
+    Speculator s(p, make_drafters(p, ctx, *t.vocab));
     int seen = 0;
     const auto r = s.generate(ctx, *t.vocab, chain, t.vocab->tokenize("Once upon a time", true, true), 100,
                               [&](TokenId) { return ++seen < 5; });
@@ -214,10 +241,10 @@ TEST(Speculative, UnknownOrUnavailableDrafters) {
     runtime::Context ctx(*t.model, context_params());
     SpecParams p;
     p.types = {SpecType::Draft};
-    EXPECT_THROW(make_drafters(p, ctx, *t.vocab, 0.0f), Error);  // no -md
+    EXPECT_THROW(make_drafters(p, ctx, *t.vocab), Error);  // no -md
     p.types = {SpecType::NgramCache};
     p.ngram_cache.static_path = (test::temp_dir() / "missing.bin").string();
-    EXPECT_THROW(make_drafters(p, ctx, *t.vocab, 0.0f), Error);  // no such statistics file
+    EXPECT_THROW(make_drafters(p, ctx, *t.vocab), Error);  // no such statistics file
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "cria/sampling/params.h"
 #include "cria/server/backend.h"
 #include "cria/spec/params.h"
+#include "cria/spec/step.h"
 
 namespace cria::server {
 
@@ -119,9 +120,12 @@ struct SchedulerOptions {
     int32_t max_tokens_cap = -1;  // server-wide cap on generated tokens (-1: context size)
     // Speculative decoding: when enabled(), every slot gets its own drafters
     // (Backend::make_drafters) and each step verifies a slot's draft in the
-    // same batch as everything else (sample and compare: the output is the
-    // one plain decoding gives). n_max caps the drafts; draft.n_min and
-    // draft.p_min are the defaults requests may override.
+    // same batch as everything else, with spec::SpeculativeStep (rejection
+    // sampling when the request samples at temperature > 0 and the draft has
+    // probabilities, i.e. the draft model; sample and compare otherwise: at
+    // temperature 0 the output is the one plain decoding gives). n_max caps
+    // the drafts; draft.n_min and draft.p_min are the defaults requests may
+    // override.
     spec::SpecParams speculative;
 };
 
@@ -186,10 +190,13 @@ private:
     void assign_waiting();
     bool step();
     void start(Slot& slot, Pending pending);
-    void on_logits(Slot& slot, const float* logits);
+    void sample_first(Slot& slot, const float* logits);
+    // Takes a sampled token (log-probs, text, stop strings, limits); n_cached:
+    // tokens in the slot's cache before it. False when the request ended.
+    bool on_token(Slot& slot, TokenId token, const float* logits, int32_t n_cached);
     void check_speculative(const SpeculativeRequest& request) const;
-    void draft_for(Slot& slot, int32_t room, spec::Draft& draft, int& drafter);
-    void verify(Slot& slot, const float* rows, const spec::Draft& draft, int drafter);
+    void verify(Slot& slot, const float* rows, double decode_ms);
+    void sync_spec_stats(Slot& slot);
     void finish(Slot& slot, const std::string& reason);
     void fail(Slot& slot, const std::string& message);
     void release(Slot& slot);
