@@ -560,3 +560,44 @@ TEST(Scheduler, DraftModelAtTemperatureIsVerifiedByRejectionSampling) {
     EXPECT_EQ(st.spec_accepted_total,
               static_cast<uint64_t>(a.done.n_draft_accepted + b.done.n_draft_accepted + c.done.n_draft_accepted));
 }
+
+class SchedulerDrafters : public ::testing::TestWithParam<cria::spec::SpecType> {};
+
+TEST_P(SchedulerDrafters, GreedyOutputIsThePlainOne) {
+    // Every drafter, through the server's path (two slots in one batch, the
+    // speculative step per slot), gives plain decoding's greedy output.
+    using cria::spec::SpecType;
+    std::vector<std::string> plain;
+    {
+        RuntimeBackend backend(model(), params(2));
+        Scheduler s(backend, {.n_slots = 2});
+        std::vector<std::shared_ptr<RequestHandle>> hs;
+        for (const char* p : {kPrompts[0], kPrompts[1]}) hs.push_back(s.submit(greedy(backend.vocab(), p, 48)));
+        for (auto& h : hs) plain.push_back(wait(h).text);
+    }
+    RuntimeBackend backend(model(), params(2));
+    SchedulerOptions o{.n_slots = 2};
+    o.speculative.types = {GetParam()};
+    if (GetParam() == SpecType::Draft) o.speculative.draft_model = model();
+    o.speculative.n_max = 8;
+    o.speculative.adaptive = false;
+    o.speculative.ngram_simple = {2, 8, 1};
+    o.speculative.ngram_map_k = {2, 8, 1};
+    o.speculative.ngram_map_k4v = {2, 4, 1};
+    o.speculative.ngram_mod = {3, 1, 8};
+    Scheduler s(backend, o);
+    std::vector<std::shared_ptr<RequestHandle>> hs;
+    for (const char* p : {kPrompts[0], kPrompts[1]}) hs.push_back(s.submit(greedy(backend.vocab(), p, 48)));
+    for (size_t i = 0; i < hs.size(); ++i) EXPECT_EQ(wait(hs[i]).text, plain[i]) << i;
+    EXPECT_GT(s.stats().spec_drafted_total, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, SchedulerDrafters,
+                         ::testing::Values(cria::spec::SpecType::Draft, cria::spec::SpecType::NgramSimple,
+                                           cria::spec::SpecType::NgramMapK, cria::spec::SpecType::NgramMapK4v,
+                                           cria::spec::SpecType::NgramMod, cria::spec::SpecType::NgramCache),
+                         [](const auto& info) {
+                             std::string s(cria::spec::spec_type_name(info.param));
+                             std::erase(s, '-');
+                             return s;
+                         });
