@@ -401,7 +401,9 @@ TEST(Scheduler, SpeculationGivesThePlainOutput) {
         int32_t drafted = 0, accepted = 0;
         for (size_t i = 0; i < hs.size(); ++i) {
             const Result r = wait(hs[i]);
-            if (!with_model || i == 0) EXPECT_EQ(r.text, plain[i]) << i;
+            if (!with_model || i == 0) {
+                EXPECT_EQ(r.text, plain[i]) << i;
+            }
             EXPECT_EQ(r.done.n_generated, 60);
             drafted += r.done.n_drafted;
             accepted += r.done.n_draft_accepted;
