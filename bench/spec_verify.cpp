@@ -80,11 +80,13 @@ template <typename Make>
 void run_drafter(benchmark::State& state, Make make) {
     const auto history = repetitive_history(4096);
     auto drafter = make();
-    drafter->begin(history);
+    const sampling::SamplingParams greedy;
+    drafter->begin(spec::BeginInput{history, greedy});
+    const spec::DraftInput input{history, history[history.size() - 97], static_cast<int32_t>(history.size())};
     spec::Draft out;
     for (auto _ : state) {
         out.clear();
-        drafter->draft(history, history[history.size() - 97], 16, out);
+        drafter->draft(input, 16, out);
         benchmark::DoNotOptimize(out.tokens.data());
     }
 }

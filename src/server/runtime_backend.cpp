@@ -7,7 +7,6 @@
 #include "cria/gguf/file.h"
 #include "cria/model/model.h"
 #include "cria/runtime/context.h"
-#include "cria/spec/draft_model.h"
 #include "cria/spec/speculative.h"
 
 namespace cria::server {
@@ -80,34 +79,10 @@ std::vector<TokenId> RuntimeBackend::restore_sequence(int32_t seq, const std::st
 }
 
 std::vector<std::unique_ptr<spec::Drafter>> RuntimeBackend::make_drafters(const spec::SpecParams& params) {
-    spec::SpecParams draftless = params;
-    draftless.draft_model.clear();
-    std::erase(draftless.types, spec::SpecType::Draft);
-    const bool wants_mod = std::find(draftless.types.begin(), draftless.types.end(), spec::SpecType::NgramMod) !=
-                           draftless.types.end();
-    if (wants_mod && !mod_pool_)
-        mod_pool_ = std::make_shared<spec::NgramModPool>(params.ngram_mod.n_match, size_t{4} << 20);
-    // Temperature 0: the scheduler verifies by sampling and comparing, so no drafter needs probabilities.
-    auto out = spec::make_drafters(draftless, *ctx_, *vocab_, 0.0f, mod_pool_);
-    const bool wants_model = !params.draft_model.empty() ||
-                             std::find(params.types.begin(), params.types.end(), spec::SpecType::Draft) != params.types.end();
-    if (!wants_model) return out;
-    if (params.draft_model.empty()) throw Error("speculative type draft needs a draft model (-md FILE)");
-    if (!draft_model_) {
-        std::shared_ptr<const model::Model> model = model::Model::load(params.draft_model);
-        spec::check_vocab_compatible(*vocab_, vocab::Vocab::from_gguf(model->file()));
-        draft_model_ = std::move(model);
-    }
-    runtime::ContextParams cp = ctx_->params();
-    cp.n_ctx = params.draft_n_ctx ? params.draft_n_ctx : static_cast<uint32_t>(n_ctx_per_seq_);
-    cp.n_seq_max = 1;
-    cp.n_threads = params.draft_threads > 0 ? params.draft_threads : ctx_->n_threads();
-    cp.type_k = params.draft_type_k;
-    cp.type_v = params.draft_type_v;
-    spec::DraftModelParams dp = params.draft;
-    dp.sample = false;
-    out.push_back(std::make_unique<spec::DraftModelDrafter>(draft_model_, cp, dp, n_vocab()));
-    return out;
+    // One ngram-mod pool and one loaded draft model for every slot; each
+    // slot's draft model drafts in a context of its own, the size of a slot.
+    drafter_resources_.draft_n_ctx = static_cast<uint32_t>(n_ctx_per_seq_);
+    return spec::make_drafters(params, *ctx_, *vocab_, &drafter_resources_);
 }
 
 std::vector<float> RuntimeBackend::embed(std::span<const TokenId> tokens) {

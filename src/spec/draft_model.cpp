@@ -7,6 +7,8 @@
 #include <cstdlib>
 
 #include "cria/core/error.h"
+#include "cria/model/model.h"
+#include "cria/spec/params.h"
 
 namespace cria::spec {
 
@@ -35,25 +37,27 @@ DraftModelDrafter::DraftModelDrafter(std::shared_ptr<const model::Model> model,
     if (params.n_max < 1) throw Error("draft: --spec-draft-n-max must be at least 1");
     if (params.n_min < 0 || params.n_min > params.n_max) throw Error("draft: --spec-draft-n-min must be in [0, n-max]");
     if (!(params.p_min >= 0.0f && params.p_min <= 1.0f)) throw Error("draft: --spec-draft-p-min must be in [0, 1]");
-    if (params.sample) {
-        // The draft chain shapes the proposal q only; penalties would need the
-        // draft's own history and do not change correctness, so they are off.
-        auto sp = params.sampling;
-        sp.penalty_repeat = 1.0f;
-        sp.penalty_freq = 0.0f;
-        sp.penalty_present = 0.0f;
-        sp.dry_multiplier = 0.0f;
-        sp.mirostat = 0;
-        sampling::ChainContext cc;
-        cc.n_vocab = static_cast<int32_t>(model_->hparams().n_vocab);
-        cc.n_ctx = static_cast<int32_t>(ctx_.n_ctx());
-        chain_ = sampling::build_chain(sp, cc);
-    }
 }
 
-void DraftModelDrafter::begin(const std::vector<TokenId>& /*prompt*/) {
+void DraftModelDrafter::begin(const BeginInput& input) {
     // The prompt is decoded on the first draft() with the first sampled token;
     // whatever the cache holds from an earlier request is reused by prefix.
+    sample_ = input.sampling.temp > 0.0f;
+    if (!sample_) return;
+    // The draft chain shapes the proposal q only; penalties would need the
+    // draft's own history and do not change correctness, so they are off.
+    // Its seed is the request's (derived by the step): same seed, same drafts.
+    auto sp = input.sampling;
+    sp.penalty_repeat = 1.0f;
+    sp.penalty_freq = 0.0f;
+    sp.penalty_present = 0.0f;
+    sp.dry_multiplier = 0.0f;
+    sp.mirostat = 0;
+    sp.ignore_eos = false;  // the target's chain decides about end of generation
+    sampling::ChainContext cc;
+    cc.n_vocab = static_cast<int32_t>(model_->hparams().n_vocab);
+    cc.n_ctx = static_cast<int32_t>(ctx_.n_ctx());
+    chain_ = sampling::build_chain(sp, cc);
 }
 
 void DraftModelDrafter::decode_missing(const std::vector<TokenId>& sequence) {
@@ -76,7 +80,9 @@ void DraftModelDrafter::decode_missing(const std::vector<TokenId>& sequence) {
     }
 }
 
-void DraftModelDrafter::draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) {
+void DraftModelDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
+    const std::vector<TokenId>& history = input.history;
+    const TokenId last = input.last;
     const int want = std::min(params_.n_max, n_max);
     if (want <= 0) return;
     if (history.size() + 1 + static_cast<size_t>(want) > ctx_.n_ctx()) return;  // the draft's cache is full
@@ -92,14 +98,14 @@ void DraftModelDrafter::draft(const std::vector<TokenId>& history, TokenId last,
         for (float l : logits) sum += std::exp(static_cast<double>(l - top));
         const double p_top = 1.0 / sum;
         TokenId token;
-        if (params_.sample) {
+        if (sample_) {
             token = chain_.sample(logits);
         } else {
             token = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
         }
         if (token >= target_n_vocab_) break;  // the target cannot produce it
         out.tokens.push_back(token);
-        if (params_.sample) {
+        if (sample_) {
             const auto& c = chain_.candidates();
             out.probs.emplace_back(c.begin(), c.end());
         }
@@ -112,6 +118,29 @@ void DraftModelDrafter::draft(const std::vector<TokenId>& history, TokenId last,
         if (ctx_.decode(batch_) != 0) break;
         cached_.push_back(token);
     }
+}
+
+std::shared_ptr<const model::Model> load_draft_model(const SpecParams& params, const vocab::Vocab& target_vocab) {
+    if (params.draft_model.empty()) throw Error("speculative type draft needs a draft model (-md FILE)");
+    std::shared_ptr<const model::Model> model = model::Model::load(params.draft_model);
+    check_vocab_compatible(target_vocab, vocab::Vocab::from_gguf(model->file()));
+    return model;
+}
+
+std::unique_ptr<DraftModelDrafter> make_draft_model_drafter(const SpecParams& params, const runtime::Context& target,
+                                                            const vocab::Vocab& target_vocab, uint32_t n_ctx,
+                                                            std::shared_ptr<const model::Model> model) {
+    if (!model) model = load_draft_model(params, target_vocab);
+    runtime::ContextParams cp = target.params();
+    cp.n_ctx = params.draft_n_ctx ? params.draft_n_ctx : n_ctx;
+    cp.n_seq_max = 1;
+    cp.embeddings = false;
+    cp.pooling = runtime::Pooling::None;
+    cp.n_threads = params.draft_threads > 0 ? params.draft_threads : target.n_threads();
+    cp.type_k = params.draft_type_k;
+    cp.type_v = params.draft_type_v;
+    return std::make_unique<DraftModelDrafter>(std::move(model), cp, params.draft,
+                                               static_cast<int32_t>(target_vocab.size()));
 }
 
 }  // namespace cria::spec

@@ -138,12 +138,14 @@ NgramCacheDrafter::NgramCacheDrafter(const NgramCacheParams& params) : params_(p
     }
 }
 
-void NgramCacheDrafter::begin(const std::vector<TokenId>& /*prompt*/) {
+void NgramCacheDrafter::begin(const BeginInput& /*input*/) {
     context_.clear();
     counted_ = 0;
 }
 
-void NgramCacheDrafter::draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) {
+void NgramCacheDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
+    const std::vector<TokenId>& history = input.history;
+    const TokenId last = input.last;
     sequence_.assign(history.begin(), history.end());
     sequence_.push_back(last);
     if (counted_ < sequence_.size()) {

@@ -22,13 +22,15 @@ NgramMapDrafter::NgramMapDrafter(const NgramParams& params, bool key_only) : par
     if (params.min_hits < 1) throw Error(std::string(name()) + ": min-hits must be at least 1");
 }
 
-void NgramMapDrafter::begin(const std::vector<TokenId>& /*prompt*/) {
+void NgramMapDrafter::begin(const BeginInput& /*input*/) {
     // Keys point into the history of one request.
     keys_.clear();
     last_created_ = false;
 }
 
-void NgramMapDrafter::draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) {
+void NgramMapDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
+    const std::vector<TokenId>& history = input.history;
+    const TokenId last = input.last;
     last_created_ = false;
     const size_t n = static_cast<size_t>(params_.size_n);
     const size_t m = static_cast<size_t>(params_.size_m);

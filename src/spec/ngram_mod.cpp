@@ -41,7 +41,8 @@ NgramModDrafter::NgramModDrafter(const NgramModParams& params, std::shared_ptr<N
     if (params.n_max < 1 || params.n_min < 0) throw Error("ngram-mod: n-max must be >= 1 and n-min >= 0");
 }
 
-void NgramModDrafter::begin(const std::vector<TokenId>& prompt) {
+void NgramModDrafter::begin(const BeginInput& input) {
+    const std::vector<TokenId>& prompt = input.prompt;
     added_upto_ = 0;
     n_draft_last_ = 0;
     n_low_ = 0;
@@ -53,7 +54,9 @@ void NgramModDrafter::begin(const std::vector<TokenId>& prompt) {
     if (static_cast<double>(pool_->used()) / static_cast<double>(pool_->size()) > 0.25) pool_->reset();
 }
 
-void NgramModDrafter::draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) {
+void NgramModDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
+    const std::vector<TokenId>& history = input.history;
+    const TokenId last = input.last;
     n_draft_last_ = 0;
     const size_t n = static_cast<size_t>(pool_->n());
     const size_t len = history.size();

@@ -13,9 +13,11 @@ NgramSimpleDrafter::NgramSimpleDrafter(const NgramParams& params) : params_(para
         throw Error("ngram-simple: size-n and size-m must be at least 1");
 }
 
-void NgramSimpleDrafter::begin(const std::vector<TokenId>& /*prompt*/) {}
+void NgramSimpleDrafter::begin(const BeginInput& /*input*/) {}
 
-void NgramSimpleDrafter::draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) {
+void NgramSimpleDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
+    const std::vector<TokenId>& history = input.history;
+    const TokenId last = input.last;
     const size_t n = static_cast<size_t>(params_.size_n);
     const size_t m = static_cast<size_t>(params_.size_m);
     const size_t len = history.size();

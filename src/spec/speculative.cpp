@@ -1,4 +1,4 @@
-// The speculative generation loop and the drafter factory (see speculative.h).
+// Speculative generation: the prompt, then a loop over the speculative step.
 
 #include "cria/spec/speculative.h"
 
@@ -6,7 +6,6 @@
 #include <chrono>
 
 #include "cria/core/error.h"
-#include "cria/spec/verify.h"
 
 namespace cria::spec {
 
@@ -17,13 +16,34 @@ double ms_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+sampling::SamplingParams greedy() {
+    sampling::SamplingParams sp;
+    sp.temp = 0.0f;
+    return sp;
+}
+
 }  // namespace
 
-Speculator::Speculator(const SpecParams& params, std::vector<std::unique_ptr<Drafter>> drafters)
-    : params_(params), drafters_(std::move(drafters)), rng_(params.seed) {
-    if (params.n_max < 0) throw Error("speculative: n-max must not be negative");
-    for (const auto& d : drafters_)
+std::vector<Drafter*> Speculator::pointers(const std::vector<std::unique_ptr<Drafter>>& drafters) {
+    std::vector<Drafter*> out;
+    for (const auto& d : drafters) {
         if (!d) throw Error("speculative: null drafter");
+        out.push_back(d.get());
+    }
+    return out;
+}
+
+Speculator::Speculator(const SpecParams& params, std::vector<std::unique_ptr<Drafter>> drafters)
+    : params_(params),
+      drafters_(std::move(drafters)),
+      step_(pointers(drafters_), params.adaptive, -1),
+      sampling_(greedy()) {
+    if (params.n_max < 0) throw Error("speculative: n-max must not be negative");
+}
+
+void Speculator::set_sampling(const sampling::SamplingParams& sampling) {
+    sampling_ = sampling;
+    request_seeds_.reseed(sampling.seed);
 }
 
 runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const vocab::Vocab& vocab,
@@ -34,12 +54,11 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     if (prompt.size() > ctx.n_ctx())
         throw Error("generate: the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
                     std::to_string(ctx.n_ctx()));
-    metrics_ = Metrics{};
-    for (const auto& d : drafters_) metrics_.drafters.push_back(DrafterMetrics{std::string(d->name())});
-    AdaptiveDrafting adaptive(static_cast<int>(drafters_.size()), params_.adaptive);
+    // The step drops draft tokens the target does not have.
+    step_ = SpeculativeStep(pointers(drafters_), params_.adaptive, static_cast<int32_t>(vocab.size()));
 
     // The prompt, as runtime::generate.
-    auto t0 = Clock::now();
+    const auto t0 = Clock::now();
     ctx.memory_clear();
     const size_t n_batch = ctx.params().n_batch;
     runtime::Batch batch;
@@ -51,13 +70,19 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
         if (ctx.decode(batch) != 0) throw Error("generate: no room in the KV cache for the prompt");
     }
     for (TokenId t : prompt) chain.accept_prompt(t);
-    for (auto& d : drafters_) d->begin(prompt);
-    metrics_.prompt_ms = ms_since(t0);
+    StepRequest request;
+    request.n_max = params_.n_max;
+    request.sampling = sampling_;
+    if (sampling_.seed != sampling::kRandomSeed) {
+        request.sampling.seed = request_seeds_.next_u32();
+        if (request.sampling.seed == sampling::kRandomSeed) request.sampling.seed = 0;
+    }
+    step_.begin(0, prompt, request);
+    step_.metrics().prompt_ms = ms_since(t0);
 
     runtime::GenerationResult result;
-    bool done = false;
-    // Emits one target token; false when generation ends with it.
-    auto emit = [&](TokenId token) {
+    // Takes one target token; false when generation ends with it.
+    const auto emit = [&](TokenId token, std::span<const float>) {
         if (vocab.is_eog(token)) {
             result.stop = StopReason::EndOfGeneration;
             return false;
@@ -69,17 +94,17 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
         }
         return !(n_predict >= 0 && static_cast<int>(result.tokens.size()) >= n_predict);
     };
-    if (n_predict == 0) return result;
+    if (n_predict == 0) {
+        step_.end();
+        return result;
+    }
 
     std::vector<TokenId> history = prompt;  // the tokens in the target's cache
     TokenId last = chain.sample(ctx.logits(-1));
     chain.accept(last);
-    done = !emit(last);
-
-    // Rejection sampling needs the candidates to be exactly the target's
-    // distribution: no grammar (it checks only the chosen token).
-    const bool stochastic = stochastic_ && !chain.has_grammar();
-    Draft draft;
+    bool done = !emit(last, {});
+    const Rollback rollback = context_rollback(ctx);
+    const LogitRow rows = [&ctx](int i) { return ctx.logits(i); };
     while (!done) {
         const auto pos = static_cast<int32_t>(history.size());
         if (static_cast<uint32_t>(pos) >= ctx.n_ctx()) {
@@ -87,111 +112,22 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
             break;
         }
         // The largest useful draft: the batch, the context, the request.
-        int n_allowed = std::min<int64_t>({params_.n_max, static_cast<int64_t>(n_batch) - 1,
-                                           static_cast<int64_t>(ctx.n_ctx()) - pos - 1,
-                                           static_cast<int64_t>(DecodeCostModel::kMaxTokens) - 1});
+        int n_allowed = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(n_batch) - 1,
+                                                           static_cast<int64_t>(ctx.n_ctx()) - pos - 1));
         if (n_predict >= 0) n_allowed = std::min(n_allowed, n_predict - static_cast<int>(result.tokens.size()) - 1);
-
-        draft.clear();
-        int used = -1;
-        bool paused_any = false;
-        double used_draft_ms = 0;
-        for (size_t d = 0; d < drafters_.size() && n_allowed > 0; ++d) {
-            const int n = adaptive.limit(static_cast<int>(d), n_allowed);
-            if (n == 0) {
-                paused_any = true;
-                continue;
-            }
-            auto& dm = metrics_.drafters[d];
-            const auto td = Clock::now();
-            drafters_[d]->draft(history, last, n, draft);
-            const double ms = ms_since(td);
-            dm.draft_ms += ms;
-            metrics_.draft_ms += ms;
-            ++dm.n_calls;
-            draft.truncate(static_cast<size_t>(n));
-            if (static_cast<int>(draft.size()) < std::min(drafters_[d]->n_min(), n)) draft.clear();
-            if (!draft.empty()) {
-                used = static_cast<int>(d);
-                used_draft_ms = ms;
-                break;
-            }
-            draft.clear();
-        }
-        const int n_draft = static_cast<int>(draft.size());
-
         batch.clear();
-        batch.add(last, pos, {0}, true);
-        for (int i = 0; i < n_draft; ++i) batch.add(draft.tokens[static_cast<size_t>(i)], pos + 1 + i, {0}, true);
+        step_.prepare(history, last, n_allowed, batch);
         const auto tv = Clock::now();
         if (ctx.decode(batch) != 0) {
             result.stop = StopReason::ContextFull;
             break;
         }
-        const double verify_ms = ms_since(tv);
-        adaptive.observe_decode(n_draft + 1, verify_ms);
-        history.push_back(last);
-
-        if (n_draft == 0) {
-            ++metrics_.n_plain_steps;
-            if (paused_any) ++metrics_.n_paused_steps;
-            metrics_.plain_ms += verify_ms;
-            adaptive.observe_plain_step();
-            last = chain.sample(ctx.logits(0));
-            chain.accept(last);
-            done = !emit(last);
-            continue;
-        }
-        ++metrics_.n_verify_steps;
-        metrics_.verify_ms += verify_ms;
-
-        // Walk the draft: accept while the target agrees.
-        int n_accepted = 0;
-        TokenId next = 0;
-        const bool use_rejection = stochastic && draft.probs.size() == draft.tokens.size();
-        for (int i = 0; i <= n_draft && !done; ++i) {
-            if (i < n_draft && use_rejection) {
-                chain.sample(ctx.logits(i));  // the target's distribution after the chain
-                const auto& p = chain.candidates();
-                const auto r = rejection_sample(p.view(), draft.probs[static_cast<size_t>(i)],
-                                                draft.tokens[static_cast<size_t>(i)], rng_);
-                next = r.token;
-                chain.accept(next);
-                done = !emit(next);
-                if (!r.accepted) break;
-                ++n_accepted;
-                continue;
-            }
-            next = chain.sample(ctx.logits(i));
-            chain.accept(next);
-            done = !emit(next);
-            if (i == n_draft || next != draft.tokens[static_cast<size_t>(i)]) break;
-            ++n_accepted;
-        }
-        // When generation stopped inside the draft, the tokens after the stop
-        // do not matter; the cache is trimmed all the same.
-        for (int i = 0; i < n_accepted; ++i) history.push_back(draft.tokens[static_cast<size_t>(i)]);
-        ctx.memory_seq_rm(0, static_cast<int32_t>(history.size()), -1);
-        last = next;
-
-        drafters_[static_cast<size_t>(used)]->accept(n_accepted);
-        auto& dm = metrics_.drafters[static_cast<size_t>(used)];
-        ++dm.n_drafts;
-        if (n_accepted > 0) ++dm.n_drafts_accepted;
-        dm.n_tokens_drafted += n_draft;
-        dm.n_tokens_accepted += n_accepted;
-        if (static_cast<int>(dm.position_tried.size()) < n_draft) {
-            dm.position_tried.resize(static_cast<size_t>(n_draft), 0);
-            dm.position_accepted.resize(static_cast<size_t>(n_draft), 0);
-        }
-        for (int i = 0; i < std::min(n_draft, n_accepted + 1); ++i) {
-            ++dm.position_tried[static_cast<size_t>(i)];
-            if (i < n_accepted) ++dm.position_accepted[static_cast<size_t>(i)];
-        }
-        adaptive.observe_draft(used, n_draft, n_accepted, used_draft_ms);
+        const StepOutcome outcome = step_.finish(rows, chain, ms_since(tv), history, emit, rollback);
+        last = outcome.next;
+        done = outcome.done;
     }
-    metrics_.n_tokens_generated = static_cast<int64_t>(result.tokens.size());
-    for (auto& d : drafters_) d->end();
+    step_.metrics().n_tokens_generated = static_cast<int64_t>(result.tokens.size());
+    step_.end();
     return result;
 }
 

@@ -160,8 +160,8 @@ std::function<int()> setup(CLI::App& cmd) {
         runtime::GenerationResult result;
         std::string spec_report;
         if (opt->spec.enabled()) {
-            spec::Speculator speculator(opt->spec, spec::make_drafters(opt->spec, ctx, vocab, opt->temp));
-            speculator.set_stochastic(opt->temp > 0.0f);
+            spec::Speculator speculator(opt->spec, spec::make_drafters(opt->spec, ctx, vocab));
+            speculator.set_sampling(sp);  // the draft chain and the verifier follow --temp and --seed
             result = speculator.generate(ctx, vocab, chain, tokens, opt->n_predict, print);
             spec_report = speculator.metrics().format();
         } else {

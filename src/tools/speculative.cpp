@@ -146,8 +146,8 @@ std::function<int()> setup(CLI::App& cmd) {
         sampling::ChainContext cc;
         cc.vocab = &vocab;
         cc.n_ctx = static_cast<int32_t>(ctx.n_ctx());
-        spec::Speculator speculator(opt->spec, spec::make_drafters(opt->spec, ctx, vocab, opt->temp));
-        speculator.set_stochastic(opt->temp > 0.0f);
+        spec::Speculator speculator(opt->spec, spec::make_drafters(opt->spec, ctx, vocab));
+        speculator.set_sampling(sp);
 
         double plain_tokens = 0, plain_s = 0, spec_tokens = 0, spec_s = 0;
         bool identical = true;

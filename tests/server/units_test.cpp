@@ -6,6 +6,7 @@
 #include "cria/core/error.h"
 #include "cria/server/slot_files.h"
 #include "server/sse.h"
+#include "server/stop_strings.h"
 
 using namespace cria::server;
 
@@ -171,4 +172,20 @@ TEST(OpenAIRequest, SpeculativeSettingsInBothSpellings) {
     EXPECT_EQ(param, "speculative.type");
     EXPECT_EQ(bad(R"(,"speculative":{"n_maximum":3})"), 400);
     EXPECT_EQ(bad(R"(,"speculative":{"n_max":3},"speculative.n_max":3)"), 400);
+}
+
+TEST(StopStrings, HoldBackAPossibleStartAndCutAtTheEarliestStop) {
+    using cria::server::scan_stop_strings;
+    const std::vector<std::string> stops = {"world", "!!"};
+    auto s = scan_stop_strings("Hello wor", 0, stops, false);
+    EXPECT_EQ(s.upto, 6u);  // "wor" may still become "world"
+    EXPECT_EQ(s.cut, std::string::npos);
+    s = scan_stop_strings("Hello wor", 0, stops, true);
+    EXPECT_EQ(s.upto, 9u);  // at the end nothing can grow any more
+    s = scan_stop_strings("Hello world!!", 6, stops, false);
+    EXPECT_EQ(s.cut, 6u);
+    EXPECT_EQ(s.word, "world");
+    EXPECT_EQ(s.upto, 6u);
+    s = scan_stop_strings("a!", 2, stops, false);
+    EXPECT_EQ(s.upto, 2u);  // never before what was sent
 }

@@ -12,8 +12,13 @@ using Tokens = std::vector<TokenId>;
 
 Draft run(Drafter& d, const Tokens& history, TokenId last, int n_max) {
     Draft out;
-    d.draft(history, last, n_max, out);
+    d.draft(DraftInput{history, last, static_cast<int32_t>(history.size())}, n_max, out);
     return out;
+}
+
+void begin(Drafter& d, const Tokens& prompt) {
+    const sampling::SamplingParams greedy;
+    d.begin(BeginInput{prompt, greedy});
 }
 
 TEST(NgramSimple, DraftsWhatFollowedTheLatestEarlierOccurrence) {
@@ -38,7 +43,7 @@ TEST(NgramMapK, LimitsADraftToWhatItsKeyHadAccepted) {
     NgramMapDrafter d({2, 3, 1}, /*key_only=*/true);
     EXPECT_EQ(d.name(), "ngram_map_k");
     const Tokens history = {0, 7, 8, 1, 2, 3, 5, 5, 5, 5, 7};
-    d.begin(history);
+    begin(d, history);
     EXPECT_EQ(run(d, history, 8, 16).tokens, (Tokens{1, 2, 3}));
     // map-k does not record acceptance (as llama.cpp, its drafts are not "created").
     d.accept(1);
@@ -50,12 +55,12 @@ TEST(NgramMapK4v, DraftsOnlyADominantContinuation) {
     EXPECT_EQ(d.name(), "ngram_map_k4v");
     // After [7 8]: [1 2] twice and [3 4] once: 2 < 3*1, no draft.
     Tokens history = {0, 7, 8, 1, 2, 7, 8, 3, 4, 7, 8, 1, 2, 9, 9, 9, 7};
-    d.begin(history);
+    begin(d, history);
     EXPECT_TRUE(run(d, history, 8, 16).empty());
     // Mostly [1 2]: three more times, then it dominates (5 >= 3*1).
     NgramMapDrafter e({2, 2, 1}, false);
     history = {0, 7, 8, 1, 2, 7, 8, 1, 2, 7, 8, 3, 4, 7, 8, 1, 2, 7, 8, 1, 2, 9, 9, 7};
-    e.begin(history);
+    begin(e, history);
     EXPECT_EQ(run(e, history, 8, 16).tokens, (Tokens{1, 2}));
     // The value remembers its acceptance and drafts no more next time.
     e.accept(1);
@@ -65,7 +70,7 @@ TEST(NgramMapK4v, DraftsOnlyADominantContinuation) {
 TEST(NgramMapK4v, WaitsForMinHits) {
     NgramMapDrafter d({2, 2, /*min_hits=*/2}, false);
     const Tokens history = {0, 7, 8, 1, 2, 9, 9, 9, 7};
-    d.begin(history);
+    begin(d, history);
     EXPECT_TRUE(run(d, history, 8, 16).empty());         // first hit of the key
     EXPECT_EQ(run(d, history, 8, 16).tokens, (Tokens{1, 2}));  // second hit
 }
@@ -87,7 +92,7 @@ TEST(NgramMod, DraftsByWalkingThePool) {
     NgramModDrafter d({/*n_match=*/2, /*n_min=*/1, /*n_max=*/8}, pool);
     // The prompt teaches 1 2 -> 3 -> 4 -> 5 -> 6.
     const Tokens prompt = {1, 2, 3, 4, 5, 6, 0};
-    d.begin(prompt);
+    begin(d, prompt);
     Tokens history = {9, 9, 1};
     EXPECT_EQ(run(d, history, 2, 8).tokens, (Tokens{3, 4, 5, 6, 0}));
     EXPECT_EQ(run(d, history, 2, 2).tokens, (Tokens{3, 4}));
@@ -103,7 +108,7 @@ TEST(NgramMod, DraftsByWalkingThePool) {
 TEST(NgramMod, ResetsAfterThreePoorDrafts) {
     auto pool = std::make_shared<NgramModPool>(2, 4096);
     NgramModDrafter d({2, 1, 8}, pool);
-    d.begin({1, 2, 3, 4, 5, 6});
+    begin(d, Tokens{1, 2, 3, 4, 5, 6});
     const Tokens history = {9, 1};
     for (int i = 0; i < 3; ++i) {
         ASSERT_FALSE(run(d, history, 2, 8).empty());
@@ -125,28 +130,28 @@ namespace {
 
 TEST(NgramCache, DraftsTheDominantContinuationFromTheContext) {
     NgramCacheDrafter d({/*n_draft=*/4, "", ""});
-    d.begin({});
+    begin(d, Tokens{});
     // 5 -> 6 -> 7 -> 8 seen twice, then 5 and 1 once each after 8: a tie,
     // which goes to the smaller token id.
     const std::vector<TokenId> history = {5, 6, 7, 8, 5, 6, 7, 8, 1};
     Draft out;
-    d.draft(history, 5, 4, out);
+    out = run(d, history, 5, 4);
     EXPECT_EQ(out.tokens, (std::vector<TokenId>{6, 7, 8, 1}));
     out.clear();
-    d.draft(history, 5, 2, out);
+    out = run(d, history, 5, 2);
     EXPECT_EQ(out.tokens.size(), 2u);
     // Nothing known after 9.
     out.clear();
-    d.draft({1, 2, 3}, 9, 4, out);
+    out = run(d, {1, 2, 3}, 9, 4);
     EXPECT_TRUE(out.empty());
 }
 
 TEST(NgramCache, UndecidedStatisticsDoNotDraft) {
     NgramCacheDrafter d({4, "", ""});
-    d.begin({});
+    begin(d, Tokens{});
     // After 5: 6 once, 7 once (50% < 66% for 1-grams); no longer context repeats.
     Draft out;
-    d.draft({5, 6, 1, 5, 7, 2}, 5, 4, out);
+    out = run(d, {5, 6, 1, 5, 7, 2}, 5, 4);
     EXPECT_TRUE(out.empty());
 }
 
@@ -161,9 +166,9 @@ TEST(NgramCache, TablesRoundTripThroughFilesAndRejectBadOnes) {
 
     // Dynamic statistics: loaded, merged with a request's, saved.
     NgramCacheDrafter d({4, "", path});
-    d.begin({});
+    begin(d, Tokens{});
     Draft out;
-    d.draft({1, 2, 9}, 1, 4, out);
+    out = run(d, {1, 2, 9}, 1, 4);
     d.end();
     EXPECT_EQ(ngram_table_load(path).at(NgramKey{{2, -1, -1, -1}}).size(), 3u);  // 3, 4 and 9 after 2
 

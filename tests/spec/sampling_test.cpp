@@ -25,8 +25,8 @@ class FixedDistributionDrafter final : public Drafter {
 public:
     FixedDistributionDrafter(std::vector<sampling::Candidate> q, uint32_t seed) : q_(std::move(q)), rng_(seed) {}
     std::string_view name() const override { return "fixed"; }
-    void begin(const std::vector<TokenId>&) override {}
-    void draft(const std::vector<TokenId>&, TokenId, int n_max, Draft& out) override {
+    void begin(const BeginInput&) override {}
+    void draft(const DraftInput&, int n_max, Draft& out) override {
         if (n_max < 1) return;
         double u = rng_.uniform_double();
         TokenId t = q_.back().id;
@@ -107,11 +107,13 @@ TEST(SpeculativeSampling, RejectionSamplingKeepsTheTargetDistribution) {
         SpecParams params;
         params.adaptive = false;
         params.n_max = 1;
-        params.seed = seed + 1;
         std::vector<std::unique_ptr<Drafter>> drafters;
         drafters.push_back(std::make_unique<FixedDistributionDrafter>(q, seed + 2));
         Speculator s(params, std::move(drafters));
-        s.set_stochastic(true);
+        sampling::SamplingParams sp;
+        sp.temp = 1.0f;
+        sp.seed = seed + 1;  // the verifier's uniforms
+        s.set_sampling(sp);
         seed += 10;
         const long n = 2000;
         std::map<int, long> counts;
@@ -143,8 +145,11 @@ TEST(SpeculativeSampling, SampleAndCompareEqualsPlainSamplingWithTheSameSeed) {
     params.types = {SpecType::NgramSimple};
     params.ngram_simple = {2, 8, 1};
     params.adaptive = false;
-    Speculator s(params, make_drafters(params, ctx, f.vocab, 0.8f));
-    s.set_stochastic(true);  // ngram drafts have no probabilities: sample-and-compare
+    Speculator s(params, make_drafters(params, ctx, f.vocab));
+    sampling::SamplingParams sp;
+    sp.temp = 0.8f;
+    sp.seed = 42;
+    s.set_sampling(sp);  // ngram drafts have no probabilities: sample-and-compare
     EXPECT_EQ(s.generate(ctx, f.vocab, chain2, prompt, 120).tokens, expected);
     EXPECT_GT(s.metrics().tokens_drafted(), 0);
 }

@@ -66,7 +66,7 @@ struct SpecRun {
 SpecRun speculative(const Target& t, const std::string& prompt, int n, SpecParams params, float repeat_penalty = 1.0f) {
     runtime::Context ctx(*t.model, context_params());
     auto chain = greedy_chain(*t.vocab, repeat_penalty);
-    Speculator s(params, make_drafters(params, ctx, *t.vocab, 0.0f));
+    Speculator s(params, make_drafters(params, ctx, *t.vocab));
     const auto prompt_tokens = t.vocab->tokenize(prompt, true, true);
     SpecRun r;
     r.tokens = s.generate(ctx, *t.vocab, chain, prompt_tokens, n).tokens;
@@ -154,6 +154,33 @@ TEST(Speculative, AdaptiveStillMatchesPlain) {
     EXPECT_EQ(got.tokens, expected);
 }
 
+TEST(Speculative, SameSeedSameOutputWithADraftModelAtTemperature) {
+    // The draft model samples its drafts at temperature > 0 and the verifier
+    // draws uniforms: both are seeded from the request's seed.
+    const auto& t = target(kStories);
+    const auto prompt = t.vocab->tokenize("Once upon a time", true, true);
+    SpecParams p = forced(SpecType::Draft);
+    p.draft_model = test::model_path(kStories).string();
+    p.draft.p_min = 0.0f;
+    auto run = [&](uint32_t seed) {
+        runtime::Context ctx(*t.model, context_params());
+        sampling::SamplingParams sp;
+        sp.temp = 0.9f;
+        sp.seed = seed;
+        sampling::ChainContext cc;
+        cc.vocab = t.vocab.get();
+        auto chain = sampling::build_chain(sp, cc);
+        Speculator s(p, make_drafters(p, ctx, *t.vocab));
+        s.set_sampling(sp);
+        const auto tokens = s.generate(ctx, *t.vocab, chain, prompt, 64).tokens;
+        EXPECT_GT(s.metrics().tokens_drafted(), 0);
+        return tokens;
+    };
+    const auto a = run(1234);
+    EXPECT_EQ(run(1234), a);
+    EXPECT_NE(run(99), a);
+}
+
 TEST(Speculative, DraftModelVocabularyMustMatch) {
     const auto& a = target("austen-7m/austen-7m-f32.gguf");
     const auto& s = target(kStories);
@@ -176,7 +203,7 @@ TEST(Speculative, RollbackLeavesTheCacheAsIfRejectedTokensWereNeverDecoded) {
     runtime::Context spec_ctx(*t.model, context_params());
     auto chain2 = greedy_chain(*t.vocab);
     SpecParams p = forced(SpecType::NgramSimple);
-    Speculator s(p, make_drafters(p, spec_ctx, *t.vocab, 0.0f));
+    Speculator s(p, make_drafters(p, spec_ctx, *t.vocab));
     const auto got = s.generate(spec_ctx, *t.vocab, chain2, prompt_tokens, n).tokens;
     ASSERT_EQ(got, expected);
     ASSERT_GT(s.metrics().tokens_drafted(), s.metrics().tokens_accepted());
@@ -198,7 +225,7 @@ TEST(Speculative, StopsAtNPredictAndOnCallback) {
 
     runtime::Context ctx(*t.model, context_params());
     auto chain = greedy_chain(*t.vocab);
-    Speculator s(p, make_drafters(p, ctx, *t.vocab, 0.0f));
+    Speculator s(p, make_drafters(p, ctx, *t.vocab));
     int seen = 0;
     const auto r = s.generate(ctx, *t.vocab, chain, t.vocab->tokenize("Once upon a time", true, true), 100,
                               [&](TokenId) { return ++seen < 5; });
@@ -214,10 +241,118 @@ TEST(Speculative, UnknownOrUnavailableDrafters) {
     runtime::Context ctx(*t.model, context_params());
     SpecParams p;
     p.types = {SpecType::Draft};
-    EXPECT_THROW(make_drafters(p, ctx, *t.vocab, 0.0f), Error);  // no -md
+    EXPECT_THROW(make_drafters(p, ctx, *t.vocab), Error);  // no -md
     p.types = {SpecType::NgramCache};
     p.ngram_cache.static_path = (test::temp_dir() / "missing.bin").string();
-    EXPECT_THROW(make_drafters(p, ctx, *t.vocab, 0.0f), Error);  // no such statistics file
+    EXPECT_THROW(make_drafters(p, ctx, *t.vocab), Error);  // no such statistics file
+}
+
+TEST(DrafterRegistry, EveryTypeIsRegisteredOnceInLlamaCppOrder) {
+    std::vector<SpecType> order;
+    for (const auto& spec : drafter_registry()) order.push_back(spec.type);
+    EXPECT_EQ(order, (std::vector<SpecType>{SpecType::NgramSimple, SpecType::NgramMapK, SpecType::NgramMapK4v,
+                                            SpecType::NgramMod, SpecType::NgramCache, SpecType::Draft}));
+    // make_drafters follows the registry, not the order of --spec-type.
+    const auto& t = target(kStories);
+    runtime::Context ctx(*t.model, context_params());
+    SpecParams p;
+    p.types = {SpecType::NgramMod, SpecType::NgramSimple};
+    p.draft_model = test::model_path(kStories).string();
+    const auto drafters = make_drafters(p, ctx, *t.vocab);
+    ASSERT_EQ(drafters.size(), 3u);
+    EXPECT_EQ(drafters[0]->name(), "ngram_simple");
+    EXPECT_EQ(drafters[1]->name(), "ngram_mod");
+    EXPECT_EQ(drafters[2]->name(), "draft");
+}
+
+// Proposes a fixed continuation and records what the step told it.
+class ScriptedDrafter final : public Drafter {
+public:
+    explicit ScriptedDrafter(std::vector<TokenId> tokens) : tokens_(std::move(tokens)) {}
+    std::string_view name() const override { return "scripted"; }
+    void begin(const BeginInput&) override { ++begun; }
+    void draft(const DraftInput& in, int n_max, Draft& out) override {
+        EXPECT_EQ(in.pos_last, static_cast<int32_t>(in.history.size()));
+        EXPECT_TRUE(in.features.empty());
+        for (int i = 0; i < n_max && i < static_cast<int>(tokens_.size()); ++i) out.tokens.push_back(tokens_[i]);
+    }
+    void accept(int n) override { accepted.push_back(n); }
+    void end() override { ++ended; }
+    int n_max() const override { return 8; }
+    int begun = 0, ended = 0;
+    std::vector<int> accepted;
+
+private:
+    std::vector<TokenId> tokens_;
+};
+
+TEST(SpeculativeStep, VerifiesRollsBackAndFeedsBackWithSeveralSequencesInOneBatch) {
+    // Two sequences share one target decode, as server slots do. Greedy
+    // drafts of the plain continuation are accepted up to where the script
+    // departs from it; the rejected cells are rolled back per sequence.
+    const auto& t = target(kStories);
+    const auto prompt = t.vocab->tokenize("Once upon a time", true, true);
+    const auto expected = plain(t, "Once upon a time", 12);
+    ASSERT_EQ(expected.size(), 12u);
+    runtime::ContextParams cp = context_params();
+    cp.n_seq_max = 2;
+    runtime::Context ctx(*t.model, cp);
+    for (int32_t seq : {0, 1}) ASSERT_EQ(ctx.decode(runtime::Batch::from_tokens(prompt, 0, seq)), 0);
+
+    // Sequence 0 drafts expected[1..3] then a wrong token; sequence 1 a wrong first token.
+    ScriptedDrafter right({expected[1], expected[2], expected[3], expected[4] == 3 ? 4 : 3});
+    ScriptedDrafter wrong({expected[1] == 3 ? 4 : 3});
+    SpeculativeStep steps[2] = {SpeculativeStep({&right}, false, static_cast<int32_t>(t.vocab->size())),
+                                SpeculativeStep({&wrong}, false, static_cast<int32_t>(t.vocab->size()))};
+    StepRequest request;
+    request.n_max = 8;
+    request.sampling.temp = 0.0f;
+    std::vector<TokenId> history[2] = {prompt, prompt};
+    for (int32_t seq : {0, 1}) steps[seq].begin(seq, history[seq], request);
+    EXPECT_EQ(right.begun, 1);
+
+    runtime::Batch batch;
+    size_t first_row[2];
+    for (int32_t seq : {0, 1}) {
+        first_row[seq] = batch.size();
+        steps[seq].prepare(history[seq], expected[0], 8, batch);
+    }
+    EXPECT_EQ(batch.size(), 5u + 2u);
+    ASSERT_EQ(ctx.decode(batch), 0);
+    std::vector<TokenId> got[2];
+    for (int32_t seq : {0, 1}) {
+        auto chain = greedy_chain(*t.vocab);
+        const LogitRow rows = [&](int i) { return ctx.logits(static_cast<int32_t>(first_row[seq]) + i); };
+        const auto out = steps[seq].finish(rows, chain, 1.0, history[seq],
+                                           [&](TokenId tok, std::span<const float>) {
+                                               got[seq].push_back(tok);
+                                               return true;
+                                           },
+                                           context_rollback(ctx));
+        EXPECT_FALSE(out.done);
+        EXPECT_EQ(out.next, got[seq].back());
+    }
+    // Sequence 0: three accepted, then the target's own token.
+    EXPECT_EQ(got[0], std::vector<TokenId>(expected.begin() + 1, expected.begin() + 5));
+    EXPECT_EQ(right.accepted, std::vector<int>{3});
+    EXPECT_EQ(history[0].size(), prompt.size() + 4);
+    EXPECT_EQ(ctx.memory_seq_pos_max(0), static_cast<int32_t>(prompt.size() + 3));
+    // Sequence 1: nothing accepted, the target's token instead.
+    EXPECT_EQ(got[1], std::vector<TokenId>{expected[1]});
+    EXPECT_EQ(wrong.accepted, std::vector<int>{0});
+    EXPECT_EQ(ctx.memory_seq_pos_max(1), static_cast<int32_t>(prompt.size()));
+    EXPECT_EQ(steps[0].metrics().tokens_drafted(), 4);
+    EXPECT_EQ(steps[0].metrics().tokens_accepted(), 3);
+    EXPECT_EQ(steps[1].metrics().n_verify_steps, 1);
+    for (auto& s : steps) s.end();
+    EXPECT_EQ(right.ended, 1);
+}
+
+TEST(SpeculativeStep, DerivedSeedsDifferPerPurposeAndStayRandomWhenAsked) {
+    EXPECT_NE(derive_seed(5, 1), derive_seed(5, 2));
+    EXPECT_NE(derive_seed(5, 1), derive_seed(6, 1));
+    EXPECT_EQ(derive_seed(5, 1), derive_seed(5, 1));
+    EXPECT_EQ(derive_seed(sampling::kRandomSeed, 1), sampling::kRandomSeed);
 }
 
 }  // namespace

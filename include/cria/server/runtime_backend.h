@@ -6,16 +6,13 @@
 #include <string>
 
 #include "cria/server/backend.h"
+#include "cria/spec/registry.h"
 
 namespace cria::model {
 class Model;
 }
 namespace cria::runtime {
 class Context;
-}
-
-namespace cria::spec {
-class NgramModPool;
 }
 
 namespace cria::server {
@@ -44,9 +41,9 @@ public:
     // The KV cells themselves (runtime::Context::save_sequence).
     size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path) override;
     std::vector<TokenId> restore_sequence(int32_t seq, const std::string& path) override;
-    // Draftless drafters from spec::make_drafters (one ngram-mod pool shared
-    // by the slots); the draft model is loaded once and shared, each slot
-    // drafting in a context of its own the size of a slot.
+    // spec::make_drafters with one ngram-mod pool shared by the slots; the
+    // draft model is loaded once and shared, each slot drafting in a context
+    // of its own the size of a slot.
     std::vector<std::unique_ptr<spec::Drafter>> make_drafters(const spec::SpecParams& params) override;
     // Uses a second, small context with mean pooling, created on first use.
     std::vector<float> embed(std::span<const TokenId> tokens) override;
@@ -59,8 +56,7 @@ private:
     int32_t n_ctx_per_seq_ = 0;
     std::mutex embed_mutex_;
     std::unique_ptr<runtime::Context> embed_ctx_;
-    std::shared_ptr<spec::NgramModPool> mod_pool_;
-    std::shared_ptr<const model::Model> draft_model_;
+    spec::DrafterResources drafter_resources_;  // shared by the slots' drafters
 };
 
 }  // namespace cria::server

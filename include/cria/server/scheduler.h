@@ -29,6 +29,7 @@
 #include "cria/sampling/params.h"
 #include "cria/server/backend.h"
 #include "cria/spec/params.h"
+#include "cria/spec/step.h"
 
 namespace cria::server {
 
@@ -119,9 +120,12 @@ struct SchedulerOptions {
     int32_t max_tokens_cap = -1;  // server-wide cap on generated tokens (-1: context size)
     // Speculative decoding: when enabled(), every slot gets its own drafters
     // (Backend::make_drafters) and each step verifies a slot's draft in the
-    // same batch as everything else (sample and compare: the output is the
-    // one plain decoding gives). n_max caps the drafts; draft.n_min and
-    // draft.p_min are the defaults requests may override.
+    // same batch as everything else, with spec::SpeculativeStep (rejection
+    // sampling when the request samples at temperature > 0 and the draft has
+    // probabilities, i.e. the draft model; sample and compare otherwise: at
+    // temperature 0 the output is the one plain decoding gives). n_max caps
+    // the drafts; draft.n_min and draft.p_min are the defaults requests may
+    // override.
     spec::SpecParams speculative;
 };
 
@@ -182,20 +186,34 @@ private:
         std::chrono::steady_clock::time_point deadline;
     };
 
+    struct StepPlan;
+
+    // The loop and the queue (scheduler.cpp).
     void loop();
     void assign_waiting();
-    bool step();
     void start(Slot& slot, Pending pending);
-    void on_logits(Slot& slot, const float* logits);
-    void check_speculative(const SpeculativeRequest& request) const;
-    void draft_for(Slot& slot, int32_t room, spec::Draft& draft, int& drafter);
-    void verify(Slot& slot, const float* rows, const spec::Draft& draft, int drafter);
+    void publish_slots();
+    // Batch planning (scheduler_batch.cpp): one decode per step.
+    bool step();
+    void leave_cancelled_and_late();
+    void plan_generation(StepPlan& plan);
+    void plan_prompts(StepPlan& plan);
+    void take_prompt_chunks(const StepPlan& plan, size_t first_row);
+    // Request output (scheduler_output.cpp).
+    void sample_first(Slot& slot, const float* logits);
+    // Takes a sampled token (log-probs, text, stop strings, limits); n_cached:
+    // tokens in the slot's cache before it. False when the request ended.
+    bool on_token(Slot& slot, TokenId token, const float* logits, int32_t n_cached);
+    bool emit_text(Slot& slot, bool at_end);
     void finish(Slot& slot, const std::string& reason);
     void fail(Slot& slot, const std::string& message);
     void release(Slot& slot);
-    bool emit_text(Slot& slot, bool at_end);
+    // The speculative step of each slot (scheduler_speculation.cpp).
+    void check_speculative(const SpeculativeRequest& request) const;
+    void verify(Slot& slot, const float* rows, double decode_ms);
+    void sync_spec_stats(Slot& slot);
+    // Slot files (scheduler_slot_files.cpp).
     void run_on_loop(const std::function<void()>& task);
-    void publish_slots();
 
     Backend& backend_;
     SchedulerOptions options_;

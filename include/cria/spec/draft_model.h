@@ -5,9 +5,14 @@
 // The draft model has its own context (KV cache, threads, cache types). It
 // keeps in its cache the tokens it decoded last time; each call keeps the
 // common prefix with the target's history, decodes what is missing, then
-// drafts greedily (temperature 0) or by sampling its own chain (so that the
-// verifier can use the draft probabilities). Drafting stops early when the
-// draft model's top probability falls below p_min.
+// drafts greedily (the request's temperature is 0) or by sampling its own
+// chain, built at begin() from the request's sampling (penalties off) and
+// seeded from it, so that the verifier can use the draft probabilities and
+// the same seed gives the same output. Drafting stops early when the draft
+// model's top probability falls below p_min.
+//
+// make_draft_model_drafter() is the one place a draft model is loaded,
+// checked and given its context (cria run, cria speculative and the server).
 
 #include <memory>
 #include <string>
@@ -23,8 +28,6 @@ struct DraftModelParams {
     int n_max = 16;        // --spec-draft-n-max
     int n_min = 0;         // --spec-draft-n-min
     float p_min = 0.75f;   // --spec-draft-p-min
-    bool sample = false;   // sample the draft chain and report probabilities (temperature > 0)
-    sampling::SamplingParams sampling;  // the draft chain (penalties are not used)
 };
 
 // Throws cria::Error naming the difference when the draft vocabulary cannot
@@ -38,8 +41,8 @@ public:
     DraftModelDrafter(std::shared_ptr<const model::Model> model, const runtime::ContextParams& context_params,
                       const DraftModelParams& params, int32_t target_n_vocab);
     std::string_view name() const override { return "draft"; }
-    void begin(const std::vector<TokenId>& prompt) override;
-    void draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) override;
+    void begin(const BeginInput& input) override;
+    void draft(const DraftInput& input, int n_max, Draft& out) override;
     int n_max() const override { return params_.n_max; }
     int n_min() const override { return params_.n_min; }
     bool runs_model() const override { return true; }
@@ -48,6 +51,7 @@ public:
 private:
     void decode_missing(const std::vector<TokenId>& sequence);
     DraftModelParams params_;
+    bool sample_ = false;  // this request samples (temperature > 0): drafts carry probabilities
     std::shared_ptr<const model::Model> model_;
     runtime::Context ctx_;
     sampling::Chain chain_;
@@ -57,5 +61,18 @@ private:
     runtime::Batch batch_;
 };
 
+struct SpecParams;
+
+// Loads params.draft_model and checks its vocabulary against the target's.
+std::shared_ptr<const model::Model> load_draft_model(const SpecParams& params, const vocab::Vocab& target_vocab);
+
+// The draft model's drafter for a target: `model` (from load_draft_model;
+// null: loaded here; the server loads it once for every slot) in a context of
+// n_ctx positions with the target context's settings unless params
+// override them (--spec-draft-threads, --spec-draft-cache-type-k/-v).
+// Throws cria::Error.
+std::unique_ptr<DraftModelDrafter> make_draft_model_drafter(const SpecParams& params, const runtime::Context& target,
+                                                            const vocab::Vocab& target_vocab, uint32_t n_ctx,
+                                                            std::shared_ptr<const model::Model> model = nullptr);
 
 }  // namespace cria::spec

@@ -2,16 +2,22 @@
 // The interface every drafter implements (llama.cpp's common_speculative_state).
 //
 // A drafter proposes tokens that the target model will probably produce next;
-// the verifier (speculative.h) checks them all in one target batch. The
-// drafter sees the tokens in the target's cache (`history`: prompt plus every
-// accepted token) and `last`, the token the target sampled last, which is
-// not decoded yet: the draft continues after `last`.
+// the speculative step (step.h) checks them all in one target batch. The
+// drafter sees a DraftInput: the tokens in the target's cache (`history`:
+// prompt plus every accepted token), `last`, the token the target sampled
+// last, which is not decoded yet (the draft continues after it), their
+// positions, and optionally the target's hidden features.
+//
+// Drafters are registered by name (registry.h) and built by make_drafters.
 
+#include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "cria/runtime/batch.h"
 #include "cria/sampling/candidates.h"
+#include "cria/sampling/params.h"
 
 namespace cria::spec {
 
@@ -36,15 +42,48 @@ struct Draft {
     }
 };
 
+// Hidden features of the target, captured during its decode (the residual
+// stream entering chosen layers, what EAGLE-3/MTP-style drafters read):
+// data[(token * n_layers + layer) * n_embd + i] for the tokens of the last
+// target decode of this sequence. Not wired yet: the model does not capture
+// features, so every drafter today gets an empty view and must not need one.
+struct FeaturesView {
+    const float* data = nullptr;
+    size_t n_tokens = 0;   // rows: the tokens of the last target decode of the sequence
+    size_t n_layers = 0;   // captured layers per token
+    size_t n_embd = 0;     // floats per layer
+    int32_t pos0 = 0;      // position of the first row
+    bool empty() const { return data == nullptr || n_tokens == 0; }
+};
+
+// What a drafter drafts from.
+struct DraftInput {
+    const std::vector<TokenId>& history;  // the target's cache: positions 0 .. pos_last-1
+    TokenId last;                         // sampled by the target, not decoded yet: at position pos_last
+    int32_t pos_last;                     // the draft's tokens go to pos_last+1, pos_last+2, ...
+    int32_t seq = 0;                      // the target's sequence
+    FeaturesView features;                // empty until the model captures features
+};
+
+// A new request.
+struct BeginInput {
+    const std::vector<TokenId>& prompt;   // what the target's cache holds before generation
+    // The request's sampling, for drafters that sample (the draft model at
+    // temperature > 0 mirrors it so that its proposals are close to the
+    // target's). Its seed is already the drafter's own (derived from the
+    // request seed): same request seed, same drafts.
+    const sampling::SamplingParams& sampling;
+};
+
 class Drafter {
 public:
     virtual ~Drafter() = default;
     // The name statistics are printed under (llama.cpp's: "ngram_simple", "draft", ...).
     virtual std::string_view name() const = 0;
-    // A new request: `prompt` is what the target's cache holds before generation.
-    virtual void begin(const std::vector<TokenId>& prompt) = 0;
+    // A new request.
+    virtual void begin(const BeginInput& input) = 0;
     // Appends at most n_max tokens to `out` (which is empty on entry).
-    virtual void draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) = 0;
+    virtual void draft(const DraftInput& input, int n_max, Draft& out) = 0;
     // How many tokens of the last non-empty draft the target accepted.
     virtual void accept(int n_accepted) { (void)n_accepted; }
     // The request is over (ngram-cache saves its dynamic statistics here).

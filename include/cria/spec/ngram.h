@@ -31,8 +31,8 @@ class NgramSimpleDrafter final : public Drafter {
 public:
     explicit NgramSimpleDrafter(const NgramParams& params);
     std::string_view name() const override { return "ngram_simple"; }
-    void begin(const std::vector<TokenId>& prompt) override;
-    void draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) override;
+    void begin(const BeginInput& input) override;
+    void draft(const DraftInput& input, int n_max, Draft& out) override;
     int n_max() const override { return params_.size_m; }
 
 private:
@@ -44,8 +44,8 @@ public:
     // key_only: ngram-map-k; otherwise ngram-map-k4v.
     NgramMapDrafter(const NgramParams& params, bool key_only);
     std::string_view name() const override { return key_only_ ? "ngram_map_k" : "ngram_map_k4v"; }
-    void begin(const std::vector<TokenId>& prompt) override;
-    void draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) override;
+    void begin(const BeginInput& input) override;
+    void draft(const DraftInput& input, int n_max, Draft& out) override;
     void accept(int n_accepted) override;
     int n_max() const override { return params_.size_m; }
 
@@ -100,8 +100,8 @@ public:
     // `pool` may be shared by several drafters (one per server slot); its n must be n_match.
     NgramModDrafter(const NgramModParams& params, std::shared_ptr<NgramModPool> pool);
     std::string_view name() const override { return "ngram_mod"; }
-    void begin(const std::vector<TokenId>& prompt) override;
-    void draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) override;
+    void begin(const BeginInput& input) override;
+    void draft(const DraftInput& input, int n_max, Draft& out) override;
     void accept(int n_accepted) override;
     int n_max() const override { return params_.n_max; }
     int n_min() const override { return params_.n_min; }

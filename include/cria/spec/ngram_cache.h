@@ -50,8 +50,8 @@ class NgramCacheDrafter final : public Drafter {
 public:
     explicit NgramCacheDrafter(const NgramCacheParams& params);
     std::string_view name() const override { return "ngram_cache"; }
-    void begin(const std::vector<TokenId>& prompt) override;
-    void draft(const std::vector<TokenId>& history, TokenId last, int n_max, Draft& out) override;
+    void begin(const BeginInput& input) override;
+    void draft(const DraftInput& input, int n_max, Draft& out) override;
     int n_max() const override { return params_.n_draft; }
     // Merges this request's statistics into the dynamic table and writes it
     // to dynamic_path (nothing when no path was given).

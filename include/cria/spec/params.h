@@ -32,7 +32,8 @@ struct SpecParams {
     NgramCacheParams ngram_cache;  // --spec-ngram-cache-static / -dynamic
     int n_max = 16;                // the most tokens drafted per step, over all drafters
     bool adaptive = true;          // --spec-adaptive / --no-spec-adaptive (cria's own)
-    uint32_t seed = 0xFFFFFFFFu;   // rejection sampling (kRandomSeed: random)
+    // No seed here: drafting and verification are seeded from the request's
+    // sampling seed (step.h), so --seed / "seed" decide the whole output.
 
     bool enabled() const;          // any drafter configured
 };

@@ -1,0 +1,141 @@
+#pragma once
+// One speculative step on one sequence of the target: the only generation
+// step of speculative decoding. `cria run` and `cria speculative` loop over
+// it (Speculator::generate); the server runs one per slot and puts several
+// slots' verify batches into one target decode. A step is split in two
+// around the target's decode so that the caller owns the batch:
+//
+//   prepare(history, last, n_allowed)
+//       picks a drafter (the one selection loop: drafters in order, each
+//       limited by adaptive drafting, the first non-empty draft long enough
+//       wins) and returns the tokens to decode for this sequence,
+//       [last, d1..dn] at positions history.size() .. history.size()+n,
+//       every one with logits.
+//   ... the caller decodes them, alone or in a batch with other sequences ...
+//   finish(rows, chain, decode_ms, history, emit, rollback)
+//       verifies the draft against the target's rows (row i predicts the
+//       token after last, d1..di) and emits what the target produces:
+//         - rejection sampling (verify.h) when the draft has probabilities
+//           and the request samples (temperature > 0, no grammar: the
+//           candidates must be exactly the target's distribution);
+//         - sample-and-compare otherwise: the target's chain samples each
+//           row in order and a draft token is kept while it equals the
+//           sample. At temperature 0 the output is plain decoding's.
+//       Then it appends `last` and the accepted tokens to `history`, rolls
+//       the rejected cells back (Rollback: the one call into the target's
+//       memory), tells the drafter accept(n), feeds adaptive drafting the
+//       decode time and the outcome, and counts everything in metrics().
+//
+// With nothing drafted (speculation off, paused, nothing found) a step is a
+// plain decode of `last`: the same path, one row.
+//
+// Seeds: begin() derives from the request's seed one seed for the drafters
+// (the draft model's chain) and one for rejection sampling, so the same
+// request seed gives the same output, and the two never draw the same
+// uniforms (which would bias the acceptance test).
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "cria/runtime/batch.h"
+#include "cria/sampling/chain.h"
+#include "cria/sampling/params.h"
+#include "cria/sampling/rng.h"
+#include "cria/spec/adaptive.h"
+#include "cria/spec/drafter.h"
+#include "cria/spec/metrics.h"
+
+namespace cria::runtime {
+class Context;
+}
+
+namespace cria::spec {
+
+// Removes a sequence's cells from position n_keep on: the rejected draft
+// tokens. The one place speculation changes the target's memory.
+using Rollback = std::function<void(int32_t seq, int32_t n_keep)>;
+// A runtime::Context's Rollback (its memory API: memory_seq_rm(seq, n_keep, -1)).
+Rollback context_rollback(runtime::Context& ctx);
+
+// The target's logit row of the i-th token of the prepared tokens.
+using LogitRow = std::function<std::span<const float>(int i)>;
+
+// Receives every token the step emits (end-of-generation tokens too) with
+// the row it was sampled from; returns false when generation ends with it.
+using EmitToken = std::function<bool(TokenId token, std::span<const float> logits)>;
+
+// A seed for one purpose (stream) from a request seed; kRandomSeed stays random.
+uint32_t derive_seed(uint32_t seed, uint32_t stream);
+
+// What one request asks of speculation.
+struct StepRequest {
+    int n_max = 16;         // most tokens drafted per step (0: decode plainly)
+    int n_min = -1;         // shorter drafts are not verified (-1: each drafter's own n_min)
+    int only_drafter = -1;  // draft only with this drafter (its index), -1: any
+    // The request's sampling: temperature > 0 makes the verifier use
+    // rejection sampling on drafts with probabilities; drafters that sample
+    // mirror it; its seed seeds drafting and verification.
+    sampling::SamplingParams sampling;
+};
+
+struct StepOutcome {
+    int n_drafted = 0;
+    int n_accepted = 0;
+    bool done = false;  // emit() returned false: generation ended in this step
+    TokenId next = 0;   // the last token emitted: the next step's `last`
+};
+
+class SpeculativeStep {
+public:
+    // `drafters` are owned by the caller and outlive the step (a server
+    // slot keeps its own across requests); they are asked in this order.
+    // n_vocab: the target's; drafts with other token ids are dropped.
+    SpeculativeStep(std::vector<Drafter*> drafters, bool adaptive, int32_t n_vocab);
+
+    // A new request on sequence `seq` whose cache holds `history` (the
+    // prompt). Resets the metrics and adaptive drafting, begins the drafters.
+    void begin(int32_t seq, const std::vector<TokenId>& history, const StepRequest& request);
+    // Drafts at most n_allowed tokens (the caller's bound: batch room,
+    // context, tokens the request may still get) and returns the tokens to
+    // decode: [last, d1..dn], positions history.size() onwards.
+    std::span<const TokenId> prepare(const std::vector<TokenId>& history, TokenId last, int n_allowed);
+    // prepare(), appended to `batch` for this step's sequence.
+    void prepare(const std::vector<TokenId>& history, TokenId last, int n_allowed, runtime::Batch& batch);
+    // See above. Exceptions (a failing sampler) leave history and cache
+    // consistent: what was accepted before stays, the rest is rolled back.
+    StepOutcome finish(const LogitRow& rows, sampling::Chain& chain, double decode_ms, std::vector<TokenId>& history,
+                       const EmitToken& emit, const Rollback& rollback);
+    // The request is over (ngram-cache saves its statistics). Safe to call
+    // twice, and from inside emit(): finish() then skips the drafter's accept().
+    void end();
+
+    bool drafting() const { return drafting_; }
+    int32_t seq() const { return seq_; }
+    size_t n_drafters() const { return drafters_.size(); }
+    const Metrics& metrics() const { return metrics_; }
+    Metrics& metrics() { return metrics_; }
+
+private:
+    void pick_draft(const std::vector<TokenId>& history, TokenId last, int n_allowed);
+    void count_draft(int n_drafted, int n_accepted);
+
+    std::vector<Drafter*> drafters_;
+    bool adaptive_enabled_;
+    int32_t n_vocab_;
+    AdaptiveDrafting adaptive_;
+    Metrics metrics_;
+    sampling::Rng rng_;           // rejection sampling's uniforms
+    StepRequest request_;
+    int32_t seq_ = 0;
+    bool drafting_ = false;       // the drafters began this request
+    // The prepared step.
+    Draft draft_;
+    int drafter_ = -1;            // whose draft, -1: none
+    bool paused_any_ = false;     // a drafter was skipped by adaptive drafting
+    double draft_ms_ = 0;
+    std::vector<TokenId> tokens_; // [last, d1..dn]
+    int32_t pos_ = 0;             // position of `last`
+};
+
+}  // namespace cria::spec

@@ -1,0 +1,134 @@
+// Batch planning: one step builds one batch (every generating slot's
+// [last, draft...] first, then prompt chunks in what is left), decodes it
+// once and hands each slot its logit rows.
+
+#include <algorithm>
+#include <span>
+#include <string>
+
+#include "cria/server/scheduler.h"
+#include "server/scheduler_slot.h"
+
+namespace cria::server {
+
+bool Scheduler::step() {
+    leave_cancelled_and_late();
+    StepPlan plan;
+    plan_generation(plan);
+    plan_prompts(plan);
+    if (plan.batch.empty()) return false;
+    const auto t_decode = Clock::now();
+    try {
+        backend_.decode(plan.batch, logits_);
+    } catch (const std::exception& e) {
+        for (Slot* s : plan.owners) {
+            if (!s->busy) continue;
+            backend_.seq_keep_prefix(s->id, 0);
+            s->cache.clear();
+            fail(*s, std::string("decode failed: ") + e.what());
+        }
+        return true;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        ++stats_.decode_calls;
+    }
+    const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
+    const double decode_ms = ms_between(t_decode, Clock::now());
+    // Every generation entry has a logit row, and they come first.
+    size_t row = 0;
+    for (const StepPlan::Verify& v : plan.verifies) {
+        verify(*v.slot, logits_.data() + row * n_vocab, decode_ms);
+        row += v.n_tokens;
+    }
+    take_prompt_chunks(plan, row);
+    return true;
+}
+
+void Scheduler::leave_cancelled_and_late() {
+    // Cancelled or overdue requests leave before anything is spent on them.
+    for (auto& s : slots_) {
+        if (!s->busy) continue;
+        if (s->handle->cancelled()) finish(*s, "cancelled");
+        else if (Clock::now() > s->deadline) fail(*s, "the request timed out");
+    }
+}
+
+void Scheduler::plan_generation(StepPlan& plan) {
+    // One token per generating slot keeps every stream moving; a slot's
+    // draft follows its token, in what the others leave.
+    auto room = static_cast<int32_t>(options_.n_batch);
+    for (auto& s : slots_) room -= s->busy && s->generating ? 1 : 0;
+    for (auto& s : slots_) {
+        if (!s->busy || !s->generating) continue;
+        // Drafts never reach past the context or the tokens the request may still get.
+        const int32_t n_allowed = std::min({room, backend_.n_ctx_per_seq() - static_cast<int32_t>(s->cache.size()) - 2,
+                                            s->max_tokens - s->n_generated - 1});
+        std::span<const TokenId> tokens;
+        try {
+            tokens = s->speculation->prepare(s->cache, s->last, n_allowed);
+        } catch (const std::exception& e) {  // a drafter failed (e.g. its own cache is full)
+            fail(*s, std::string("drafting failed: ") + e.what());
+            continue;
+        }
+        room -= static_cast<int32_t>(tokens.size()) - 1;
+        const auto pos = static_cast<int32_t>(s->cache.size());
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            plan.batch.push_back({tokens[i], pos + static_cast<int32_t>(i), s->id, true});
+            plan.owners.push_back(s.get());
+        }
+        plan.verifies.push_back({s.get(), tokens.size()});
+    }
+    plan.n_generation = plan.batch.size();
+}
+
+void Scheduler::plan_prompts(StepPlan& plan) {
+    // Prompt chunks share the rest of the batch, in slot order.
+    const int32_t n_batch = options_.n_batch;
+    for (auto& s : slots_) {
+        if (!s->busy || s->generating) continue;
+        const auto budget =
+            static_cast<size_t>(std::max<int32_t>(0, n_batch - static_cast<int32_t>(plan.batch.size())));
+        if (budget == 0) break;
+        const size_t left = s->request.prompt.size() - s->n_past;
+        const size_t take = std::min(budget, left);
+        for (size_t i = 0; i < take; ++i) {
+            const size_t p = s->n_past + i;
+            const bool last = p + 1 == s->request.prompt.size();
+            plan.batch.push_back({s->request.prompt[p], static_cast<int32_t>(p), s->id, last});
+            plan.owners.push_back(s.get());
+        }
+    }
+}
+
+void Scheduler::take_prompt_chunks(const StepPlan& plan, size_t row) {
+    const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
+    for (size_t i = plan.n_generation; i < plan.batch.size(); ++i) {
+        Slot& s = *plan.owners[i];
+        s.cache.push_back(plan.batch[i].token);
+        ++s.n_past;
+        if (!plan.batch[i].logits) continue;
+        // The prompt's last token: the request starts generating.
+        const float* logits = logits_.data() + row * n_vocab;
+        ++row;
+        s.generating = true;
+        s.t_prompt_done = Clock::now();
+        {
+            const auto n_eval = static_cast<uint64_t>(s.request.prompt.size()) - static_cast<uint64_t>(s.n_cached);
+            std::lock_guard lock(mutex_);
+            stats_.prompt_tokens_total += n_eval;
+            stats_.cached_tokens_total += static_cast<uint64_t>(s.n_cached);
+            stats_.prompt_seconds_total += ms_between(s.t_start, s.t_prompt_done) / 1000.0;
+        }
+        if (!s.busy) continue;
+        try {
+            s.speculation->begin(s.id, s.cache, s.spec_request);
+        } catch (const std::exception& e) {
+            fail(s, std::string("speculative decoding failed: ") + e.what());
+            continue;
+        }
+        sample_first(s, logits);
+    }
+}
+
+}  // namespace cria::server

@@ -1,0 +1,71 @@
+// Speculative decoding in the server: checking a request's settings against
+// the server's drafters, each generating slot's speculative step
+// (spec/step.h) verifying its rows of the shared decode, and the server's
+// speculation counters, which are the steps' spec::Metrics.
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string>
+
+#include "cria/core/error.h"
+#include "cria/server/scheduler.h"
+#include "cria/spec/params.h"
+#include "server/scheduler_slot.h"
+
+namespace cria::server {
+
+void Scheduler::check_speculative(const SpeculativeRequest& r) const {
+    if (!r.given || r.n_max == 0 || r.type == "none") return;  // nothing asked, or speculation off
+    if (spec_types_.empty())
+        throw Error("speculative decoding is off on this server: start it with --spec-type TYPE or -md DRAFT_MODEL");
+    if (!r.type.empty()) {
+        const std::string type(spec::spec_type_name(spec::parse_spec_type(r.type)));  // throws for an unknown name
+        if (std::find(spec_types_.begin(), spec_types_.end(), type) == spec_types_.end()) {
+            std::string have;
+            for (const auto& t : spec_types_) have += (have.empty() ? "" : ", ") + t;
+            throw Error("speculative type '" + type + "' is not enabled on this server (it drafts with " + have + ")");
+        }
+    }
+    if (r.n_min > 0 && r.n_max > 0 && r.n_min > r.n_max) throw Error("speculative n_min must not exceed n_max");
+    // p_min is a setting of the draft model's drafter, fixed when the server starts.
+    if (r.p_min >= 0 && spec_has_model_ && std::abs(r.p_min - options_.speculative.draft.p_min) > 1e-6f)
+        throw Error("speculative p_min cannot be changed per request: this server's draft model uses " +
+                    std::to_string(options_.speculative.draft.p_min) + " (--spec-draft-p-min)");
+}
+
+void Scheduler::verify(Slot& s, const float* rows, double decode_ms) {
+    const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
+    const spec::LogitRow row = [&](int i) {
+        return std::span<const float>(rows + static_cast<size_t>(i) * n_vocab, n_vocab);
+    };
+    // The i-th emitted token follows `last` and i accepted draft tokens.
+    const auto n_cached = static_cast<int32_t>(s.cache.size()) + 1;
+    int32_t n_emitted = 0;
+    const spec::EmitToken emit = [&](TokenId token, std::span<const float> logits) {
+        sync_spec_stats(s);  // the Done event and /metrics agree
+        return on_token(s, token, logits.data(), n_cached + n_emitted++);
+    };
+    const spec::Rollback rollback = [this](int32_t seq, int32_t n_keep) { backend_.seq_keep_prefix(seq, n_keep); };
+    try {
+        s.speculation->finish(row, s.chain, decode_ms, s.cache, emit, rollback);
+    } catch (const std::exception& e) {
+        if (s.busy) fail(s, std::string("sampling failed: ") + e.what());
+    }
+    sync_spec_stats(s);
+}
+
+void Scheduler::sync_spec_stats(Slot& s) {
+    const spec::Metrics& m = s.speculation->metrics();
+    const int64_t drafted = m.tokens_drafted(), accepted = m.tokens_accepted(), steps = m.n_verify_steps;
+    if (drafted == s.synced_drafted && accepted == s.synced_accepted && steps == s.synced_verify_steps) return;
+    std::lock_guard lock(mutex_);
+    stats_.spec_drafted_total += static_cast<uint64_t>(drafted - s.synced_drafted);
+    stats_.spec_accepted_total += static_cast<uint64_t>(accepted - s.synced_accepted);
+    stats_.spec_verify_steps += static_cast<uint64_t>(steps - s.synced_verify_steps);
+    s.synced_drafted = drafted;
+    s.synced_accepted = accepted;
+    s.synced_verify_steps = steps;
+}
+
+}  // namespace cria::server
