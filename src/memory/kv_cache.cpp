@@ -136,6 +136,12 @@ bool KvCache::place(const UbatchView& ub) {
     return true;
 }
 
+void KvCache::unplace() {
+    for (uint32_t c : slots_) free_cell(c);
+    slots_.clear();
+    plans_[0].valid = plans_[1].valid = false;
+}
+
 void KvCache::store(uint32_t layer, const ops::TensorView& k, const ops::TensorView& v) {
     const int64_t n = static_cast<int64_t>(slots_.size());
     const int64_t nk = int64_t{params_.head_dim} * params_.n_head_kv, nv = int64_t{params_.head_dim_v} * params_.n_head_kv;
@@ -285,6 +291,7 @@ void KvCache::clear() {
     std::fill(shift_.begin(), shift_.end(), 0);
     has_shift_ = false;
     n_hi_ = 0;
+    for (Checkpoint& cp : checkpoints_) cp = Checkpoint{};
     plans_[0].valid = plans_[1].valid = false;
 }
 
@@ -292,7 +299,7 @@ namespace {
 bool in_range(int32_t pos, int32_t p0, int32_t p1) { return pos >= std::max(p0, 0) && (p1 < 0 || pos < p1); }
 }  // namespace
 
-void KvCache::seq_rm(SeqId seq, int32_t p0, int32_t p1) {
+bool KvCache::seq_rm(SeqId seq, int32_t p0, int32_t p1) {
     if (seq >= 0) check_seq(seq);
     for (uint32_t c = 0; c < params_.n_cells; ++c) {
         if (seqs_[c] == 0 || !in_range(pos_[c], p0, p1)) continue;
@@ -303,18 +310,20 @@ void KvCache::seq_rm(SeqId seq, int32_t p0, int32_t p1) {
         if (seqs_[c] == 0) free_cell(c);
     }
     plans_[0].valid = plans_[1].valid = false;
+    return true;
 }
 
-void KvCache::seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) {
+bool KvCache::seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) {
     check_seq(src);
     check_seq(dst);
-    if (src == dst) return;
+    if (src == dst) return true;
     for (uint32_t c = 0; c < params_.n_cells; ++c)
         if ((seqs_[c] >> src & 1) && in_range(pos_[c], p0, p1)) seqs_[c] |= uint64_t{1} << dst;
     plans_[0].valid = plans_[1].valid = false;
+    return true;
 }
 
-void KvCache::seq_keep(SeqId seq) {
+bool KvCache::seq_keep(SeqId seq) {
     check_seq(seq);
     for (uint32_t c = 0; c < params_.n_cells; ++c) {
         if (seqs_[c] == 0) continue;
@@ -322,11 +331,12 @@ void KvCache::seq_keep(SeqId seq) {
         if (seqs_[c] == 0) free_cell(c);
     }
     plans_[0].valid = plans_[1].valid = false;
+    return true;
 }
 
-void KvCache::seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) {
+bool KvCache::seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) {
     check_seq(seq);
-    if (delta == 0) return;
+    if (delta == 0) return true;
     for (uint32_t c = 0; c < params_.n_cells; ++c) {
         if (!(seqs_[c] >> seq & 1) || !in_range(pos_[c], p0, p1)) continue;
         pos_[c] += delta;
@@ -335,6 +345,7 @@ void KvCache::seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) {
         if (pos_[c] < 0) free_cell(c);
     }
     plans_[0].valid = plans_[1].valid = false;
+    return true;
 }
 
 int32_t KvCache::seq_pos_min(SeqId seq) const {
