@@ -1,4 +1,5 @@
-// Saving and restoring one sequence's cells (see KvCache::SequenceCells).
+// Saving and restoring one sequence's cells (see KvCache::SequenceCells), as
+// raw cells and as a saved-state section; checkpoints of a verify batch.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -87,9 +88,6 @@ void KvCache::seq_load(SeqId seq, const SequenceCells& in) {
     plans_[0].valid = plans_[1].valid = false;
 }
 
-}  // namespace cria::memory
-
-namespace cria::memory {
 
 bool KvCache::checkpoint_begin(SeqId seq, int32_t n_positions) {
     check_seq(seq);
