@@ -120,7 +120,7 @@ void KvCache::save_seq(SeqId seq, std::vector<Section>& out) const {
     const auto n = static_cast<uint32_t>(cells.positions.size());
     ByteWriter w;
     for (uint32_t v : {params_.n_layer, static_cast<uint32_t>(k_cell_bytes_), static_cast<uint32_t>(v_cell_bytes_),
-                       params_.n_swa, n})
+                       params_.n_swa, params_.n_chunk, n})
         w.value(v);
     w.bytes(cells.positions.data(), n * sizeof(int32_t));
     for (uint32_t l = 0; l < params_.n_layer; ++l) {
@@ -128,21 +128,25 @@ void KvCache::save_seq(SeqId seq, std::vector<Section>& out) const {
         w.bytes(cells.v[l].data(), cells.v[l].size());
     }
     Section s;
-    s.tag = params_.n_swa > 0 ? kTagWindow : kTagFull;
+    s.tag = section_tag();
     s.version = kSectionVersion;
     s.payload = std::move(w.buffer());
     s.n_positions = n;
     out.push_back(std::move(s));
 }
 
+uint32_t KvCache::section_tag() const {
+    return params_.n_swa > 0 ? kTagWindow : params_.n_chunk > 0 ? kTagChunked : kTagFull;
+}
+
 uint64_t KvCache::max_saved_bytes() const {
-    return 5 * 4 + uint64_t{params_.n_cells} * (4 + uint64_t{params_.n_layer} * (k_cell_bytes_ + v_cell_bytes_));
+    return 6 * 4 + uint64_t{params_.n_cells} * (4 + uint64_t{params_.n_layer} * (k_cell_bytes_ + v_cell_bytes_));
 }
 
 std::unique_ptr<LoadedSequence> KvCache::read_seq(SeqId seq, std::span<const Section> sections,
                                                   const LoadLimits& limits) const {
     check_seq(seq);
-    const uint32_t tag = params_.n_swa > 0 ? kTagWindow : kTagFull;
+    const uint32_t tag = section_tag();
     if (sections.size() != 1 || sections[0].tag != tag)
         throw Error("the saved state has " + (sections.empty() ? std::string("no section") : "a " + tag_name(sections[0].tag) + " section") +
                     " where this memory expects " + tag_name(tag));
@@ -152,8 +156,9 @@ std::unique_ptr<LoadedSequence> KvCache::read_seq(SeqId seq, std::span<const Sec
                     "; this build reads version " + std::to_string(kSectionVersion));
     ByteReader r(s.payload.data(), s.payload.size(), "the saved " + tag_name(tag) + " section");
     const auto n_layer = r.value<uint32_t>(), k_bytes = r.value<uint32_t>(), v_bytes = r.value<uint32_t>();
-    const auto n_swa = r.value<uint32_t>(), n_cells = r.value<uint32_t>();
-    if (n_layer != params_.n_layer || k_bytes != k_cell_bytes_ || v_bytes != v_cell_bytes_ || n_swa != params_.n_swa)
+    const auto n_swa = r.value<uint32_t>(), n_chunk = r.value<uint32_t>(), n_cells = r.value<uint32_t>();
+    if (n_layer != params_.n_layer || k_bytes != k_cell_bytes_ || v_bytes != v_cell_bytes_ || n_swa != params_.n_swa ||
+        n_chunk != params_.n_chunk)
         throw Error("the saved " + tag_name(tag) + " section comes from another cache layout");
     if (n_cells > params_.n_cells) throw Error("the saved sequence holds more cells than the cache has");
     auto loaded = std::make_unique<KvLoaded>();

@@ -177,7 +177,8 @@ TEST_F(SequenceState, ForeignSectionsAreRefusedEvenWithAValidChecksum) {
     ctx.save_sequence(0, prompt_, good.string());
     const std::string bytes = read_bytes(good);
     const int32_t n = static_cast<int32_t>(prompt_.size());
-    // magic, version, identity (6 x u32 + u64), n_tokens, tokens, n_sections, then the first section's tag.
+    // magic, version, identity (6 x u32 + u64), n_tokens, tokens, n_sections, then the first section's
+    // tag, version, size and payload (n_layer, k/v cell bytes, n_swa, n_chunk, n_cells, positions, rows).
     const size_t sections_at = 8 + 4 + 32 + 4 + 4 * prompt_.size();
     const size_t tag_at = sections_at + 4;
     ASSERT_EQ(bytes.substr(tag_at, 4), "KVAT");
@@ -210,10 +211,10 @@ TEST_F(SequenceState, ForeignSectionsAreRefusedEvenWithAValidChecksum) {
     b[sections_at] = 2;  // two sections announced
     refused(b, "sections");
     b = bytes;
-    b[tag_at + 16 + 16 + 3] = 0x7f;  // the cell count: more than the cache has
+    b[tag_at + 16 + 20 + 3] = 0x7f;  // the cell count: more than the cache has
     refused(b, "more cells");
     b = bytes;
-    b[tag_at + 16 + 20 + 4 + 3] = static_cast<char>(0x80);  // the second position: negative
+    b[tag_at + 16 + 24 + 4 + 3] = static_cast<char>(0x80);  // the second position: negative
     refused(b, "positions");
     EXPECT_EQ(with_checksum(bytes), bytes);  // the helper is the file's own checksum
 }

@@ -24,6 +24,13 @@
 //      gathered into scratch rows first (order is irrelevant to attention).
 // So the common paths read the cache in place, and every other layout (many
 // sequences, removed ranges, shifted positions, reused cells) stays exact.
+// With chunked attention (n_chunk) every query is attended alone (step 2).
+//
+// As a memory::Memory it can do every sequence operation (they all return
+// true), a checkpoint commit removes the rejected cells, and its saved state
+// is one section ("KVAT" full attention, "KVSW" sliding window, "KVCH"
+// chunked). The class is final and the runtime calls store()/attend()
+// directly, so the attention hot path has no virtual dispatch.
 
 #include <cstdint>
 #include <functional>
@@ -46,12 +53,17 @@ struct KvCacheParams {
     // > 0: only the last n_swa positions of each sequence are ever visible,
     // so older cells are freed before each micro-batch (a sliding-window cache).
     uint32_t n_swa = 0;
+    // > 0: chunked attention (llama4): a query at p sees only the positions
+    // of its own chunk [p - p % n_chunk, p]; earlier chunks are freed like a
+    // window. Not together with n_swa.
+    uint32_t n_chunk = 0;
 };
 
 class KvCache final : public Memory {
 public:
     static constexpr uint32_t kTagFull = fourcc('K', 'V', 'A', 'T');
     static constexpr uint32_t kTagWindow = fourcc('K', 'V', 'S', 'W');
+    static constexpr uint32_t kTagChunked = fourcc('K', 'V', 'C', 'H');
     static constexpr uint32_t kSectionVersion = 1;
 
     // Throws cria::Error for an unsupported cache type or a head size the
@@ -106,7 +118,7 @@ public:
     bool checkpoint_begin(SeqId seq, int32_t n_positions) override;
     bool checkpoint_commit(SeqId seq, int32_t n_accepted) override;
 
-    // One section: u32 n_layer, k_cell_bytes, v_cell_bytes, n_swa, n_cells,
+    // One section: u32 n_layer, k_cell_bytes, v_cell_bytes, n_swa, n_chunk, n_cells,
     // i32 positions[n_cells], then per layer the K rows and the V rows.
     void save_seq(SeqId seq, std::vector<Section>& out) const override;
     std::unique_ptr<LoadedSequence> read_seq(SeqId seq, std::span<const Section> sections,
@@ -141,6 +153,7 @@ private:
     void check_seq(SeqId seq) const;
     void free_cell(uint32_t c);
     void prune_window();
+    uint32_t section_tag() const;
     ops::TensorView k_view(uint32_t layer, uint32_t first, uint32_t count) const;
     ops::TensorView v_view(uint32_t layer, uint32_t first, uint32_t count) const;
 
