@@ -52,7 +52,9 @@ std::unique_ptr<memory::HybridMemory> make_memory(const model::HParams& hp, cons
 
 }  // namespace
 
-Context::Context(const model::Model& model, const ContextParams& params)
+Context::Context(const model::Model& model, const ContextParams& params) : Context(model, params, nullptr) {}
+
+Context::Context(const model::Model& model, const ContextParams& params, std::unique_ptr<memory::HybridMemory> memory)
     : model_(model), params_(params), pool_(params.n_threads), ops_(pool_) {
     const model::HParams& hp = model.hparams();
     if (params_.n_ctx == 0) params_.n_ctx = hp.n_ctx_train;
@@ -61,7 +63,10 @@ Context::Context(const model::Model& model, const ContextParams& params)
     if (params_.n_seq_max == 0 || params_.n_seq_max > static_cast<uint32_t>(memory::kMaxSequences))
         throw Error("context: n_seq_max must be within 1.." + std::to_string(memory::kMaxSequences));
 
-    memory_ = make_memory(hp, params_);
+    memory_ = memory ? std::move(memory) : make_memory(hp, params_);
+    if (memory_->n_layer() != hp.n_layer)
+        throw Error("context: the memory maps " + std::to_string(memory_->n_layer()) + " layers, the model has " +
+                    std::to_string(hp.n_layer));
     ws_.reserve(hp, params_.n_ubatch);
     out_rows_.reserve(params_.n_ubatch);
 }

@@ -1,8 +1,9 @@
 // Context's memory is a memory::HybridMemory router: one KV cache for llama,
 // a full and a sliding-window cache for gemma2 (window 8 in the synthetic
 // fixtures). Checkpoint/commit through ctx.memory() equals decoding only the
-// accepted tokens, and a sequence saved as sections (one per cache)
-// continues as before once restored.
+// accepted tokens, a sequence saved as sections (one per cache) continues
+// as before once restored, and micro-batches regrouped per sequence (as a
+// recurrent memory asks) give the same outputs as in-order slices.
 
 #include <gtest/gtest.h>
 
@@ -128,6 +129,67 @@ TEST_P(MemoryRouter, SavedSectionsRestoreAndContinue) {
 
 INSTANTIATE_TEST_SUITE_P(FullAndWindow, MemoryRouter, ::testing::Values("llama", "gemma2"),
                          [](const auto& info) { return std::string(info.param); });
+
+}  // namespace
+}  // namespace cria::runtime
+
+namespace cria::runtime {
+namespace {
+
+// A router with an extra recurrent memory (no layer in it) makes the memory
+// regroup batches per sequence: the runtime gathers each micro-batch and puts
+// the outputs back in batch order. Same logits as the plain in-order path.
+TEST(MemoryRouterSplit, RegroupedMicroBatchesGiveTheSameOutputs) {
+    const model::Model& m = synthetic("llama");
+    const model::HParams& hp = m.hparams();
+    ContextParams cp = params();
+    cp.n_ubatch = 3;
+    memory::KvCacheParams kp;
+    kp.n_cells = cp.n_ctx;
+    kp.n_layer = hp.n_layer;
+    kp.n_head_kv = hp.n_head_kv;
+    kp.head_dim = hp.head_dim;
+    kp.head_dim_v = hp.head_dim_v;
+    kp.type_k = cp.type_k;
+    kp.type_v = cp.type_v;
+    memory::RecurrentParams rp;
+    rp.n_layer = 1;
+    rp.r_size = rp.s_size = 2;
+    rp.n_seq_max = cp.n_seq_max;
+    std::vector<std::unique_ptr<memory::Memory>> children;
+    children.push_back(std::make_unique<memory::KvCache>(kp));
+    children.push_back(std::make_unique<memory::RecurrentMemory>(rp));
+    std::vector<memory::HybridMemory::LayerPlacement> layers;
+    for (uint32_t l = 0; l < hp.n_layer; ++l) layers.push_back({0, l});
+    Context regrouped(m, cp, std::make_unique<memory::HybridMemory>(std::move(children), layers));
+    Context plain(m, cp);
+
+    // Two sequences interleaved, every other entry with logits.
+    const auto a = tokens(hp.n_vocab, 7, 21), b = tokens(hp.n_vocab, 7, 22);
+    Batch batch;
+    for (int32_t i = 0; i < 7; ++i) {
+        batch.add(a[i], i, {0}, i % 2 == 0);
+        batch.add(b[i], i, {1}, true);
+    }
+    const memory::Split split = regrouped.memory().split(
+        {batch.size(), batch.positions().data(), batch.seq_masks().data()}, cp.n_ubatch);
+    ASSERT_FALSE(split.in_order);
+    ASSERT_EQ(regrouped.decode(batch), 0);
+    ASSERT_EQ(plain.decode(batch), 0);
+    for (int32_t i = 0; i < batch.size(); ++i) {
+        if (!batch.outputs()[i]) continue;
+        auto x = regrouped.logits(i), y = plain.logits(i);
+        EXPECT_LT(max_diff({x.begin(), x.end()}, {y.begin(), y.end()}), 1e-4f) << "entry " << i;
+    }
+    EXPECT_EQ(regrouped.memory_seq_pos_max(1), 6);
+    EXPECT_EQ(regrouped.memory().child(1).seq_pos_max(0), 6);  // the recurrent memory followed along
+
+    std::vector<std::unique_ptr<memory::Memory>> one;
+    one.push_back(std::make_unique<memory::KvCache>(kp));
+    EXPECT_THROW(Context(m, cp, std::make_unique<memory::HybridMemory>(
+                                    std::move(one), std::vector<memory::HybridMemory::LayerPlacement>{{0, 0}})),
+                 Error);
+}
 
 }  // namespace
 }  // namespace cria::runtime

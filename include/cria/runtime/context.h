@@ -55,6 +55,10 @@ struct Timings {
 class Context final : private model::AttentionMemory {
 public:
     Context(const model::Model& model, const ContextParams& params);
+    // Over a memory built by the caller (one layer map entry per model layer;
+    // attention layers need a KV cache). For memories the runtime does not
+    // build itself yet, and for tests. Throws cria::Error for another layer count.
+    Context(const model::Model& model, const ContextParams& params, std::unique_ptr<memory::HybridMemory> memory);
     ~Context() override;
 
     // 0 on success; 1 when the cache has no room for the batch (nothing was
