@@ -40,6 +40,7 @@ constexpr int32_t kNoPos = -1;
 KvCache::KvCache(const KvCacheParams& p) : params_(p) {
     if (p.n_cells == 0 || p.n_layer == 0 || p.n_head_kv == 0 || p.head_dim == 0 || p.head_dim_v == 0)
         throw Error("KV cache: sizes must be positive");
+    if (p.n_swa > 0 && p.n_chunk > 0) throw Error("KV cache: a sliding window and chunks cannot be combined");
     if (!is_cache_type(p.type_k) || !is_cache_type(p.type_v))
         throw Error("KV cache: types must be f32, f16, bf16, q8_0 or q4_0");
     k_row_bytes_ = row_bytes(p.type_k, p.head_dim, "key");
@@ -77,8 +78,9 @@ void KvCache::free_cell(uint32_t c) {
 
 void KvCache::prune_window() {
     // A sequence's next tokens start at its lowest position in this
-    // micro-batch; cells at least n_swa before that are never seen again.
-    const uint32_t w = params_.n_swa;
+    // micro-batch; cells at least n_swa before that (or before the start of
+    // its chunk) are never seen again.
+    const uint32_t w = params_.n_swa, chunk = params_.n_chunk;
     int32_t first[kMaxSequences];
     std::fill(std::begin(first), std::end(first), std::numeric_limits<int32_t>::max());
     for (int64_t i = 0; i < ubatch_.n_tokens; ++i)
@@ -89,9 +91,10 @@ void KvCache::prune_window() {
     for (uint32_t c = 0; c < n_hi_; ++c) {
         for (uint64_t m = seqs_[c]; m != 0; m &= m - 1) {
             const int s = std::countr_zero(m);
-            if (first[s] != std::numeric_limits<int32_t>::max() &&
-                static_cast<int64_t>(first[s]) - pos_[c] >= static_cast<int64_t>(w))
-                seqs_[c] &= ~(uint64_t{1} << s);
+            if (first[s] == std::numeric_limits<int32_t>::max()) continue;
+            const bool outside = chunk > 0 ? pos_[c] < first[s] - first[s] % static_cast<int32_t>(chunk)
+                                           : static_cast<int64_t>(first[s]) - pos_[c] >= static_cast<int64_t>(w);
+            if (outside) seqs_[c] &= ~(uint64_t{1} << s);
         }
         if (seqs_[c] == 0 && pos_[c] != kNoPos) {
             pos_[c] = kNoPos;
@@ -107,7 +110,7 @@ bool KvCache::place(const UbatchView& ub) {
     ub_seqs_.assign(ub.seq_masks, ub.seq_masks + n);
     ubatch_ = UbatchView{ub.n_tokens, ub_pos_.data(), ub_seqs_.data()};
     plans_[0].valid = plans_[1].valid = false;
-    if (params_.n_swa > 0) prune_window();
+    if (params_.n_swa > 0 || params_.n_chunk > 0) prune_window();
 
     slots_.clear();
     // First choice: the first run of n free cells, which keeps a single
@@ -134,6 +137,12 @@ bool KvCache::place(const UbatchView& ub) {
         n_hi_ = std::max(n_hi_, c + 1);
     }
     return true;
+}
+
+void KvCache::unplace() {
+    for (uint32_t c : slots_) free_cell(c);
+    slots_.clear();
+    plans_[0].valid = plans_[1].valid = false;
 }
 
 void KvCache::store(uint32_t layer, const ops::TensorView& k, const ops::TensorView& v) {
@@ -177,6 +186,7 @@ const KvCache::Plan& KvCache::plan_for(uint32_t window) {
         const size_t gather_start = plan.gather_cells.size();
         for (uint32_t c = 0; c < n_hi_; ++c) {
             if (!(seqs_[c] & bit) || pos_[c] > p || (window > 0 && p - pos_[c] >= window)) continue;
+            if (params_.n_chunk > 0 && pos_[c] < p - p % params_.n_chunk) continue;  // an earlier chunk
             if (count == 0) lo = c;
             hi = c;
             ++count;
@@ -207,7 +217,7 @@ void KvCache::attend(ops::Ops& ops, uint32_t layer, const ops::TensorView& q, co
     ap.window = window;
     int64_t t = 0;
     while (t < n) {
-        if (plan.contiguous[t]) {
+        if (plan.contiguous[t] && params_.n_chunk == 0) {
             // A run of tokens whose visible cells are what the op picks over
             // cells base.. for "position" hi - base: one call, cache in place.
             const uint32_t base = plan.lo[t];
@@ -285,6 +295,7 @@ void KvCache::clear() {
     std::fill(shift_.begin(), shift_.end(), 0);
     has_shift_ = false;
     n_hi_ = 0;
+    for (Checkpoint& cp : checkpoints_) cp = Checkpoint{};
     plans_[0].valid = plans_[1].valid = false;
 }
 
@@ -292,7 +303,7 @@ namespace {
 bool in_range(int32_t pos, int32_t p0, int32_t p1) { return pos >= std::max(p0, 0) && (p1 < 0 || pos < p1); }
 }  // namespace
 
-void KvCache::seq_rm(SeqId seq, int32_t p0, int32_t p1) {
+bool KvCache::seq_rm(SeqId seq, int32_t p0, int32_t p1) {
     if (seq >= 0) check_seq(seq);
     for (uint32_t c = 0; c < params_.n_cells; ++c) {
         if (seqs_[c] == 0 || !in_range(pos_[c], p0, p1)) continue;
@@ -303,18 +314,20 @@ void KvCache::seq_rm(SeqId seq, int32_t p0, int32_t p1) {
         if (seqs_[c] == 0) free_cell(c);
     }
     plans_[0].valid = plans_[1].valid = false;
+    return true;
 }
 
-void KvCache::seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) {
+bool KvCache::seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) {
     check_seq(src);
     check_seq(dst);
-    if (src == dst) return;
+    if (src == dst) return true;
     for (uint32_t c = 0; c < params_.n_cells; ++c)
         if ((seqs_[c] >> src & 1) && in_range(pos_[c], p0, p1)) seqs_[c] |= uint64_t{1} << dst;
     plans_[0].valid = plans_[1].valid = false;
+    return true;
 }
 
-void KvCache::seq_keep(SeqId seq) {
+bool KvCache::seq_keep(SeqId seq) {
     check_seq(seq);
     for (uint32_t c = 0; c < params_.n_cells; ++c) {
         if (seqs_[c] == 0) continue;
@@ -322,11 +335,12 @@ void KvCache::seq_keep(SeqId seq) {
         if (seqs_[c] == 0) free_cell(c);
     }
     plans_[0].valid = plans_[1].valid = false;
+    return true;
 }
 
-void KvCache::seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) {
+bool KvCache::seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) {
     check_seq(seq);
-    if (delta == 0) return;
+    if (delta == 0) return true;
     for (uint32_t c = 0; c < params_.n_cells; ++c) {
         if (!(seqs_[c] >> seq & 1) || !in_range(pos_[c], p0, p1)) continue;
         pos_[c] += delta;
@@ -335,6 +349,7 @@ void KvCache::seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) {
         if (pos_[c] < 0) free_cell(c);
     }
     plans_[0].valid = plans_[1].valid = false;
+    return true;
 }
 
 int32_t KvCache::seq_pos_min(SeqId seq) const {

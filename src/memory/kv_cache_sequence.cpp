@@ -1,4 +1,5 @@
-// Saving and restoring one sequence's cells (see KvCache::SequenceCells).
+// Saving and restoring one sequence's cells (see KvCache::SequenceCells), as
+// raw cells and as a saved-state section; checkpoints of a verify batch.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -86,5 +87,103 @@ void KvCache::seq_load(SeqId seq, const SequenceCells& in) {
     }
     plans_[0].valid = plans_[1].valid = false;
 }
+
+
+bool KvCache::checkpoint_begin(SeqId seq, int32_t n_positions) {
+    check_seq(seq);
+    Checkpoint& cp = checkpoints_[seq];
+    if (cp.base >= 0 || n_positions < 0) return false;
+    cp.base = seq_pos_max(seq) + 1;
+    cp.length = n_positions;
+    return true;
+}
+
+bool KvCache::checkpoint_commit(SeqId seq, int32_t n_accepted) {
+    check_seq(seq);
+    Checkpoint& cp = checkpoints_[seq];
+    if (cp.base < 0 || n_accepted < 0 || n_accepted > cp.length) return false;
+    seq_rm(seq, cp.base + n_accepted, -1);
+    cp = Checkpoint{};
+    return true;
+}
+
+namespace {
+
+struct KvLoaded final : LoadedSequence {
+    KvCache::SequenceCells cells;
+};
+
+}  // namespace
+
+void KvCache::save_seq(SeqId seq, std::vector<Section>& out) const {
+    const SequenceCells cells = seq_save(seq);
+    const auto n = static_cast<uint32_t>(cells.positions.size());
+    ByteWriter w;
+    for (uint32_t v : {params_.n_layer, static_cast<uint32_t>(k_cell_bytes_), static_cast<uint32_t>(v_cell_bytes_),
+                       params_.n_swa, params_.n_chunk, n})
+        w.value(v);
+    w.bytes(cells.positions.data(), n * sizeof(int32_t));
+    for (uint32_t l = 0; l < params_.n_layer; ++l) {
+        w.bytes(cells.k[l].data(), cells.k[l].size());
+        w.bytes(cells.v[l].data(), cells.v[l].size());
+    }
+    Section s;
+    s.tag = section_tag();
+    s.version = kSectionVersion;
+    s.payload = std::move(w.buffer());
+    s.n_positions = n;
+    out.push_back(std::move(s));
+}
+
+uint32_t KvCache::section_tag() const {
+    return params_.n_swa > 0 ? kTagWindow : params_.n_chunk > 0 ? kTagChunked : kTagFull;
+}
+
+uint64_t KvCache::max_saved_bytes() const {
+    return 6 * 4 + uint64_t{params_.n_cells} * (4 + uint64_t{params_.n_layer} * (k_cell_bytes_ + v_cell_bytes_));
+}
+
+std::unique_ptr<LoadedSequence> KvCache::read_seq(SeqId seq, std::span<const Section> sections,
+                                                  const LoadLimits& limits) const {
+    check_seq(seq);
+    const uint32_t tag = section_tag();
+    if (sections.size() != 1 || sections[0].tag != tag)
+        throw Error("the saved state has " + (sections.empty() ? std::string("no section") : "a " + tag_name(sections[0].tag) + " section") +
+                    " where this memory expects " + tag_name(tag));
+    const Section& s = sections[0];
+    if (s.version != kSectionVersion)
+        throw Error("the saved " + tag_name(tag) + " section has version " + std::to_string(s.version) +
+                    "; this build reads version " + std::to_string(kSectionVersion));
+    ByteReader r(s.payload.data(), s.payload.size(), "the saved " + tag_name(tag) + " section");
+    const auto n_layer = r.value<uint32_t>(), k_bytes = r.value<uint32_t>(), v_bytes = r.value<uint32_t>();
+    const auto n_swa = r.value<uint32_t>(), n_chunk = r.value<uint32_t>(), n_cells = r.value<uint32_t>();
+    if (n_layer != params_.n_layer || k_bytes != k_cell_bytes_ || v_bytes != v_cell_bytes_ || n_swa != params_.n_swa ||
+        n_chunk != params_.n_chunk)
+        throw Error("the saved " + tag_name(tag) + " section comes from another cache layout");
+    if (n_cells > params_.n_cells) throw Error("the saved sequence holds more cells than the cache has");
+    auto loaded = std::make_unique<KvLoaded>();
+    SequenceCells& cells = loaded->cells;
+    cells.positions.resize(n_cells);
+    r.bytes(cells.positions.data(), n_cells * sizeof(int32_t));
+    for (uint32_t c = 0; c < n_cells; ++c)
+        if (cells.positions[c] < 0 || (c > 0 && cells.positions[c] <= cells.positions[c - 1]))
+            throw Error("the saved sequence is corrupt (positions out of order)");
+    if (limits.max_positions > 0 && n_cells > 0 && static_cast<uint32_t>(cells.positions.back()) >= limits.max_positions)
+        throw Error("the saved sequence has positions beyond the " + std::to_string(limits.max_positions) +
+                    " allowed here");
+    cells.k.resize(n_layer);
+    cells.v.resize(n_layer);
+    for (uint32_t l = 0; l < n_layer; ++l) {
+        cells.k[l].resize(size_t{n_cells} * k_cell_bytes_);
+        cells.v[l].resize(size_t{n_cells} * v_cell_bytes_);
+        r.bytes(cells.k[l].data(), cells.k[l].size());
+        r.bytes(cells.v[l].data(), cells.v[l].size());
+    }
+    if (r.left() != 0) throw Error("the saved " + tag_name(tag) + " section has trailing bytes");
+    if (!seq_load_fits(seq, n_cells)) throw Error("the cache has no room for the saved sequence");
+    return loaded;
+}
+
+void KvCache::load_seq(SeqId seq, LoadedSequence& loaded) { seq_load(seq, static_cast<KvLoaded&>(loaded).cells); }
 
 }  // namespace cria::memory

@@ -14,9 +14,47 @@ double now_ms() {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// The model's memories: sliding-window layers get their own small cache when
+// the window is shorter than the context (llama.cpp's iSWA cache); the other
+// layers share the full cache.
+std::unique_ptr<memory::HybridMemory> make_memory(const model::HParams& hp, const ContextParams& params) {
+    const auto windowed = [&](uint32_t l) { return hp.is_swa(l) && hp.n_swa < params.n_ctx; };
+    uint32_t n_full = 0, n_swa = 0;
+    for (uint32_t l = 0; l < hp.n_layer; ++l) (windowed(l) ? n_swa : n_full)++;
+    memory::KvCacheParams kp;
+    kp.n_head_kv = hp.n_head_kv;
+    kp.head_dim = hp.head_dim;
+    kp.head_dim_v = hp.head_dim_v;
+    kp.type_k = params.type_k;
+    kp.type_v = params.type_v;
+    std::vector<std::unique_ptr<memory::Memory>> children;
+    uint32_t full_child = 0, swa_child = 0;
+    if (n_full > 0) {
+        kp.n_cells = params.n_ctx;
+        kp.n_layer = n_full;
+        full_child = static_cast<uint32_t>(children.size());
+        children.push_back(std::make_unique<memory::KvCache>(kp));
+    }
+    if (n_swa > 0) {
+        kp.n_layer = n_swa;
+        kp.n_swa = hp.n_swa;
+        kp.n_cells = std::min(params.n_ctx, hp.n_swa * params.n_seq_max + params.n_ubatch);
+        swa_child = static_cast<uint32_t>(children.size());
+        children.push_back(std::make_unique<memory::KvCache>(kp));
+    }
+    std::vector<memory::HybridMemory::LayerPlacement> layers;
+    uint32_t i_full = 0, i_swa = 0;
+    for (uint32_t l = 0; l < hp.n_layer; ++l)
+        layers.push_back(windowed(l) ? memory::HybridMemory::LayerPlacement{swa_child, i_swa++}
+                                     : memory::HybridMemory::LayerPlacement{full_child, i_full++});
+    return std::make_unique<memory::HybridMemory>(std::move(children), layers);
+}
+
 }  // namespace
 
-Context::Context(const model::Model& model, const ContextParams& params)
+Context::Context(const model::Model& model, const ContextParams& params) : Context(model, params, nullptr) {}
+
+Context::Context(const model::Model& model, const ContextParams& params, std::unique_ptr<memory::HybridMemory> memory)
     : model_(model), params_(params), pool_(params.n_threads), ops_(pool_) {
     const model::HParams& hp = model.hparams();
     if (params_.n_ctx == 0) params_.n_ctx = hp.n_ctx_train;
@@ -25,34 +63,10 @@ Context::Context(const model::Model& model, const ContextParams& params)
     if (params_.n_seq_max == 0 || params_.n_seq_max > static_cast<uint32_t>(memory::kMaxSequences))
         throw Error("context: n_seq_max must be within 1.." + std::to_string(memory::kMaxSequences));
 
-    // Sliding-window layers get their own small cache when the window is
-    // shorter than the context (llama.cpp's iSWA cache); otherwise one cache.
-    uint32_t n_full = 0, n_swa = 0;
-    for (uint32_t l = 0; l < hp.n_layer; ++l) (hp.is_swa(l) && hp.n_swa < params_.n_ctx ? n_swa : n_full)++;
-    memory::KvCacheParams kp;
-    kp.n_head_kv = hp.n_head_kv;
-    kp.head_dim = hp.head_dim;
-    kp.head_dim_v = hp.head_dim_v;
-    kp.type_k = params_.type_k;
-    kp.type_v = params_.type_v;
-    if (n_full > 0) {
-        kp.n_cells = params_.n_ctx;
-        kp.n_layer = n_full;
-        full_ = std::make_unique<memory::KvCache>(kp);
-    }
-    if (n_swa > 0) {
-        kp.n_layer = n_swa;
-        kp.n_swa = hp.n_swa;
-        kp.n_cells = std::min(params_.n_ctx, hp.n_swa * params_.n_seq_max + params_.n_ubatch);
-        swa_ = std::make_unique<memory::KvCache>(kp);
-    }
-    uint32_t i_full = 0, i_swa = 0;
-    for (uint32_t l = 0; l < hp.n_layer; ++l) {
-        if (hp.is_swa(l) && hp.n_swa < params_.n_ctx)
-            layer_cache_.emplace_back(swa_.get(), i_swa++);
-        else
-            layer_cache_.emplace_back(full_.get(), i_full++);
-    }
+    memory_ = memory ? std::move(memory) : make_memory(hp, params_);
+    if (memory_->n_layer() != hp.n_layer)
+        throw Error("context: the memory maps " + std::to_string(memory_->n_layer()) + " layers, the model has " +
+                    std::to_string(hp.n_layer));
     ws_.reserve(model, params_.n_ubatch);
     out_rows_.reserve(params_.n_ubatch);
 }
@@ -61,9 +75,11 @@ Context::~Context() = default;
 
 void Context::attend(uint32_t layer, const ops::TensorView& q, const ops::TensorView& k, const ops::TensorView& v,
                      const ops::AttentionParams& params, const ops::TensorView& out) {
-    auto [cache, index] = layer_cache_[layer];
-    cache->store(index, k, v);
-    cache->attend(ops_, index, q, params, static_cast<uint32_t>(params.window), out);
+    // A direct (non-virtual) call into the layer's KV cache: the hot path.
+    const memory::HybridMemory::LayerSlot& slot = memory_->layer(layer);
+    if (slot.kv == nullptr) throw Error("decode: layer " + std::to_string(layer) + " has no KV cache to attend over");
+    slot.kv->store(slot.index, k, v);
+    slot.kv->attend(ops_, slot.index, q, params, static_cast<uint32_t>(params.window), out);
 }
 
 int Context::decode(const Batch& batch) {
@@ -86,6 +102,9 @@ int Context::decode(const Batch& batch) {
         if (batch.seq_masks()[i] >> params_.n_seq_max)
             throw Error("decode: sequence id beyond n_seq_max = " + std::to_string(params_.n_seq_max));
     }
+    // The memory cuts the batch (and refuses one it cannot take) before anything changes.
+    const memory::Split split =
+        memory_->split({n, batch.positions().data(), batch.seq_masks().data()}, params_.n_ubatch);
     const double t0 = now_ms();
 
     // A pending context shift re-rotates the cached keys first.
@@ -101,18 +120,16 @@ int Context::decode(const Batch& batch) {
     if (want_logits) logits_.resize(static_cast<size_t>(n_outputs_) * hp.n_vocab);
     if (params_.embeddings) embd_.resize(static_cast<size_t>(n_outputs_) * hp.n_embd);
 
-    for (int64_t first = 0; first < n; first += params_.n_ubatch) {
-        const int64_t count = std::min<int64_t>(params_.n_ubatch, n - first);
-        if (decode_ubatch(batch, first, count) != 0) {
-            // Undo the micro-batches already placed, as llama.cpp does.
-            for (int64_t i = 0; i < first; ++i)
-                for (uint64_t m = batch.seq_masks()[i]; m != 0; m &= m - 1) {
-                    const int32_t p = batch.positions()[i];
-                    memory_seq_rm(std::countr_zero(m), p, p + 1);
-                }
+    for (size_t u = 0; u < split.n_ubatches(); ++u)
+        if (decode_ubatch(batch, split, u) != 0) {
+            // Undo the micro-batches already placed, as llama.cpp does. (A
+            // recurrent memory refuses this: its state has moved on.)
+            for (int64_t k = 0; k < split.bounds[u]; ++k) {
+                const int32_t i = split.entry(k), p = batch.positions()[i];
+                for (uint64_t m = batch.seq_masks()[i]; m != 0; m &= m - 1) memory_->seq_rm(std::countr_zero(m), p, p + 1);
+            }
             return 1;
         }
-    }
 
     if (pooled) {
         pooled_.assign(static_cast<size_t>(params_.n_seq_max) * hp.n_embd, 0.0f);
@@ -153,52 +170,78 @@ int Context::decode(const Batch& batch) {
 }
 
 void Context::apply_pending_shifts() {
-    const model::HParams& hp = model_.hparams();
-    for (memory::KvCache* cache : {full_.get(), swa_.get()}) {
-        if (cache == nullptr || !cache->has_shift()) continue;
-        // The cache's layer i is the i-th model layer that uses it.
-        std::vector<uint32_t> model_layer;
-        for (uint32_t l = 0; l < hp.n_layer; ++l)
-            if (layer_cache_[l].first == cache) model_layer.push_back(l);
-        const bool long_rope = model_.long_rope_for_context(params_.n_ctx);
-        cache->apply_shift(ops_, [&](uint32_t i) { return model_.rope_params(model_layer[i], long_rope); });
+    if (!memory_->has_shift()) return;
+    const bool long_rope = model_.long_rope_for_context(params_.n_ctx);
+    memory_->apply_shift(ops_, [&](uint32_t layer) { return model_.rope_params(layer, long_rope); });
+}
+
+void Context::gather_ubatch(const Batch& batch, const memory::Split& split, int64_t first, int64_t n) {
+    const int64_t n_embd = batch.has_embeddings() ? batch.n_embd() : 0;
+    ub_tokens_.resize(static_cast<size_t>(n));
+    ub_embd_.resize(static_cast<size_t>(n * n_embd));
+    ub_pos_.resize(static_cast<size_t>(n));
+    ub_masks_.resize(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) {
+        const int32_t i = split.entry(first + k);
+        if (n_embd > 0)
+            std::memcpy(ub_embd_.data() + k * n_embd, batch.embeddings().data() + i * n_embd, n_embd * sizeof(float));
+        else
+            ub_tokens_[k] = batch.tokens()[i];
+        ub_pos_[k] = batch.positions()[i];
+        ub_masks_[k] = batch.seq_masks()[i];
     }
 }
 
-int Context::decode_ubatch(const Batch& batch, int64_t first, int64_t n) {
+int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_t u) {
     const model::HParams& hp = model_.hparams();
-    const memory::UbatchView view{n, batch.positions().data() + first, batch.seq_masks().data() + first};
-    if (full_ && !full_->place(view)) return 1;
-    if (swa_ && !swa_->place(view)) {
-        // Give back what the full cache took for this micro-batch.
-        if (full_)
-            for (int64_t i = 0; i < n; ++i)
-                for (uint64_t m = view.seq_masks[i]; m != 0; m &= m - 1)
-                    full_->seq_rm(std::countr_zero(m), view.positions[i], view.positions[i] + 1);
-        return 1;
-    }
+    const int64_t first = split.bounds[u], n = split.bounds[u + 1] - first;
+    // A slice of the batch is read in place; a regrouped micro-batch is gathered.
+    const bool in_place = split.in_order;
+    if (!in_place) gather_ubatch(batch, split, first, n);
+    const memory::UbatchView view = in_place
+        ? memory::UbatchView{n, batch.positions().data() + first, batch.seq_masks().data() + first}
+        : memory::UbatchView{n, ub_pos_.data(), ub_masks_.data()};
+    if (!memory_->place(view)) return 1;
+
     out_rows_.clear();
     int32_t first_out = -1;
-    for (int64_t i = 0; i < n; ++i)
-        if (output_index_[first + i] >= 0) {
-            if (first_out < 0) first_out = output_index_[first + i];
-            out_rows_.push_back(static_cast<int32_t>(i));
+    for (int64_t k = 0; k < n; ++k)
+        if (output_index_[split.entry(first + k)] >= 0) {
+            if (first_out < 0) first_out = output_index_[split.entry(first + k)];
+            out_rows_.push_back(static_cast<int32_t>(k));
         }
     model::ForwardInput in;
     in.n_tokens = n;
     if (batch.has_embeddings())
-        in.embd = batch.embeddings().data() + first * hp.n_embd;
+        in.embd = in_place ? batch.embeddings().data() + first * hp.n_embd : ub_embd_.data();
     else
-        in.tokens = batch.tokens().data() + first;
+        in.tokens = in_place ? batch.tokens().data() + first : ub_tokens_.data();
     in.positions = view.positions;
+    in.seq_masks = view.seq_masks;
     in.output_rows = out_rows_.data();
     in.n_outputs = static_cast<int64_t>(out_rows_.size());
     in.want_logits = !(params_.embeddings && params_.pooling != Pooling::None);
     in.want_hidden = params_.embeddings;
     in.long_rope = model_.long_rope_for_context(params_.n_ctx);
-    float* logits = in.want_logits && first_out >= 0 ? logits_.data() + static_cast<size_t>(first_out) * hp.n_vocab : nullptr;
-    float* hidden = in.want_hidden && first_out >= 0 ? embd_.data() + static_cast<size_t>(first_out) * hp.n_embd : nullptr;
-    model_.forward(ops_, ws_, in, *this, logits, hidden);
+    const bool any_out = first_out >= 0;
+    if (in_place) {
+        // The slice's outputs are consecutive output rows: written in place.
+        float* logits = in.want_logits && any_out ? logits_.data() + static_cast<size_t>(first_out) * hp.n_vocab : nullptr;
+        float* hidden = in.want_hidden && any_out ? embd_.data() + static_cast<size_t>(first_out) * hp.n_embd : nullptr;
+        model_.forward(ops_, ws_, in, *this, logits, hidden);
+        return 0;
+    }
+    ub_logits_.resize(in.want_logits ? out_rows_.size() * hp.n_vocab : 0);
+    ub_hidden_.resize(in.want_hidden ? out_rows_.size() * hp.n_embd : 0);
+    model_.forward(ops_, ws_, in, *this, in.want_logits && any_out ? ub_logits_.data() : nullptr,
+                   in.want_hidden && any_out ? ub_hidden_.data() : nullptr);
+    for (size_t r = 0; r < out_rows_.size(); ++r) {
+        const auto row = static_cast<size_t>(output_index_[split.entry(first + out_rows_[r])]);
+        if (in.want_logits)
+            std::memcpy(logits_.data() + row * hp.n_vocab, ub_logits_.data() + r * hp.n_vocab, hp.n_vocab * sizeof(float));
+        if (in.want_hidden)
+            std::memcpy(embd_.data() + row * hp.n_embd, ub_hidden_.data() + r * hp.n_embd, hp.n_embd * sizeof(float));
+    }
     return 0;
 }
 
@@ -231,38 +274,16 @@ std::span<const float> Context::embeddings_seq(SeqId seq) const {
     return {pooled_.data() + static_cast<size_t>(seq) * n_embd, n_embd};
 }
 
-void Context::memory_clear() {
-    if (full_) full_->clear();
-    if (swa_) swa_->clear();
+void Context::memory_clear() { memory_->clear(); }
+bool Context::memory_seq_rm(SeqId seq, int32_t p0, int32_t p1) { return memory_->seq_rm(seq, p0, p1); }
+bool Context::memory_seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) { return memory_->seq_cp(src, dst, p0, p1); }
+bool Context::memory_seq_keep(SeqId seq) { return memory_->seq_keep(seq); }
+bool Context::memory_seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) {
+    return memory_->seq_add(seq, p0, p1, delta);
 }
-void Context::memory_seq_rm(SeqId seq, int32_t p0, int32_t p1) {
-    if (full_) full_->seq_rm(seq, p0, p1);
-    if (swa_) swa_->seq_rm(seq, p0, p1);
-}
-void Context::memory_seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) {
-    if (full_) full_->seq_cp(src, dst, p0, p1);
-    if (swa_) swa_->seq_cp(src, dst, p0, p1);
-}
-void Context::memory_seq_keep(SeqId seq) {
-    if (full_) full_->seq_keep(seq);
-    if (swa_) swa_->seq_keep(seq);
-}
-void Context::memory_seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) {
-    if (full_) full_->seq_add(seq, p0, p1, delta);
-    if (swa_) swa_->seq_add(seq, p0, p1, delta);
-}
-int32_t Context::memory_seq_pos_max(SeqId seq) const {
-    int32_t p = -1;
-    if (full_) p = std::max(p, full_->seq_pos_max(seq));
-    if (swa_) p = std::max(p, swa_->seq_pos_max(seq));
-    return p;
-}
-int32_t Context::memory_seq_pos_min(SeqId seq) const {
-    // The full cache remembers everything; the SWA cache only the window.
-    return full_ ? full_->seq_pos_min(seq) : swa_->seq_pos_min(seq);
-}
-size_t Context::memory_bytes() const {
-    return (full_ ? full_->memory_bytes() : 0) + (swa_ ? swa_->memory_bytes() : 0);
-}
+int32_t Context::memory_seq_pos_max(SeqId seq) const { return memory_->seq_pos_max(seq); }
+// The full cache remembers everything, a window only its last positions: the lowest.
+int32_t Context::memory_seq_pos_min(SeqId seq) const { return memory_->seq_pos_min(seq); }
+size_t Context::memory_bytes() const { return memory_->memory_bytes(); }
 
 }  // namespace cria::runtime

@@ -1,16 +1,18 @@
-// Context::save_sequence / restore_sequence: one sequence's KV cells in a file.
+// Context::save_sequence / restore_sequence: one sequence's state in a file.
 //
 // Layout (little-endian, as the host writes it):
-//   "CRIASEQ" '\0'  u32 version
+//   "CRIASEQ" '\0'  u32 version (2)
 //   model: u32 n_layer, n_embd_k, n_embd_v, type_k, type_v, n_vocab; u64 hparams hash
 //   u32 n_tokens, i32 tokens[n_tokens]
-//   u32 n_caches (1, or 2 with a sliding-window cache), then per cache:
-//     u32 n_layer, u32 n_cells, i32 positions[n_cells],
-//     per layer: K rows (n_cells * k_cell_bytes), V rows (n_cells * v_cell_bytes)
+//   u32 n_sections, then per section (one per memory, memory/state_section.h):
+//     u32 tag, u32 version, u64 size, payload (the memory's own format:
+//     for a KV cache the positions and K/V rows of its cells)
 //   u64 FNV-1a checksum of every byte before it
+// Version 1 had a fixed list of one or two KV caches instead of sections.
 // The reader checks the header before it reads further, bounds every count by
 // what this context can hold (so a hostile file cannot make it allocate
-// much), and changes the cache only once the whole file has been verified.
+// much), lets every memory check its own section, and changes the memory
+// only once the whole file has been verified.
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -27,7 +29,7 @@ namespace cria::runtime {
 namespace {
 
 constexpr char kMagic[8] = {'C', 'R', 'I', 'A', 'S', 'E', 'Q', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 struct Fnv1a {
     uint64_t h = 1469598103934665603ull;
@@ -61,43 +63,6 @@ struct Identity {
     uint64_t hash;
 };
 
-class Writer {
-public:
-    void bytes(const void* data, size_t n) {
-        const auto* p = static_cast<const char*>(data);
-        buf_.insert(buf_.end(), p, p + n);
-    }
-    template <typename T>
-    void value(T v) { bytes(&v, sizeof v); }
-    std::string& buffer() { return buf_; }
-
-private:
-    std::string buf_;
-};
-
-// Reads from the file's bytes; running past the end means the file is truncated.
-class Reader {
-public:
-    explicit Reader(const std::string& data) : data_(data) {}
-    void bytes(void* out, size_t n) {
-        if (n > data_.size() - at_) throw Error("the sequence file is truncated");
-        std::memcpy(out, data_.data() + at_, n);
-        at_ += n;
-    }
-    template <typename T>
-    T value() {
-        T v;
-        bytes(&v, sizeof v);
-        return v;
-    }
-    size_t offset() const { return at_; }
-    size_t left() const { return data_.size() - at_; }
-
-private:
-    const std::string& data_;
-    size_t at_ = 0;
-};
-
 }  // namespace
 
 size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path) {
@@ -106,7 +71,7 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
                     std::to_string(params_.n_seq_max - 1));
     apply_pending_shifts();  // saved keys are rotated for the positions saved with them
     const model::HParams& hp = model_.hparams();
-    Writer w;
+    memory::ByteWriter w;
     w.bytes(kMagic, sizeof kMagic);
     w.value(kVersion);
     for (uint32_t v : {hp.n_layer, hp.n_embd_k(), hp.n_embd_v(), static_cast<uint32_t>(params_.type_k),
@@ -115,21 +80,10 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     w.value(hparams_hash(hp));
     w.value(static_cast<uint32_t>(tokens.size()));
     w.bytes(tokens.data(), tokens.size() * sizeof(TokenId));
-    const uint32_t n_caches = (full_ ? 1u : 0u) + (swa_ ? 1u : 0u);
-    w.value(n_caches);
-    size_t n_saved = 0;
-    for (memory::KvCache* cache : {full_.get(), swa_.get()}) {
-        if (cache == nullptr) continue;
-        const auto cells = cache->seq_save(seq);
-        w.value(cache->params().n_layer);
-        w.value(static_cast<uint32_t>(cells.positions.size()));
-        w.bytes(cells.positions.data(), cells.positions.size() * sizeof(int32_t));
-        for (uint32_t l = 0; l < cache->params().n_layer; ++l) {
-            w.bytes(cells.k[l].data(), cells.k[l].size());
-            w.bytes(cells.v[l].data(), cells.v[l].size());
-        }
-        if (cache == full_.get() || !full_) n_saved = cells.positions.size();
-    }
+    std::vector<memory::Section> sections;
+    memory_->save_seq(seq, sections);
+    memory::write_sections(w, sections);
+    const size_t n_saved = sections.empty() ? 0 : sections.front().n_positions;
     Fnv1a sum;
     sum.add(w.buffer().data(), w.buffer().size());
     w.value(sum.h);
@@ -138,7 +92,7 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         if (!out) throw Error("cannot write " + tmp);
-        out.write(w.buffer().data(), static_cast<std::streamsize>(w.buffer().size()));
+        out.write(reinterpret_cast<const char*>(w.buffer().data()), static_cast<std::streamsize>(w.buffer().size()));
         out.close();
         if (!out) {
             std::remove(tmp.c_str());
@@ -159,12 +113,12 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
         throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
     const model::HParams& hp = model_.hparams();
-    memory::KvCache* caches[2] = {full_.get(), swa_.get()};
+    const auto n_sections = static_cast<uint32_t>(memory_->n_sections());
+    const uint64_t max_payload = memory_->max_saved_bytes();
 
     // The most a file for this context can hold: a bigger one is refused unread.
-    uint64_t max_size = sizeof kMagic + 4 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 + 8;
-    for (memory::KvCache* c : caches)
-        if (c) max_size += 8 + uint64_t{c->n_cells()} * (4 + c->params().n_layer * (c->k_cell_bytes() + c->v_cell_bytes()));
+    const uint64_t max_size =
+        sizeof kMagic + 4 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 + 16 * n_sections + max_payload + 8;
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     if (ec) throw Error("cannot read the sequence file: " + ec.message());
@@ -174,7 +128,7 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
     const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad()) throw Error("reading the sequence file failed");
 
-    Reader r(data);
+    memory::ByteReader r(reinterpret_cast<const uint8_t*>(data.data()), data.size(), "the sequence file");
     char magic[8];
     r.bytes(magic, sizeof magic);
     if (std::memcmp(magic, kMagic, sizeof magic) != 0) throw Error("not a cria sequence file");
@@ -210,45 +164,16 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
     for (TokenId t : tokens)
         if (t < 0 || static_cast<uint32_t>(t) >= hp.n_vocab) throw Error("the sequence file holds an invalid token id");
 
-    const auto n_caches = r.value<uint32_t>();
-    const uint32_t expected_caches = (full_ ? 1u : 0u) + (swa_ ? 1u : 0u);
-    if (n_caches != expected_caches) throw Error("the sequence file has another cache layout");
-    memory::KvCache::SequenceCells loaded[2];
-    for (int i = 0; i < 2; ++i) {
-        memory::KvCache* cache = caches[i];
-        if (cache == nullptr) continue;
-        const uint32_t n_layer = r.value<uint32_t>();
-        if (n_layer != cache->params().n_layer) throw Error("the sequence file has another cache layout");
-        const auto n_cells = r.value<uint32_t>();
-        if (n_cells > cache->n_cells()) throw Error("the sequence file holds more cells than the cache has");
-        auto& cells = loaded[i];
-        cells.positions.resize(n_cells);
-        r.bytes(cells.positions.data(), n_cells * sizeof(int32_t));
-        for (uint32_t c = 0; c < n_cells; ++c)
-            if (cells.positions[c] < 0 || (c > 0 && cells.positions[c] <= cells.positions[c - 1]))
-                throw Error("the sequence file is corrupt (positions out of order)");
-        if (max_positions > 0 && n_cells > 0 && static_cast<uint32_t>(cells.positions.back()) >= max_positions)
-            throw Error("the sequence file has positions beyond the " + std::to_string(max_positions) + " allowed here");
-        cells.k.resize(n_layer);
-        cells.v.resize(n_layer);
-        for (uint32_t l = 0; l < n_layer; ++l) {
-            cells.k[l].resize(n_cells * cache->k_cell_bytes());
-            cells.v[l].resize(n_cells * cache->v_cell_bytes());
-            r.bytes(cells.k[l].data(), cells.k[l].size());
-            r.bytes(cells.v[l].data(), cells.v[l].size());
-        }
-    }
+    const std::vector<memory::Section> sections = memory::read_sections(r, n_sections, max_payload);
     Fnv1a sum;
     sum.add(data.data(), r.offset());
     if (r.value<uint64_t>() != sum.h) throw Error("the sequence file is corrupt (checksum mismatch)");
     if (r.left() != 0) throw Error("the sequence file has trailing bytes");
-    for (int i = 0; i < 2; ++i)
-        if (caches[i] && !caches[i]->seq_load_fits(seq, loaded[i].positions.size()))
-            throw Error("the cache has no room for the saved sequence");
-
-    // Verified: replace the sequence in every cache.
-    for (int i = 0; i < 2; ++i)
-        if (caches[i]) caches[i]->seq_load(seq, loaded[i]);
+    // Every memory checks its section (layout, positions, room) before any changes.
+    memory::LoadLimits limits;
+    limits.max_positions = max_positions;
+    auto loaded = memory_->read_seq(seq, sections, limits);
+    memory_->load_seq(seq, *loaded);
     return tokens;
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -165,6 +166,57 @@ TEST_F(SequenceState, BadFilesAreRefusedAndChangeNothing) {
     EXPECT_THROW(ctx.save_sequence(-1, prompt_, good.string()), Error);
     // The good file still loads.
     EXPECT_EQ(ctx.restore_sequence(1, good.string()), prompt_);
+}
+
+// A hand-made file with a valid checksum: the sections themselves are checked.
+TEST_F(SequenceState, ForeignSectionsAreRefusedEvenWithAValidChecksum) {
+    Context ctx(*model_, params());
+    prefill(ctx, 0, prompt_);
+    const auto dir = test::temp_dir();
+    const auto good = dir / "seq-sections.bin";
+    ctx.save_sequence(0, prompt_, good.string());
+    const std::string bytes = read_bytes(good);
+    const int32_t n = static_cast<int32_t>(prompt_.size());
+    // magic, version, identity (6 x u32 + u64), n_tokens, tokens, n_sections, then the first section's
+    // tag, version, size and payload (n_layer, k/v cell bytes, n_swa, n_chunk, n_cells, positions, rows).
+    const size_t sections_at = 8 + 4 + 32 + 4 + 4 * prompt_.size();
+    const size_t tag_at = sections_at + 4;
+    ASSERT_EQ(bytes.substr(tag_at, 4), "KVAT");
+    auto with_checksum = [](std::string b) {
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i + 8 < b.size(); ++i) h = (h ^ static_cast<uint8_t>(b[i])) * 1099511628211ull;
+        std::memcpy(b.data() + b.size() - 8, &h, 8);
+        return b;
+    };
+    auto refused = [&](const std::string& data, const std::string& why) {
+        SCOPED_TRACE(why);
+        const auto p = dir / "seq-sections-bad.bin";
+        write_bytes(p, with_checksum(data));
+        try {
+            ctx.restore_sequence(0, p.string());
+            ADD_FAILURE() << "accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(ctx.memory_seq_pos_max(0), n - 1);
+        EXPECT_EQ(ctx.memory_seq_pos_min(0), 0);
+    };
+    std::string b = bytes;
+    b.replace(tag_at, 4, "KVSW");  // a sliding-window section where the full cache's belongs
+    refused(b, "expects KVAT");
+    b = bytes;
+    b[tag_at + 4] = 3;  // the section's version
+    refused(b, "version");
+    b = bytes;
+    b[sections_at] = 2;  // two sections announced
+    refused(b, "sections");
+    b = bytes;
+    b[tag_at + 16 + 20 + 3] = 0x7f;  // the cell count: more than the cache has
+    refused(b, "more cells");
+    b = bytes;
+    b[tag_at + 16 + 24 + 4 + 3] = static_cast<char>(0x80);  // the second position: negative
+    refused(b, "positions");
+    EXPECT_EQ(with_checksum(bytes), bytes);  // the helper is the file's own checksum
 }
 
 }  // namespace

@@ -24,18 +24,23 @@
 //      gathered into scratch rows first (order is irrelevant to attention).
 // So the common paths read the cache in place, and every other layout (many
 // sequences, removed ranges, shifted positions, reused cells) stays exact.
+// With chunked attention (n_chunk) every query is attended alone (step 2).
+//
+// As a memory::Memory it can do every sequence operation (they all return
+// true), a checkpoint commit removes the rejected cells, and its saved state
+// is one section ("KVAT" full attention, "KVSW" sliding window, "KVCH"
+// chunked). The class is final and the runtime calls store()/attend()
+// directly, so the attention hot path has no virtual dispatch.
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "cria/core/element_type.h"
+#include "cria/memory/memory.h"
 #include "cria/ops/ops.h"
 
 namespace cria::memory {
-
-using SeqId = int32_t;
-inline constexpr SeqId kMaxSequences = 64;
 
 struct KvCacheParams {
     uint32_t n_cells = 0;
@@ -48,17 +53,19 @@ struct KvCacheParams {
     // > 0: only the last n_swa positions of each sequence are ever visible,
     // so older cells are freed before each micro-batch (a sliding-window cache).
     uint32_t n_swa = 0;
+    // > 0: chunked attention (llama4): a query at p sees only the positions
+    // of its own chunk [p - p % n_chunk, p]; earlier chunks are freed like a
+    // window. Not together with n_swa.
+    uint32_t n_chunk = 0;
 };
 
-// The tokens of one micro-batch as the cache sees them.
-struct UbatchView {
-    int64_t n_tokens = 0;
-    const int32_t* positions = nullptr;
-    const uint64_t* seq_masks = nullptr;  // bit s set: the token belongs to sequence s
-};
-
-class KvCache {
+class KvCache final : public Memory {
 public:
+    static constexpr uint32_t kTagFull = fourcc('K', 'V', 'A', 'T');
+    static constexpr uint32_t kTagWindow = fourcc('K', 'V', 'S', 'W');
+    static constexpr uint32_t kTagChunked = fourcc('K', 'V', 'C', 'H');
+    static constexpr uint32_t kSectionVersion = 1;
+
     // Throws cria::Error for an unsupported cache type or a head size the
     // type's blocks do not divide.
     explicit KvCache(const KvCacheParams& params);
@@ -66,13 +73,14 @@ public:
     const KvCacheParams& params() const { return params_; }
     uint32_t n_cells() const { return params_.n_cells; }
     uint32_t n_used() const;  // cells that belong to at least one sequence
-    size_t memory_bytes() const;
+    size_t memory_bytes() const override;
 
     // Places a micro-batch: picks a free cell for every token (a contiguous
     // run when there is one), marks them used with the token's position and
     // sequences. Returns false (and changes nothing) when there are not enough
     // free cells. The chosen cells are kept for store() and attend().
-    bool place(const UbatchView& ubatch);
+    bool place(const UbatchView& ubatch) override;
+    void unplace() override;  // frees the cells of the last place()
     const std::vector<uint32_t>& placed_cells() const { return slots_; }
 
     // Writes the micro-batch's keys and values (F32 [head_dim, n_head_kv,
@@ -87,22 +95,36 @@ public:
 
     // Sequence bookkeeping, as llama.cpp's llama_memory_seq_* (p1 < 0: to the
     // end; seq < 0 in seq_rm: every sequence).
-    void clear();
-    void seq_rm(SeqId seq, int32_t p0, int32_t p1);
-    void seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1);
-    void seq_keep(SeqId seq);
+    // All of them succeed (return true); a sequence id outside 0..63 throws.
+    void clear() override;
+    bool seq_rm(SeqId seq, int32_t p0, int32_t p1) override;
+    bool seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) override;
+    bool seq_keep(SeqId seq) override;
     // Adds delta to the positions in [p0, p1) of seq; cells whose position
     // becomes negative are removed. The keys must then be re-rotated with
     // apply_shift() before the next attention (context shift).
-    void seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta);
-    int32_t seq_pos_min(SeqId seq) const;  // -1 when the sequence is empty
-    int32_t seq_pos_max(SeqId seq) const;  // -1 when the sequence is empty
+    bool seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) override;
+    int32_t seq_pos_min(SeqId seq) const override;  // -1 when the sequence is empty
+    int32_t seq_pos_max(SeqId seq) const override;  // -1 when the sequence is empty
 
-    bool has_shift() const { return has_shift_; }
+    bool has_shift() const override { return has_shift_; }
     // Rotates the keys of every shifted cell by its accumulated delta: RoPE is
     // a rotation by an angle linear in the position, so rotating by the delta
     // equals rotating from scratch at the new position.
-    void apply_shift(ops::Ops& ops, const std::function<ops::RopeParams(uint32_t layer)>& rope_for_layer);
+    void apply_shift(ops::Ops& ops, const std::function<ops::RopeParams(uint32_t layer)>& rope_for_layer) override;
+
+    // A checkpoint remembers where the verify batch starts (the sequence's
+    // highest position + 1); commit removes the cells past the accepted ones.
+    bool checkpoint_begin(SeqId seq, int32_t n_positions) override;
+    bool checkpoint_commit(SeqId seq, int32_t n_accepted) override;
+
+    // One section: u32 n_layer, k_cell_bytes, v_cell_bytes, n_swa, n_chunk, n_cells,
+    // i32 positions[n_cells], then per layer the K rows and the V rows.
+    void save_seq(SeqId seq, std::vector<Section>& out) const override;
+    std::unique_ptr<LoadedSequence> read_seq(SeqId seq, std::span<const Section> sections,
+                                             const LoadLimits& limits) const override;
+    void load_seq(SeqId seq, LoadedSequence& loaded) override;
+    uint64_t max_saved_bytes() const override;
 
     // Saving and restoring one sequence (llama.cpp's llama_state_seq_*): its
     // cells in position order, each with its position and its raw K and V
@@ -131,6 +153,7 @@ private:
     void check_seq(SeqId seq) const;
     void free_cell(uint32_t c);
     void prune_window();
+    uint32_t section_tag() const;
     ops::TensorView k_view(uint32_t layer, uint32_t first, uint32_t count) const;
     ops::TensorView v_view(uint32_t layer, uint32_t first, uint32_t count) const;
 
@@ -155,6 +178,11 @@ private:
     std::vector<uint64_t> seqs_;
     std::vector<int32_t> shift_;
     bool has_shift_ = false;
+    struct Checkpoint {
+        int32_t base = -1;  // first position of the verify batch; -1: none open
+        int32_t length = 0;
+    };
+    Checkpoint checkpoints_[kMaxSequences];
     uint32_t n_hi_ = 0;  // 1 + highest cell index ever used since clear (attention reads below it)
 
     UbatchView ubatch_;

@@ -85,6 +85,9 @@ struct ForwardInput {
     const int32_t* tokens = nullptr;   // n_tokens ids, or null when embd is given
     const float* embd = nullptr;       // n_embd x n_tokens input embeddings (instead of tokens)
     const int32_t* positions = nullptr;
+    // n_tokens sequence sets (bit s set: the token belongs to sequence s), so
+    // layers that keep per-sequence state (recurrent) can find it; may be null.
+    const uint64_t* seq_masks = nullptr;
     // Rows (indices into the micro-batch) whose logits / hidden states to return, in order.
     const int32_t* output_rows = nullptr;
     int64_t n_outputs = 0;

@@ -9,9 +9,11 @@
 //
 // decode() splits a batch into micro-batches of n_ubatch tokens, places each
 // in the cache, and runs the forward pass; logits (and embeddings) of the
-// flagged tokens are kept until the next decode(). Models with sliding-window
-// layers get two caches, as llama.cpp's iSWA cache: a full one for the global
-// layers and a small one holding only the window for the SWA layers.
+// flagged tokens are kept until the next decode(). The memory is a
+// memory::HybridMemory router over the model's memories: one KV cache, or,
+// for models with sliding-window layers, as llama.cpp's iSWA cache, a full
+// one for the global layers and a small one holding only the window for the
+// SWA layers. The memory decides how a batch is cut into micro-batches.
 
 #include <chrono>
 #include <cstdint>
@@ -22,7 +24,7 @@
 
 #include "cria/core/element_type.h"
 #include "cria/cpu/thread_pool.h"
-#include "cria/memory/kv_cache.h"
+#include "cria/memory/hybrid_memory.h"
 #include "cria/model/model.h"
 #include "cria/ops/cpu_ops.h"
 #include "cria/runtime/batch.h"
@@ -53,6 +55,10 @@ struct Timings {
 class Context final : private model::AttentionMemory {
 public:
     Context(const model::Model& model, const ContextParams& params);
+    // Over a memory built by the caller (one layer map entry per model layer;
+    // attention layers need a KV cache). For memories the runtime does not
+    // build itself yet, and for tests. Throws cria::Error for another layer count.
+    Context(const model::Model& model, const ContextParams& params, std::unique_ptr<memory::HybridMemory> memory);
     ~Context() override;
 
     // 0 on success; 1 when the cache has no room for the batch (nothing was
@@ -67,23 +73,29 @@ public:
     // Pooled embedding of a sequence of the last decode() (pooling not none).
     std::span<const float> embeddings_seq(SeqId seq) const;
 
-    // The cache, as llama.cpp's llama_memory_* (applied to every cache).
+    // The memory, as llama.cpp's llama_memory_* (applied to every memory of
+    // the model). The mutating ones return false, changing nothing, when a
+    // memory cannot do it (a recurrent state cannot drop part of its history).
     void memory_clear();
-    void memory_seq_rm(SeqId seq, int32_t p0, int32_t p1);
-    void memory_seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1);
-    void memory_seq_keep(SeqId seq);
-    void memory_seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta);
+    bool memory_seq_rm(SeqId seq, int32_t p0, int32_t p1);
+    bool memory_seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1);
+    bool memory_seq_keep(SeqId seq);
+    bool memory_seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta);
     int32_t memory_seq_pos_max(SeqId seq) const;
     int32_t memory_seq_pos_min(SeqId seq) const;
     size_t memory_bytes() const;
+    // The memory itself: checkpoints for speculative verification
+    // (checkpoint_begin / checkpoint_commit), the layer -> memory map.
+    memory::HybridMemory& memory() { return *memory_; }
+    const memory::HybridMemory& memory() const { return *memory_; }
 
     // One sequence's state in a file (llama.cpp's llama_state_seq_save_file /
-    // _load_file): the sequence's cache cells -- positions and the raw K and
-    // V rows of every layer -- with `tokens` (what the caller knows those
+    // _load_file): one section per memory (for a KV cache the sequence's
+    // cells -- positions and the raw K and V rows of every layer) with `tokens` (what the caller knows those
     // cells hold), under a versioned header naming the model (layers, K/V
     // widths, cache types, vocabulary, a hash of the hyperparameters) and a
     // checksum. Written to a temporary file, then renamed. Returns the
-    // number of cells saved. Throws cria::Error when the file cannot be written.
+    // number of positions saved (of the first memory: the full cache). Throws cria::Error when the file cannot be written.
     size_t save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path);
     // Loads such a file into `seq`, replacing what it held, without any
     // forward pass; returns the saved tokens. Throws cria::Error, leaving the
@@ -103,7 +115,10 @@ public:
 private:
     void attend(uint32_t layer, const ops::TensorView& q, const ops::TensorView& k, const ops::TensorView& v,
                 const ops::AttentionParams& params, const ops::TensorView& out) override;
-    int decode_ubatch(const Batch& batch, int64_t first, int64_t n);
+    // Micro-batch u of the split: placed, then run. 1 when the memory has no room.
+    int decode_ubatch(const Batch& batch, const memory::Split& split, size_t u);
+    // Gathers the entries of a regrouped micro-batch into the ub_* scratch.
+    void gather_ubatch(const Batch& batch, const memory::Split& split, int64_t first, int64_t n);
     // Re-rotates the keys of shifted cells (before attention, and before a save).
     void apply_pending_shifts();
 
@@ -112,12 +127,16 @@ private:
     cpu::ThreadPool pool_;
     ops::CpuOps ops_;
     model::Workspace ws_;
-    std::unique_ptr<memory::KvCache> full_, swa_;
-    std::vector<std::pair<memory::KvCache*, uint32_t>> layer_cache_;  // per model layer: cache and its layer index
+    std::unique_ptr<memory::HybridMemory> memory_;
 
     // Per-ubatch scratch (no allocation once sized).
     std::vector<int32_t> out_rows_;
-    std::vector<float> hidden_tmp_;
+    // A regrouped micro-batch (Split::in_order false): its entries gathered,
+    // and its outputs computed here before they go to their rows.
+    std::vector<TokenId> ub_tokens_;
+    std::vector<float> ub_embd_, ub_logits_, ub_hidden_;
+    std::vector<int32_t> ub_pos_;
+    std::vector<uint64_t> ub_masks_;
 
     // Outputs of the last decode().
     std::vector<float> logits_, embd_, pooled_;

@@ -1,0 +1,98 @@
+#pragma once
+// HybridMemory: the memory of a whole model. It owns the leaf memories (KV
+// caches, sliding-window caches, recurrent states) and the layer -> memory
+// map: which model layer lives in which memory, at which index there.
+//
+// Every sequence operation goes to every child. One that a child would
+// refuse is refused as a whole before any child changes (the router asks
+// every child's can_* first), so a refusal never leaves the children half
+// applied. Positions: seq_pos_max is the highest of the children,
+// seq_pos_min the lowest of the children that hold the sequence (a full
+// cache remembers more than a window). Micro-batches follow the strictest
+// child: when one needs whole sequences per step (recurrent), every child
+// gets that split. Saved state: the children's sections, in child order.
+//
+// The attention hot path does not go through the router's virtual calls:
+// layer(l).kv is the KV cache of layer l (null for a recurrent layer), which
+// the runtime calls directly.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cria/memory/kv_cache.h"
+#include "cria/memory/memory.h"
+#include "cria/memory/recurrent_memory.h"
+
+namespace cria::memory {
+
+class HybridMemory final : public Memory {
+public:
+    struct LayerPlacement {
+        uint32_t child = 0;  // index into the children
+        uint32_t index = 0;  // the layer's index inside that child
+    };
+    struct LayerSlot {
+        Memory* memory = nullptr;
+        uint32_t index = 0;
+        KvCache* kv = nullptr;                // memory, when it is a KV cache
+        RecurrentMemory* recurrent = nullptr;  // memory, when it is a recurrent state
+    };
+
+    // Throws cria::Error for no children, a placement naming a missing child
+    // or a layer index beyond the child's layers, or two model layers at the
+    // same place.
+    HybridMemory(std::vector<std::unique_ptr<Memory>> children, const std::vector<LayerPlacement>& layers);
+
+    uint32_t n_layer() const { return static_cast<uint32_t>(layers_.size()); }
+    const LayerSlot& layer(uint32_t model_layer) const { return layers_[model_layer]; }
+    size_t n_children() const { return children_.size(); }
+    Memory& child(size_t i) { return *children_[i]; }
+    const Memory& child(size_t i) const { return *children_[i]; }
+
+    void clear() override;
+    bool seq_rm(SeqId seq, int32_t p0, int32_t p1) override;
+    bool seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) override;
+    bool seq_keep(SeqId seq) override;
+    bool seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) override;
+    int32_t seq_pos_min(SeqId seq) const override;
+    int32_t seq_pos_max(SeqId seq) const override;
+    bool can_seq_rm(SeqId seq, int32_t p0, int32_t p1) const override;
+    bool can_seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) const override;
+    bool can_seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) const override;
+
+    Split split(const UbatchView& batch, uint32_t n_ubatch) const override;
+    // Places in every child; when one has no room, the others give their cells back.
+    bool place(const UbatchView& ubatch) override;
+    void unplace() override;
+
+    bool has_shift() const override;
+    // rope_for_layer takes a model layer here (the router maps each child's layers).
+    void apply_shift(ops::Ops& ops, const std::function<ops::RopeParams(uint32_t layer)>& rope_for_layer) override;
+
+    // begin opens a checkpoint in every child; commit checks the accepted
+    // length against the open checkpoint and what was decoded since, then
+    // commits every child.
+    bool checkpoint_begin(SeqId seq, int32_t n_positions) override;
+    bool checkpoint_commit(SeqId seq, int32_t n_accepted) override;
+
+    size_t n_sections() const override;
+    void save_seq(SeqId seq, std::vector<Section>& out) const override;
+    std::unique_ptr<LoadedSequence> read_seq(SeqId seq, std::span<const Section> sections,
+                                             const LoadLimits& limits) const override;
+    void load_seq(SeqId seq, LoadedSequence& loaded) override;
+    uint64_t max_saved_bytes() const override;
+    size_t memory_bytes() const override;
+
+private:
+    struct Checkpoint {
+        int32_t base = -1;  // -1: none open
+        int32_t length = 0;
+    };
+    std::vector<std::unique_ptr<Memory>> children_;
+    std::vector<LayerSlot> layers_;
+    std::vector<std::vector<uint32_t>> model_layers_;  // per child: its layer index -> model layer
+    Checkpoint checkpoints_[kMaxSequences];
+};
+
+}  // namespace cria::memory
