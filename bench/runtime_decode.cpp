@@ -2,10 +2,11 @@
 // benchmark-sized model files.
 //
 //   bench_runtime_decode                         Google Benchmark: pp/tg on a small llama
-//   bench_runtime_decode --make-models DIR [NAME...]  writes llama-1b-{q4_0,q8_0,f16}.gguf and
-//                                                qwen3-0.6b-q4_0.gguf (random weights, real shapes)
-//                                                into DIR for `cria bench` (Q4_K_M: cria quantize
-//                                                the F16 file). The files are never committed.
+//   bench_runtime_decode --make-models DIR [NAME...]  writes llama-1b-{f16,q4_0,q8_0,q4_k_m}.gguf
+//                                                and qwen3-0.6b-q4_0.gguf (random weights, real
+//                                                shapes, llama-quantize's type mix: see
+//                                                speed_models.h) into DIR for `cria bench`.
+//                                                The files are never committed.
 
 #include <benchmark/benchmark.h>
 
@@ -15,10 +16,12 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "cria/model/model.h"
 #include "cria/model/synthetic_model.h"
 #include "cria/runtime/context.h"
+#include "speed_models.h"
 
 namespace {
 
@@ -88,25 +91,8 @@ BENCHMARK(BM_Generate)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTi
 
 int main(int argc, char** argv) {
     if (argc >= 3 && std::strcmp(argv[1], "--make-models") == 0) {
-        const std::filesystem::path dir = argv[2];
-        const struct {
-            const char* name;
-            model::SyntheticModelSpec spec;
-        } files[] = {
-            {"llama-1b-q4_0.gguf", model::SyntheticModelSpec::llama_1b(ElementType::Q4_0)},
-            {"llama-1b-q8_0.gguf", model::SyntheticModelSpec::llama_1b(ElementType::Q8_0)},
-            {"llama-1b-f16.gguf", model::SyntheticModelSpec::llama_1b(ElementType::F16)},
-            {"qwen3-0.6b-q4_0.gguf", model::SyntheticModelSpec::qwen3_0_6b(ElementType::Q4_0)},
-        };
-        for (const auto& f : files) {
-            // Optional names after DIR select files (e.g. qwen3-0.6b-q4_0.gguf).
-            bool wanted = argc == 3;
-            for (int i = 3; i < argc; ++i) wanted = wanted || std::strcmp(argv[i], f.name) == 0;
-            if (!wanted) continue;
-            const std::string path = (dir / f.name).string();
-            std::fprintf(stderr, "writing %s\n", path.c_str());
-            model::write_synthetic_model(f.spec, path);
-        }
+        // Optional names after DIR select files (e.g. qwen3-0.6b-q4_0.gguf).
+        cria::bench::make_speed_models(argv[2], std::vector<std::string>(argv + 3, argv + argc), 0);
         return 0;
     }
     benchmark::Initialize(&argc, argv);

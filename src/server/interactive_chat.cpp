@@ -10,6 +10,7 @@
 
 #include "chat_prompt.h"
 #include "cria/core/error.h"
+#include "cria/sampling/grammar.h"
 #include "cria/server/runtime_backend.h"
 #include "cria/server/scheduler.h"
 
@@ -37,20 +38,25 @@ struct InterruptGuard {
 }  // namespace
 
 int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in, std::ostream& out) {
-    RuntimeBackendParams bp;
+    RuntimeBackendParams bp = options.backend;
     bp.n_seq = 1;
     bp.n_ctx = options.n_ctx;
     bp.n_threads = options.n_threads;
     RuntimeBackend backend(options.model_path, bp);
     const std::string tmpl = options.chat_template.empty() ? backend.chat_template() : options.chat_template;
     ChatFormatter formatter(backend.vocab(), tmpl);
-    Scheduler scheduler(backend, {.n_slots = 1, .max_queue = 1, .n_batch = 512});
+    // The user's grammar, as GBNF, checked once here so that a mistake ends
+    // the chat with an error instead of failing every turn.
+    const std::string grammar = sampling::grammar_source(options.grammar);
+    if (!grammar.empty()) (void)sampling::make_grammar_sampler(backend.vocab(), options.grammar);
+    Scheduler scheduler(backend, {.n_slots = 1, .max_queue = 1, .n_batch = backend.max_batch()});
     InterruptGuard guard;
 
     json history = json::array();
     if (!options.system_prompt.empty()) history.push_back({{"role", "system"}, {"content", options.system_prompt}});
     out << "cria chat with " << backend.model_name() << " (" << backend.n_ctx_per_seq()
-        << " tokens of context). /clear starts over, /exit quits, Ctrl-C stops a reply.\n";
+        << " tokens of context). /clear starts over, /exit quits, Ctrl-C stops a reply.\n"
+        << "(" << backend.describe_settings() << (grammar.empty() ? "" : ", replies follow the grammar") << ")\n";
     std::string line;
     for (;;) {
         out << "> " << std::flush;
@@ -73,6 +79,10 @@ int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in
         chat::OutputParserOptions popt;
         try {
             popt = formatter.prepare(job);
+            if (!grammar.empty()) {
+                job.gen.grammar = grammar;
+                job.gen.grammar_options = {};
+            }
             handle = scheduler.submit(std::move(job.gen));
         } catch (const std::exception& e) {
             out << "error: " << e.what() << "\n";
@@ -119,22 +129,6 @@ int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in
     }
     out << "\n";
     return 0;
-}
-
-int run_interactive_chat(const std::string& model_path, int32_t n_ctx, int n_threads, int32_t max_tokens, float temp,
-                         int32_t top_k, float top_p, float min_p, uint32_t seed, float repeat_penalty) {
-    InteractiveChatOptions o;
-    o.model_path = model_path;
-    o.n_ctx = n_ctx;
-    o.n_threads = n_threads;
-    o.max_tokens = max_tokens;
-    o.sampling.temp = temp;
-    o.sampling.top_k = top_k;
-    o.sampling.top_p = top_p;
-    o.sampling.min_p = min_p;
-    o.sampling.seed = seed;
-    o.sampling.penalty_repeat = repeat_penalty;
-    return run_interactive_chat(o, std::cin, std::cout);
 }
 
 }  // namespace cria::server

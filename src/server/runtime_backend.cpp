@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
@@ -14,7 +15,7 @@ namespace cria::server {
 RuntimeBackend::RuntimeBackend(const std::string& model_path, const RuntimeBackendParams& params) : params_(params) {
     if (params_.n_seq <= 0 || params_.n_seq > 64) throw Error("the number of slots must be 1..64");
     if (params_.n_batch <= 0) params_.n_batch = 512;
-    model_ = model::Model::load(model_path);
+    model_ = model::Model::load(model_path, params_.load_mode, params_.repack);
     vocab_ = std::make_unique<vocab::Vocab>(vocab::Vocab::from_gguf(model_->file()));
     const auto& hp = model_->hparams();
     if (params_.n_ctx <= 0) params_.n_ctx = static_cast<int32_t>(hp.n_ctx_train) * params_.n_seq;
@@ -23,9 +24,11 @@ RuntimeBackend::RuntimeBackend(const std::string& model_path, const RuntimeBacke
     runtime::ContextParams cp;
     cp.n_ctx = static_cast<uint32_t>(params_.n_ctx);
     cp.n_batch = static_cast<uint32_t>(params_.n_batch);
-    cp.n_ubatch = static_cast<uint32_t>(params_.n_batch);
+    cp.n_ubatch = static_cast<uint32_t>(params_.n_ubatch > 0 ? params_.n_ubatch : params_.n_batch);
     cp.n_seq_max = static_cast<uint32_t>(params_.n_seq);
     cp.n_threads = params_.n_threads;
+    cp.type_k = params_.type_k;
+    cp.type_v = params_.type_v;
     ctx_ = std::make_unique<runtime::Context>(*model_, cp);
 }
 
@@ -39,6 +42,17 @@ std::string RuntimeBackend::model_name() const {
 
 std::string RuntimeBackend::chat_template() const {
     return model_->file().get_string("tokenizer.chat_template", "");
+}
+
+std::string RuntimeBackend::describe_settings() const {
+    const runtime::ContextParams& cp = ctx_->params();
+    char packed[32];
+    std::snprintf(packed, sizeof packed, "%.1f MiB", static_cast<double>(model_->packed_bytes()) / 1048576.0);
+    return "n_ctx " + std::to_string(ctx_->n_ctx()) + ", batch " + std::to_string(cp.n_batch) + "/" +
+           std::to_string(cp.n_ubatch) + ", KV cache " + std::string(element_type_name(cp.type_k)) + "/" +
+           std::string(element_type_name(cp.type_v)) + ", loaded with " +
+           std::string(gguf::load_mode_name(model_->file().load_mode())) + ", " + packed + " of weights packed" +
+           (params_.repack ? "" : " (--no-repack)");
 }
 
 void RuntimeBackend::decode(std::span<const BatchToken> batch, std::vector<float>& logits) {

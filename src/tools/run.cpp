@@ -5,7 +5,9 @@
 //            [-b N] [-ub N] [-ctk T] [-ctv T] [--no-display-prompt] [--load-mode M]
 //            [--grammar G | --grammar-file F | -j SCHEMA | --json-schema-file F]
 //            [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ...
-//   cria run -m MODEL            (no -p: interactive chat in the terminal)
+//   cria run -m MODEL            (no -p: interactive chat in the terminal; the same
+//                                 model, cache, sampling and grammar flags; -md and
+//                                 --spec-* are refused there for now)
 //
 // stdout gets exactly the text: the prompt as its tokens read back (SPM's
 // leading space included, BOS/control tokens not shown) unless
@@ -13,6 +15,7 @@
 // timings go to stderr.
 
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -103,13 +106,34 @@ std::function<int()> setup(CLI::App& cmd) {
         if (!draft_model.empty()) spec::apply_option(opt->spec, "-md", draft_model);
         if (!n_ctx.empty()) opt->n_ctx = runtime::parse_count(n_ctx, "-c");
         if (!n_ubatch.empty()) opt->n_ubatch = runtime::parse_count(n_ubatch, "-ub");
-        if (prompt->count() == 0) {
-            // No prompt: chat in the terminal with the model's template.
-            return server::run_interactive_chat(opt->model, static_cast<int32_t>(opt->n_ctx), opt->threads,
-                                                opt->n_predict, opt->temp, opt->top_k, opt->top_p, opt->min_p,
-                                                opt->seed, opt->repeat_penalty);
-        }
         const gguf::LoadMode mode = runtime::parse_load_mode_or_throw(opt->load_mode);
+        if (prompt->count() == 0) {
+            // No prompt: chat in the terminal with the model's template. The
+            // chat runs on the server's scheduler, whose speculative step is
+            // being rewritten; until then the flags are refused, not dropped.
+            if (!draft_model.empty() || cria::tools::any_spec_flag_given(cmd))
+                throw Error("speculative decoding is not available in the interactive chat yet; use -p PROMPT "
+                            "to speculate with -md / --spec-*");
+            server::InteractiveChatOptions chat;
+            chat.model_path = opt->model;
+            chat.n_ctx = static_cast<int32_t>(opt->n_ctx);
+            chat.n_threads = opt->threads;
+            chat.max_tokens = opt->n_predict;
+            chat.sampling.temp = opt->temp;
+            chat.sampling.top_k = opt->top_k;
+            chat.sampling.top_p = opt->top_p;
+            chat.sampling.min_p = opt->min_p;
+            chat.sampling.seed = opt->seed;
+            chat.sampling.penalty_repeat = opt->repeat_penalty;
+            chat.grammar = opt->grammar;
+            chat.backend.n_batch = static_cast<int32_t>(opt->n_batch);
+            chat.backend.n_ubatch = static_cast<int32_t>(opt->n_ubatch);
+            chat.backend.type_k = runtime::parse_cache_type(opt->cache_type_k);
+            chat.backend.type_v = runtime::parse_cache_type(opt->cache_type_v);
+            chat.backend.load_mode = mode;
+            chat.backend.repack = !opt->no_repack;
+            return server::run_interactive_chat(chat, std::cin, std::cout);
+        }
         runtime::ContextParams cp;
         cp.n_ctx = opt->n_ctx;
         cp.n_batch = opt->n_batch;

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <string>
 
 #include "cria/core/error.h"
 #include "cria/spec/options.h"
@@ -29,6 +30,15 @@ void add_spec_flags(CLI::App& cmd, const std::shared_ptr<Owner>& owner, spec::Sp
             },
             o.help);
     }
+}
+
+// Whether the command line gave any of those flags (by any of its names).
+inline bool any_spec_flag_given(const CLI::App& cmd) {
+    for (const auto& o : spec::options()) {
+        const std::string first = o.flags.substr(0, o.flags.find(','));
+        if (cmd.count(first) > 0) return true;
+    }
+    return false;
 }
 
 }  // namespace cria::tools

@@ -1,25 +1,39 @@
 // The terminal chat, fed from a string: replies, /clear, /exit.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <sstream>
 
+#include "cria/core/error.h"
 #include "cria/server/interactive_chat.h"
 #include "support/test_paths.h"
 
 using namespace cria::server;
 
 namespace {
-std::string chat(const std::string& input) {
+InteractiveChatOptions stories_options() {
     InteractiveChatOptions o;
     o.model_path = cria::test::model_path("stories260K/stories260K.gguf").string();
     o.n_ctx = 1024;
     o.n_threads = 2;
     o.max_tokens = 16;
     o.sampling.temp = 0.0f;
+    return o;
+}
+
+std::string chat(const std::string& input, const InteractiveChatOptions& o = stories_options()) {
     std::istringstream in(input);
     std::ostringstream out;
     EXPECT_EQ(run_interactive_chat(o, in, out), 0);
     return out.str();
+}
+
+// A reply without the line break (and markers) the chat writes after it,
+// and without the trailing space a JSON grammar allows.
+std::string text_of(const std::string& reply) {
+    std::string text = reply.substr(0, reply.find('\n'));
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    return text;
 }
 
 // The replies: what follows each "> " prompt up to the next prompt.
@@ -52,4 +66,57 @@ TEST(InteractiveChat, HistoryChangesTheNextReply) {
     ASSERT_GE(with_history.size(), 2u);
     // The second turn sees the first one, so its prompt (and greedy reply) differ.
     EXPECT_NE(with_history[1], with_history[0]);
+}
+
+// `cria run` without -p passes its grammar flags here: every reply follows them.
+TEST(InteractiveChat, AGrammarConstrainsEveryReply) {
+    InteractiveChatOptions o = stories_options();
+    o.sampling.temp = 0.8f;
+    o.sampling.seed = 1;
+    o.grammar.grammar = R"(root ::= ("yes" | "no") ".")";
+    const auto r = replies(chat("Once upon a time\nWhat did she say?\n", o));
+    ASSERT_GE(r.size(), 2u);  // then the prompt that meets the end of input
+    for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(std::regex_match(text_of(r[i]), std::regex("(yes|no)\\."))) << r[i];
+}
+
+TEST(InteractiveChat, AJsonSchemaConstrainsEveryReply) {
+    InteractiveChatOptions o = stories_options();
+    o.grammar.json_schema = R"({"type": "boolean"})";
+    const auto r = replies(chat("Is it true?\nAnd now?\n", o));
+    ASSERT_GE(r.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(std::regex_match(text_of(r[i]), std::regex("true|false"))) << r[i];
+}
+
+TEST(InteractiveChat, ABadGrammarEndsTheChatBeforeTheFirstPrompt) {
+    InteractiveChatOptions o = stories_options();
+    o.grammar.grammar = "root ::= (";
+    std::istringstream in("Hello\n");
+    std::ostringstream out;
+    EXPECT_THROW(run_interactive_chat(o, in, out), cria::Error);
+    EXPECT_EQ(out.str().find("> "), std::string::npos);
+}
+
+// -b, -ub, -ctk, -ctv, --load-mode and --no-repack reach the model and the
+// context, and the banner shows them in effect.
+TEST(InteractiveChat, CacheBatchAndLoadSettingsAreHonoured) {
+    InteractiveChatOptions o = stories_options();
+    o.backend.n_batch = 64;
+    o.backend.n_ubatch = 16;
+    o.backend.type_k = cria::ElementType::F32;  // stories260K's heads (8 values) are too short for q8_0 blocks
+    o.backend.type_v = cria::ElementType::BF16;
+    o.backend.load_mode = cria::gguf::LoadMode::None;
+    o.backend.repack = false;
+    const std::string t = chat("Once upon a time\n", o);
+    EXPECT_NE(t.find("batch 64/16, KV cache f32/bf16, loaded with none, 0.0 MiB of weights packed (--no-repack)"),
+              std::string::npos)
+        << t;
+    const auto r = replies(t);
+    ASSERT_GE(r.size(), 1u);
+    EXPECT_FALSE(text_of(r[0]).empty());
+}
+
+TEST(InteractiveChat, TheDefaultsAreTheRuntimes) {
+    const std::string t = chat("");
+    EXPECT_NE(t.find("batch 512/512, KV cache f16/f16, loaded with "), std::string::npos) << t;
+    EXPECT_EQ(t.find("--no-repack"), std::string::npos);
 }

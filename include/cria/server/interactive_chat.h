@@ -6,7 +6,9 @@
 #include <iosfwd>
 #include <string>
 
+#include "cria/sampling/grammar.h"
 #include "cria/sampling/params.h"
+#include "cria/server/runtime_backend.h"
 
 namespace cria::server {
 
@@ -18,13 +20,16 @@ struct InteractiveChatOptions {
     int n_threads = 0;
     int32_t max_tokens = -1;     // per reply
     sampling::SamplingParams sampling;
+    // Constrains every reply (--grammar, --grammar-file, -j, --json-schema-file).
+    sampling::GrammarOptions grammar;
+    // The model and cache settings of `cria run` (-b, -ub, -ctk, -ctv,
+    // --load-mode, --no-repack); n_seq, n_ctx and n_threads come from above.
+    RuntimeBackendParams backend;
 };
 
 // Reads lines from `in` until /exit or end of input; returns the exit code.
+// Throws cria::Error before the first prompt when the model cannot be loaded
+// or the grammar is invalid.
 int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in, std::ostream& out);
-
-// The hook for `cria run` without -p: its flags as they are, on the terminal (stdin/stdout).
-int run_interactive_chat(const std::string& model_path, int32_t n_ctx, int n_threads, int32_t max_tokens, float temp,
-                         int32_t top_k, float top_p, float min_p, uint32_t seed, float repeat_penalty);
 
 }  // namespace cria::server

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <string>
 
+#include "cria/core/element_type.h"
+#include "cria/gguf/load_mode.h"
 #include "cria/server/backend.h"
 #include "cria/spec/registry.h"
 
@@ -21,7 +23,12 @@ struct RuntimeBackendParams {
     int32_t n_seq = 1;        // slots
     int32_t n_ctx = 0;        // total cache cells, shared by the slots as llama-server's -c (0: train context x slots)
     int32_t n_batch = 512;
+    int32_t n_ubatch = 0;     // tokens per forward pass (0: n_batch)
     int n_threads = 0;        // <= 0: one per hardware thread
+    ElementType type_k = ElementType::F16;  // KV cache types (-ctk / -ctv)
+    ElementType type_v = ElementType::F16;
+    gguf::LoadMode load_mode = gguf::LoadMode::Auto;
+    bool repack = true;       // false: --no-repack (weights as the file stores them)
 };
 
 class RuntimeBackend final : public Backend {
@@ -35,6 +42,9 @@ public:
     int32_t max_batch() const override { return params_.n_batch; }
     std::string model_name() const override;
     std::string chat_template() const override;
+    // The settings in effect, for a user to see that their flags took:
+    // "n_ctx 1024, batch 512/512, KV cache f16/f16, loaded with mmap, 12.0 MiB of weights packed".
+    std::string describe_settings() const;
 
     void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override;
     void seq_keep_prefix(int32_t seq, int32_t keep) override;
