@@ -145,6 +145,20 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
     s.ops.add(x, out, x);
 }
 
+void capture(Step& s, uint32_t layer) {
+    const ForwardInput& in = s.in;
+    if (in.features == nullptr) return;
+    const int64_t n_embd = s.hp.n_embd;
+    for (size_t c = 0; c < in.n_capture; ++c) {
+        if (in.capture_layers[c] != layer) continue;
+        for (int64_t i = 0; i < in.n_outputs; ++i) {
+            float* dst = in.features + (static_cast<size_t>(i) * in.n_capture + c) * static_cast<size_t>(n_embd);
+            std::memcpy(dst, s.ws.x.data() + static_cast<int64_t>(in.output_rows[i]) * n_embd,
+                        static_cast<size_t>(n_embd) * sizeof(float));
+        }
+    }
+}
+
 void output_head(Step& s, float* logits, float* hidden) {
     const HParams& hp = s.hp;
     const int64_t n_out = s.in.n_outputs;
@@ -178,9 +192,11 @@ void dense_transformer(Step& s, float* logits, float* hidden, bool scale_embeddi
                        const FfnOptions& ffn) {
     embed(s, scale_embeddings);
     for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+        capture(s, l);
         attention_block(s, l, attention);
         ffn_block(s, l, ffn);
     }
+    capture(s, s.hp.n_layer);
     output_head(s, logits, hidden);
 }
 

@@ -56,6 +56,11 @@ struct FfnOptions {
 // x += [post_norm](down · (act(gate h) * up h)), h = rms_norm(x).
 void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 
+// Copies the residual stream of the output rows into in.features when
+// `layer` is one of in.capture_layers (call before each layer, and with
+// n_layer before the output head).
+void capture(Step& s, uint32_t layer);
+
 // Final norm of the output rows, then logits (with the final softcap) and/or
 // the hidden states.
 void output_head(Step& s, float* logits, float* hidden);

@@ -269,6 +269,10 @@ void Model::forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, Attent
     if ((in.tokens == nullptr) == (in.embd == nullptr)) throw Error("forward: give either tokens or embeddings");
     if (in.positions == nullptr) throw Error("forward: positions are missing");
     if (in.n_outputs < 0 || in.n_outputs > in.n_tokens) throw Error("forward: bad number of outputs");
+    for (size_t c = 0; c < in.n_capture; ++c)
+        if (in.capture_layers[c] > hp_.n_layer)
+            throw Error("forward: capture layer " + std::to_string(in.capture_layers[c]) + " is beyond the " +
+                        std::to_string(hp_.n_layer) + " layers");
     ws.reserve(*this, in.n_tokens);
     blocks::Step step{ops, hp_, weights_, ws, in, memory, *this, in.n_tokens};
     float* out_logits = in.want_logits ? logits : nullptr;

@@ -67,6 +67,10 @@ Context::Context(const model::Model& model, const ContextParams& params, std::un
     if (memory_->n_layer() != hp.n_layer)
         throw Error("context: the memory maps " + std::to_string(memory_->n_layer()) + " layers, the model has " +
                     std::to_string(hp.n_layer));
+    for (uint32_t l : params_.capture_layers)
+        if (l > hp.n_layer)
+            throw Error("context: capture layer " + std::to_string(l) + " is beyond the model's " +
+                        std::to_string(hp.n_layer) + " layers");
     ws_.reserve(model, params_.n_ubatch);
     out_rows_.reserve(params_.n_ubatch);
 }
@@ -119,6 +123,7 @@ int Context::decode(const Batch& batch) {
     const bool want_logits = !pooled;
     if (want_logits) logits_.resize(static_cast<size_t>(n_outputs_) * hp.n_vocab);
     if (params_.embeddings) embd_.resize(static_cast<size_t>(n_outputs_) * hp.n_embd);
+    features_.resize(static_cast<size_t>(n_outputs_) * feature_floats());
 
     for (size_t u = 0; u < split.n_ubatches(); ++u)
         if (decode_ubatch(batch, split, u) != 0) {
@@ -223,16 +228,23 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     in.want_logits = !(params_.embeddings && params_.pooling != Pooling::None);
     in.want_hidden = params_.embeddings;
     in.long_rope = model_.long_rope_for_context(params_.n_ctx);
+    in.capture_layers = params_.capture_layers.data();
+    in.n_capture = params_.capture_layers.size();
+    const size_t n_feat = feature_floats();
     const bool any_out = first_out >= 0;
     if (in_place) {
         // The slice's outputs are consecutive output rows: written in place.
-        float* logits = in.want_logits && any_out ? logits_.data() + static_cast<size_t>(first_out) * hp.n_vocab : nullptr;
-        float* hidden = in.want_hidden && any_out ? embd_.data() + static_cast<size_t>(first_out) * hp.n_embd : nullptr;
+        const auto out0 = static_cast<size_t>(first_out);
+        float* logits = in.want_logits && any_out ? logits_.data() + out0 * hp.n_vocab : nullptr;
+        float* hidden = in.want_hidden && any_out ? embd_.data() + out0 * hp.n_embd : nullptr;
+        in.features = n_feat > 0 && any_out ? features_.data() + out0 * n_feat : nullptr;
         model_.forward(ops_, ws_, in, *this, logits, hidden);
         return 0;
     }
     ub_logits_.resize(in.want_logits ? out_rows_.size() * hp.n_vocab : 0);
     ub_hidden_.resize(in.want_hidden ? out_rows_.size() * hp.n_embd : 0);
+    ub_features_.resize(out_rows_.size() * n_feat);
+    in.features = n_feat > 0 && any_out ? ub_features_.data() : nullptr;
     model_.forward(ops_, ws_, in, *this, in.want_logits && any_out ? ub_logits_.data() : nullptr,
                    in.want_hidden && any_out ? ub_hidden_.data() : nullptr);
     for (size_t r = 0; r < out_rows_.size(); ++r) {
@@ -241,6 +253,8 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
             std::memcpy(logits_.data() + row * hp.n_vocab, ub_logits_.data() + r * hp.n_vocab, hp.n_vocab * sizeof(float));
         if (in.want_hidden)
             std::memcpy(embd_.data() + row * hp.n_embd, ub_hidden_.data() + r * hp.n_embd, hp.n_embd * sizeof(float));
+        if (n_feat > 0)
+            std::memcpy(features_.data() + row * n_feat, ub_features_.data() + r * n_feat, n_feat * sizeof(float));
     }
     return 0;
 }
@@ -264,6 +278,16 @@ std::span<const float> Context::embeddings(int32_t i) const {
     if (!params_.embeddings || row < 0 || row >= n_outputs_)
         throw Error("embeddings: batch entry " + std::to_string(i) + " has no embedding");
     return {embd_.data() + static_cast<size_t>(row) * n_embd, n_embd};
+}
+
+size_t Context::feature_floats() const { return params_.capture_layers.size() * model_.hparams().n_embd; }
+
+std::span<const float> Context::features(int32_t i) const {
+    const size_t n_feat = feature_floats();
+    const int32_t row = i < 0 ? n_outputs_ + i : (static_cast<size_t>(i) < output_index_.size() ? output_index_[i] : -1);
+    if (n_feat == 0 || row < 0 || row >= n_outputs_)
+        throw Error("features: batch entry " + std::to_string(i) + " has no captured features");
+    return {features_.data() + static_cast<size_t>(row) * n_feat, n_feat};
 }
 
 std::span<const float> Context::embeddings_seq(SeqId seq) const {

@@ -94,6 +94,14 @@ struct ForwardInput {
     bool want_logits = true;
     bool want_hidden = false;  // the final-normed hidden state of every output row
     bool long_rope = false;    // phi3: use the long rope factors (context beyond n_ctx_orig)
+    // Residual-stream capture, for drafters that read the target's hidden
+    // state (EAGLE-3, MTP, DFlash): the stream entering each listed layer (a
+    // value of n_layer: after the last layer, before the output norm) is
+    // written for every output row to `features` as [n_outputs][n_capture][n_embd],
+    // during the forward pass itself (no second pass).
+    const uint32_t* capture_layers = nullptr;
+    size_t n_capture = 0;
+    float* features = nullptr;
 };
 
 // Scratch space for the activations of up to n_max tokens, reused across

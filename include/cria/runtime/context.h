@@ -43,6 +43,10 @@ struct ContextParams {
     ElementType type_v = ElementType::F16;
     bool embeddings = false;   // keep the final hidden states
     Pooling pooling = Pooling::None;
+    // Layers whose entering residual stream is kept for every output (n_layer:
+    // the stream after the last layer), for drafters that read the target's
+    // hidden state. Captured during decode(), read with features().
+    std::vector<uint32_t> capture_layers;
 };
 
 struct Timings {
@@ -72,6 +76,11 @@ public:
     std::span<const float> embeddings(int32_t i) const;
     // Pooled embedding of a sequence of the last decode() (pooling not none).
     std::span<const float> embeddings_seq(SeqId seq) const;
+    // The captured residual streams of batch entry i of the last decode()
+    // (it must have been flagged): params.capture_layers.size() rows of
+    // n_embd floats, in the order of capture_layers. A view into the
+    // context's buffer (valid until the next decode()), not a copy.
+    std::span<const float> features(int32_t i) const;
 
     // The memory, as llama.cpp's llama_memory_* (applied to every memory of
     // the model). The mutating ones return false, changing nothing, when a
@@ -116,6 +125,7 @@ private:
     void attend(uint32_t layer, const ops::TensorView& q, const ops::TensorView& k, const ops::TensorView& v,
                 const ops::AttentionParams& params, const ops::TensorView& out) override;
     // Micro-batch u of the split: placed, then run. 1 when the memory has no room.
+    size_t feature_floats() const;  // captured floats per output
     int decode_ubatch(const Batch& batch, const memory::Split& split, size_t u);
     // Gathers the entries of a regrouped micro-batch into the ub_* scratch.
     void gather_ubatch(const Batch& batch, const memory::Split& split, int64_t first, int64_t n);
@@ -134,12 +144,12 @@ private:
     // A regrouped micro-batch (Split::in_order false): its entries gathered,
     // and its outputs computed here before they go to their rows.
     std::vector<TokenId> ub_tokens_;
-    std::vector<float> ub_embd_, ub_logits_, ub_hidden_;
+    std::vector<float> ub_embd_, ub_logits_, ub_hidden_, ub_features_;
     std::vector<int32_t> ub_pos_;
     std::vector<uint64_t> ub_masks_;
 
     // Outputs of the last decode().
-    std::vector<float> logits_, embd_, pooled_;
+    std::vector<float> logits_, embd_, pooled_, features_;
     std::vector<int32_t> output_index_;  // batch entry -> output row, -1 when not flagged
     int32_t n_outputs_ = 0;
     std::vector<int32_t> pooled_index_;  // seq -> row in pooled_, -1 when absent
