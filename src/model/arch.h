@@ -2,9 +2,10 @@
 // One registered definition per architecture. Each file in archs/ owns
 // everything about its family: the name in general.architecture, the
 // hyperparameters it reads beyond the common ones (hparams_keys.h), its tensor
-// table (tensor_table.h) and its forward pass, built from the shared blocks
-// (blocks.h). archs/registry.cpp lists them; nothing else names an
-// architecture. See docs/ARCHITECTURE.md, "Adding an architecture".
+// table (tensor_table.h), its forward pass, built from the shared blocks
+// (blocks.h), and its float64 reference forward (one function per family in
+// reference/, built from reference/helpers.h). archs/registry.cpp lists them;
+// nothing else names an architecture. See docs/ARCHITECTURE.md, "Adding an architecture".
 
 #include <string_view>
 #include <vector>
@@ -19,6 +20,9 @@ class TensorTable;
 namespace blocks {
 struct Step;
 }
+namespace reference {
+struct Input;
+}
 
 struct ArchDefinition {
     std::string_view name;  // general.architecture
@@ -31,6 +35,10 @@ struct ArchDefinition {
     void (*declare_tensors)(const HParams& hp, TensorTable& table, Weights& w);
     // The forward pass of one micro-batch. logits / hidden are null when not wanted.
     void (*forward)(blocks::Step& s, float* logits, float* hidden);
+    // The float64 reference forward of the family (reference/families.h):
+    // the logits of every position, from the weights `declare_tensors` loads
+    // (unpacked). The oracle the fast path is tested against.
+    std::vector<std::vector<float>> (*reference_forward)(const reference::Input& in);
 };
 
 // The definition registered under `name`, or null.

@@ -146,6 +146,11 @@ HParams read_hparams(const gguf::File& file) {
     return hp;
 }
 
+bool long_rope_for_context(const HParams& hp, uint32_t n_ctx) {
+    const uint64_t padded = (uint64_t{n_ctx} + 255) / 256 * 256;
+    return padded > (hp.n_ctx_orig ? hp.n_ctx_orig : hp.n_ctx_train);
+}
+
 std::vector<std::string> supported_architectures() {
     std::vector<std::string> out;
     for (std::string_view n : architecture_names()) out.emplace_back(n);

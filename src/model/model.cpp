@@ -243,10 +243,7 @@ std::string Model::description() const {
     return hp_.arch_name + " " + size + " " + type;
 }
 
-bool Model::long_rope_for_context(uint32_t n_ctx) const {
-    const uint64_t padded = (uint64_t{n_ctx} + 255) / 256 * 256;
-    return padded > (hp_.n_ctx_orig ? hp_.n_ctx_orig : hp_.n_ctx_train);
-}
+bool Model::long_rope_for_context(uint32_t n_ctx) const { return model::long_rope_for_context(hp_, n_ctx); }
 
 ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     ops::RopeParams p;

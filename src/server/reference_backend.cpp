@@ -42,7 +42,8 @@ void ReferenceBackend::decode(std::span<const BatchToken> batch, std::vector<flo
         if (!t.logits) continue;
         auto it = outputs.find(t.seq);
         if (it == outputs.end())
-            it = outputs.emplace(t.seq, model::reference_forward(*file_, seqs_[static_cast<size_t>(t.seq)])).first;
+            it = outputs.emplace(t.seq, model::reference_forward(*file_, seqs_[static_cast<size_t>(t.seq)],
+                                                                        static_cast<uint32_t>(n_ctx_))).first;
         const auto& row = it->second.at(static_cast<size_t>(t.pos));
         if (row.size() != n_vocab) throw Error("decode: logit row size does not match the vocabulary");
         logits.insert(logits.end(), row.begin(), row.end());

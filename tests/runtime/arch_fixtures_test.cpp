@@ -4,7 +4,9 @@
 // architecture cria supports must match within NMSE 1e-4 (llama.cpp's own
 // criterion between its backends), both with one prefill of all tokens and
 // with a prefill followed by one-token steps. Fixtures of architectures
-// cria does not support yet must be refused with a clear error.
+// cria does not support yet must be refused with a clear error. The float64
+// reference forward (the oracle of the synthetic tests) is checked against
+// the same logits.
 // austen-7m (a real model) is checked the same way from a copy in tests/data.
 
 #include <gtest/gtest.h>
@@ -18,8 +20,10 @@
 #include <vector>
 
 #include "cria/core/error.h"
+#include "cria/gguf/file.h"
 #include "cria/model/hparams.h"
 #include "cria/model/model.h"
+#include "cria/model/reference_forward.h"
 #include "cria/runtime/logits.h"
 #include "support/test_paths.h"
 
@@ -107,6 +111,29 @@ TEST(ArchFixtures, EverySupportedArchitectureMatchesLlamaCpp) {
         EXPECT_TRUE(checked.contains(arch)) << "no fixture of '" << arch << "' was checked";
 }
 
+// The oracle itself, checked from outside: model::reference_forward (float64,
+// one function per family) on every supported fixture, all tokens at once.
+// n_ctx is left to the file's context length (128), as llama.cpp ran; for
+// phi3 that means the long rope factors (128 padded to 256 exceeds
+// n_ctx_orig 128), as for the fast path.
+TEST(ArchFixtures, ReferenceForwardMatchesLlamaCpp) {
+    SKIP_WITHOUT_FIXTURES();
+    std::set<std::string> checked;
+    for (const fs::path& json : fixture_jsons()) {
+        const Reference ref = read_reference(json);
+        if (!supported(ref)) continue;
+        const fs::path path = fs::path(json).replace_extension(".gguf");
+        SCOPED_TRACE(path.filename().string());
+        const auto file = gguf::File::open(path.string());
+        const double e = nmse(ref.prefill_all, model::reference_forward(*file, ref.tokens));
+        EXPECT_LE(e, kMaxNmse);
+        std::printf("[ nmse     ] %s (reference forward): %.3g\n", path.filename().string().c_str(), e);
+        checked.insert(ref.arch);
+    }
+    for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"})
+        EXPECT_TRUE(checked.contains(arch)) << "no fixture of '" << arch << "' was checked";
+}
+
 TEST(ArchFixtures, UnsupportedArchitecturesAreRefusedClearly) {
     SKIP_WITHOUT_FIXTURES();
     for (const fs::path& json : fixture_jsons()) {
@@ -126,6 +153,15 @@ TEST(ArchFixtures, UnsupportedArchitecturesAreRefusedClearly) {
 TEST(ArchFixtures, Austen7mMatchesLlamaCpp) {
     const Reference ref = read_reference(test::data_path("austen-7m-f32.logits.json"));
     expect_matches(test::model_path("austen-7m/austen-7m-f32.gguf"), ref);
+}
+
+// The reference forward on the bundled real model, against the same logits.
+TEST(ArchFixtures, ReferenceForwardMatchesLlamaCppOnAusten7m) {
+    const Reference ref = read_reference(test::data_path("austen-7m-f32.logits.json"));
+    const auto file = gguf::File::open(test::model_path("austen-7m/austen-7m-f32.gguf").string());
+    const double e = nmse(ref.prefill_all, model::reference_forward(*file, ref.tokens));
+    EXPECT_LE(e, kMaxNmse);
+    std::printf("[ nmse     ] austen-7m-f32.gguf (reference forward): %.3g\n", e);
 }
 
 }  // namespace

@@ -90,6 +90,12 @@ HParams read_hparams(const gguf::File& file);
 // sliding window and the last attends globally (n = 0: all layers; n = 1: none).
 std::vector<bool> swa_pattern(uint32_t n_layer, uint32_t period);
 
+// Whether a context of n_ctx cells uses the long rope factors (phi3's
+// LongRoPE): when it exceeds the original context, with n_ctx first rounded
+// up to a multiple of 256 as llama.cpp pads every context, so that the same
+// -c picks the same factors in both engines.
+bool long_rope_for_context(const HParams& hp, uint32_t n_ctx);
+
 // The registered architectures (general.architecture names), in order.
 std::vector<std::string> supported_architectures();
 

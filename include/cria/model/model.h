@@ -144,9 +144,7 @@ public:
                  float* hidden) const;
 
     // Whether a context of n_ctx cells uses the long rope factors (phi3's
-    // LongRoPE): when it exceeds the original context, with n_ctx first
-    // rounded up to a multiple of 256 as llama.cpp pads every context, so
-    // that the same -c picks the same factors in both engines.
+    // LongRoPE): model::long_rope_for_context (hparams.h).
     bool long_rope_for_context(uint32_t n_ctx) const;
 
     // Rope parameters of a layer (SWA layers may use their own base).

@@ -10,6 +10,7 @@
 #include "model/blocks.h"
 #include "model/dense_tensors.h"
 #include "model/hparams_keys.h"
+#include "model/reference/families.h"
 
 namespace cria::model::archs {
 namespace {
@@ -53,6 +54,6 @@ void forward(blocks::Step& s, float* logits, float* hidden) {
 
 }  // namespace
 
-extern const ArchDefinition kGemma3{"gemma3", read_hparams, declare_tensors, forward};
+extern const ArchDefinition kGemma3{"gemma3", read_hparams, declare_tensors, forward, reference::gemma};
 
 }  // namespace cria::model::archs

@@ -9,6 +9,7 @@
 #include "model/blocks.h"
 #include "model/dense_tensors.h"
 #include "model/hparams_keys.h"
+#include "model/reference/families.h"
 
 namespace cria::model::archs {
 namespace {
@@ -35,6 +36,6 @@ void forward(blocks::Step& s, float* logits, float* hidden) {
 
 }  // namespace
 
-extern const ArchDefinition kPhi3{"phi3", read_hparams, declare_tensors, forward};
+extern const ArchDefinition kPhi3{"phi3", read_hparams, declare_tensors, forward, reference::phi3};
 
 }  // namespace cria::model::archs

@@ -6,6 +6,7 @@
 #include "model/blocks.h"
 #include "model/dense_tensors.h"
 #include "model/hparams_keys.h"
+#include "model/reference/families.h"
 
 namespace cria::model::archs {
 namespace {
@@ -24,6 +25,6 @@ void forward(blocks::Step& s, float* logits, float* hidden) {
 
 }  // namespace
 
-extern const ArchDefinition kQwen2{"qwen2", read_hparams, declare_tensors, forward};
+extern const ArchDefinition kQwen2{"qwen2", read_hparams, declare_tensors, forward, reference::llama};
 
 }  // namespace cria::model::archs

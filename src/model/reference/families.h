@@ -1,0 +1,21 @@
+#pragma once
+// The float64 reference forward of each family, one readable function each
+// (llama2.c style), registered in the architectures' definitions (arch.h:
+// ArchDefinition::reference_forward). Each returns the logits of every
+// position of in.tokens. Every tensor the architecture's table loaded is
+// applied (an optional one when the file has it), so the reference and the
+// fast path cannot disagree about which tensors a file's model uses.
+
+#include "model/reference/helpers.h"
+
+namespace cria::model::reference {
+
+// llama, qwen2 (NeoX rope, biases), qwen3 (plus an RMSNorm over each Q and K head).
+Logits llama(const Input& in);
+// gemma2 and gemma3: scaled embeddings, post norms, GeGLU, sliding windows,
+// soft caps (gemma2), QK norms (gemma3).
+Logits gemma(const Input& in);
+// phi3: fused QKV and gate/up matrices, LongRoPE factors.
+Logits phi3(const Input& in);
+
+}  // namespace cria::model::reference

@@ -1,0 +1,54 @@
+// gemma2 and gemma3 in float64, top to bottom: embeddings times
+// sqrt(n_embd); per layer an RMSNorm before and after attention and the
+// feed-forward block (post norms); GeGLU; a sliding window on the layers the
+// hyperparameters mark (with their own rope base); soft caps on the scores
+// and the logits when set (gemma2); an RMSNorm over each Q and K head when
+// the table loaded one (gemma3).
+
+#include "model/reference/families.h"
+
+namespace cria::model::reference {
+
+Logits gemma(const Input& in) {
+    const HParams& hp = in.hp;
+    const double eps = hp.norm_rms_eps;
+    const size_t n = in.tokens.size();
+    Rows x = embed(in, /*scale=*/true);
+
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        const LayerWeights& lw = in.w.layers[l];
+
+        // Attention: x += post_norm(Wo · attention(rope(q), rope(k), v)) of rms_norm(x).
+        const QkvProjection qkv(hp, lw);
+        const Rope r = layer_rope(in, l);
+        Rows q(n), k(n), v(n);
+        for (size_t t = 0; t < n; ++t) {
+            Qkv p = qkv(rms_norm(x[t], lw.attn_norm, eps));
+            if (!lw.q_norm.empty()) {  // gemma3
+                rms_norm_heads(p.q, hp.head_dim, lw.q_norm, eps);
+                rms_norm_heads(p.k, hp.head_dim, lw.k_norm, eps);
+            }
+            rope(p.q, hp.head_dim, static_cast<int64_t>(t), r);
+            rope(p.k, hp.head_dim, static_cast<int64_t>(t), r);
+            q[t] = std::move(p.q);
+            k[t] = std::move(p.k);
+            v[t] = std::move(p.v);
+        }
+        const Rows attn = attention(hp, l, q, k, v);  // windowed and soft-capped as hp says
+        const Linear wo(lw.wo);
+        for (size_t t = 0; t < n; ++t) add_to(x[t], rms_norm(wo(attn[t]), lw.post_attn_norm, eps));
+
+        // Feed-forward (GeGLU): x += post_norm(down · (gelu(gate h) * up h)), h = rms_norm(x).
+        const Linear gate(lw.gate), up(lw.up), down(lw.down);
+        for (size_t t = 0; t < n; ++t) {
+            const Vec h = rms_norm(x[t], lw.ffn_norm, eps);
+            Vec g = gate(h);
+            const Vec u = up(h);
+            for (uint32_t i = 0; i < hp.n_ff; ++i) g[i] = gelu_tanh(g[i]) * u[i];
+            add_to(x[t], rms_norm(down(g), lw.post_ffn_norm, eps));
+        }
+    }
+    return output_head(in, x);  // with the final soft cap when set
+}
+
+}  // namespace cria::model::reference

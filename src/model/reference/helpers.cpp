@@ -1,0 +1,180 @@
+#include "model/reference/helpers.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cmath>
+#include <string>
+
+#include "cria/core/error.h"
+#include "cria/quant/quantize.h"
+
+namespace cria::model::reference {
+
+Matrix::Matrix(const ops::TensorView& w)
+    : rows(static_cast<uint64_t>(w.ne[1])), cols(static_cast<uint64_t>(w.ne[0])), values(rows * cols) {
+    if (w.data == nullptr || w.weight_packing != matmul::Packing::None)
+        throw Error("reference forward: a weight matrix is missing or packed");
+    if (!quant::can_dequantize(w.type)) throw Error("reference forward: a weight matrix has an unsupported type");
+    for (uint64_t r = 0; r < rows; ++r)
+        quant::dequantize_row(w.type, w.row(static_cast<int64_t>(r)), &values[r * cols], static_cast<int64_t>(cols));
+}
+
+Vec Matrix::operator*(const Vec& x) const {
+    Vec y(rows, 0.0);
+    for (uint64_t r = 0; r < rows; ++r) {
+        const float* w = &values[r * cols];
+        double sum = 0.0;
+        for (uint64_t c = 0; c < cols; ++c) sum += static_cast<double>(w[c]) * x[c];
+        y[r] = sum;
+    }
+    return y;
+}
+
+Linear::Linear(const model::Linear& lin) : Linear(lin, lin.w) {}
+
+Linear::Linear(const model::Linear& lin, const ops::TensorView& matrix) : w(matrix), parts(lin) {}
+
+Vec Linear::operator()(const Vec& x) const {
+    Vec y = w * x;
+    const double scale = parts.has_scale ? parts.scale : 1.0;
+    for (uint64_t r = 0; r < y.size(); ++r) {
+        const double bias = parts.bias.empty() ? 0.0 : parts.bias[r];
+        y[r] = parts.bias_before_scale ? (y[r] + bias) * scale : y[r] * scale + bias;
+    }
+    return y;
+}
+
+Vec rms_norm(const Vec& x, const std::vector<float>& weight, double eps) {
+    double sum_sq = 0.0;
+    for (double v : x) sum_sq += v * v;
+    const double scale = 1.0 / std::sqrt(sum_sq / static_cast<double>(x.size()) + eps);
+    Vec y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * weight[i];
+    return y;
+}
+
+void rms_norm_heads(Vec& x, uint32_t head_dim, const std::vector<float>& weight, double eps) {
+    for (size_t first = 0; first < x.size(); first += head_dim) {
+        const Vec normed = rms_norm(slice(x, first, head_dim), weight, eps);
+        std::copy(normed.begin(), normed.end(), x.begin() + static_cast<std::ptrdiff_t>(first));
+    }
+}
+
+Rope layer_rope(const Input& in, uint32_t layer) {
+    const HParams& hp = in.hp;
+    const bool swa = hp.is_swa(layer);
+    Rope r;
+    r.n_rot = hp.n_rot;
+    r.neox = hp.rope_order == RopeOrder::NeoX;
+    r.freq_base = swa ? hp.rope_freq_base_swa : hp.rope_freq_base;
+    r.freq_scale = swa ? hp.rope_freq_scale_swa : hp.rope_freq_scale;
+    r.attn_factor = hp.rope_attn_factor;
+    const std::vector<float>& factors =
+        in.long_rope && !in.w.rope_factors_long.empty() ? in.w.rope_factors_long : in.w.rope_factors;
+    if (!factors.empty()) r.factors = &factors;
+    return r;
+}
+
+void rope(Vec& x, uint32_t head_dim, int64_t pos, const Rope& r) {
+    for (size_t first = 0; first < x.size(); first += head_dim) {
+        double* head = &x[first];
+        for (uint32_t i = 0; i < r.n_rot / 2; ++i) {
+            const double freq = std::pow(r.freq_base, -2.0 * i / r.n_rot);
+            const double factor = r.factors ? (*r.factors)[i] : 1.0;
+            const double theta = static_cast<double>(pos) * r.freq_scale * freq / factor;
+            const double c = std::cos(theta) * r.attn_factor, s = std::sin(theta) * r.attn_factor;
+            const uint32_t a = r.neox ? i : 2 * i;
+            const uint32_t b = r.neox ? i + r.n_rot / 2 : 2 * i + 1;
+            const double x0 = head[a], x1 = head[b];
+            head[a] = x0 * c - x1 * s;
+            head[b] = x0 * s + x1 * c;
+        }
+    }
+}
+
+Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, const Rows& v) {
+    const uint32_t hd = hp.head_dim, hdv = hp.head_dim_v;
+    const bool swa = hp.is_swa(layer);
+    Rows out(q.size(), Vec(static_cast<size_t>(hp.n_head) * hdv, 0.0));
+    for (size_t t = 0; t < q.size(); ++t) {
+        const size_t first = swa && t + 1 > hp.n_swa ? t + 1 - hp.n_swa : 0;  // the first key position t sees
+        for (uint32_t h = 0; h < hp.n_head; ++h) {
+            const uint32_t kv = h / hp.n_gqa();
+            Vec scores(t + 1 - first);
+            double max_score = -INFINITY;
+            for (size_t s = first; s <= t; ++s) {
+                double dot = 0.0;
+                for (uint32_t d = 0; d < hd; ++d) dot += q[t][h * hd + d] * k[s][kv * hd + d];
+                scores[s - first] = softcap(dot * hp.attention_scale, hp.attn_softcap);
+                max_score = std::max(max_score, scores[s - first]);
+            }
+            double denom = 0.0;
+            for (double& s : scores) denom += (s = std::exp(s - max_score));
+            for (size_t s = first; s <= t; ++s)
+                for (uint32_t d = 0; d < hdv; ++d) out[t][h * hdv + d] += scores[s - first] / denom * v[s][kv * hdv + d];
+        }
+    }
+    return out;
+}
+
+QkvProjection::QkvProjection(const HParams& hp_, const LayerWeights& lw) : hp(hp_) {
+    if (lw.wqkv.present()) {
+        parts.emplace_back(lw.wqkv);
+    } else {
+        parts.emplace_back(lw.wq);
+        parts.emplace_back(lw.wk);
+        parts.emplace_back(lw.wv);
+    }
+}
+
+Qkv QkvProjection::operator()(const Vec& h) const {
+    if (parts.size() == 3) return {parts[0](h), parts[1](h), parts[2](h)};
+    const Vec qkv = parts[0](h);  // [q; k; v]
+    return {slice(qkv, 0, hp.n_embd_q()), slice(qkv, hp.n_embd_q(), hp.n_embd_k()),
+            slice(qkv, uint64_t{hp.n_embd_q()} + hp.n_embd_k(), hp.n_embd_v())};
+}
+
+double softcap(double x, double cap) { return cap > 0 ? std::tanh(x / cap) * cap : x; }
+
+double gelu_tanh(double x) {
+    const double sqrt_2_over_pi = 0.79788456080286535587989211986876;
+    return 0.5 * x * (1.0 + std::tanh(sqrt_2_over_pi * x * (1.0 + 0.044715 * x * x)));
+}
+
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+Vec slice(const Vec& x, uint64_t first, uint64_t n) {
+    return Vec(x.begin() + static_cast<std::ptrdiff_t>(first), x.begin() + static_cast<std::ptrdiff_t>(first + n));
+}
+
+void add_to(Vec& x, const Vec& y) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
+}
+
+Rows embed(const Input& in, bool scale) {
+    const HParams& hp = in.hp;
+    const Matrix embd(in.w.token_embd);
+    const double factor = scale ? std::sqrt(static_cast<double>(hp.n_embd)) : 1.0;
+    Rows x(in.tokens.size(), Vec(hp.n_embd));
+    for (size_t t = 0; t < in.tokens.size(); ++t) {
+        const int32_t id = in.tokens[t];
+        if (id < 0 || static_cast<uint32_t>(id) >= hp.n_vocab)
+            throw Error("token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(hp.n_vocab));
+        for (uint32_t c = 0; c < hp.n_embd; ++c) x[t][c] = embd.values[static_cast<uint64_t>(id) * hp.n_embd + c] * factor;
+    }
+    return x;
+}
+
+Logits output_head(const Input& in, const Rows& x) {
+    const HParams& hp = in.hp;
+    const Linear output(in.w.output, in.w.output.present() ? in.w.output.w : in.w.token_embd);
+    Logits logits(x.size());
+    for (size_t t = 0; t < x.size(); ++t) {
+        const Vec y = output(rms_norm(x[t], in.w.output_norm, hp.norm_rms_eps));
+        logits[t].resize(y.size());
+        for (size_t i = 0; i < y.size(); ++i) logits[t][i] = static_cast<float>(softcap(y[i], hp.final_softcap));
+    }
+    return logits;
+}
+
+}  // namespace cria::model::reference
