@@ -67,10 +67,7 @@ Context::Context(const model::Model& model, const ContextParams& params, std::un
     if (memory_->n_layer() != hp.n_layer)
         throw Error("context: the memory maps " + std::to_string(memory_->n_layer()) + " layers, the model has " +
                     std::to_string(hp.n_layer));
-    for (uint32_t l : params_.capture_layers)
-        if (l > hp.n_layer)
-            throw Error("context: capture layer " + std::to_string(l) + " is beyond the model's " +
-                        std::to_string(hp.n_layer) + " layers");
+    set_capture_layers(params_.capture_layers);
     ws_.reserve(model, params_.n_ubatch);
     out_rows_.reserve(params_.n_ubatch);
 }
@@ -278,6 +275,15 @@ std::span<const float> Context::embeddings(int32_t i) const {
     if (!params_.embeddings || row < 0 || row >= n_outputs_)
         throw Error("embeddings: batch entry " + std::to_string(i) + " has no embedding");
     return {embd_.data() + static_cast<size_t>(row) * n_embd, n_embd};
+}
+
+void Context::set_capture_layers(std::vector<uint32_t> layers) {
+    const uint32_t n_layer = model_.hparams().n_layer;
+    for (uint32_t l : layers)
+        if (l > n_layer)
+            throw Error("context: capture layer " + std::to_string(l) + " is beyond the model's " +
+                        std::to_string(n_layer) + " layers");
+    params_.capture_layers = std::move(layers);
 }
 
 size_t Context::feature_floats() const { return params_.capture_layers.size() * model_.hparams().n_embd; }

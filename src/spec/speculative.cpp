@@ -57,6 +57,11 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     // The step drops draft tokens the target does not have.
     step_ = SpeculativeStep(pointers(drafters_), params_.adaptive, static_cast<int32_t>(vocab.size()));
 
+    // Drafters that read the target's hidden state have it captured.
+    if (const auto layers = step_.feature_layers(); !layers.empty()) ctx.set_capture_layers(layers);
+    const size_t n_feat_layers = ctx.params().capture_layers.size();
+    const uint32_t n_embd = ctx.model().hparams().n_embd;
+
     // The prompt, as runtime::generate.
     const auto t0 = Clock::now();
     ctx.memory_clear();
@@ -100,6 +105,14 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     }
 
     std::vector<TokenId> history = prompt;  // the tokens in the target's cache
+    // The captured streams of the outputs of the last decode: rows 0..n-1.
+    const auto give_features = [&](size_t n_tokens, int32_t pos0) {
+        if (n_feat_layers > 0)
+            step_.set_target_features({ctx.features(0).data(), n_tokens, n_feat_layers, n_embd, pos0});
+    };
+    if (!prompt.empty() && n_feat_layers > 0)
+        step_.set_target_features(
+            {ctx.features(-1).data(), 1, n_feat_layers, n_embd, static_cast<int32_t>(prompt.size()) - 1});
     TokenId last = chain.sample(ctx.logits(-1));
     chain.accept(last);
     bool done = !emit(last, {});
@@ -123,6 +136,7 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
             break;
         }
         const StepOutcome outcome = step_.finish(rows, chain, ms_since(tv), history, emit, rollback);
+        give_features(static_cast<size_t>(outcome.n_accepted) + 1, pos);
         last = outcome.next;
         done = outcome.done;
     }

@@ -48,11 +48,21 @@ SpeculativeStep::SpeculativeStep(std::vector<Drafter*> drafters, bool adaptive, 
         if (!d) throw Error("speculative: null drafter");
 }
 
+std::vector<uint32_t> SpeculativeStep::feature_layers() const {
+    std::vector<uint32_t> layers;
+    for (const Drafter* d : drafters_)
+        for (uint32_t l : d->target_feature_layers()) layers.push_back(l);
+    std::sort(layers.begin(), layers.end());
+    layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+    return layers;
+}
+
 void SpeculativeStep::begin(int32_t seq, const std::vector<TokenId>& history, const StepRequest& request) {
     end();
     if (request.n_max < 0) throw Error("speculative: n-max must not be negative");
     seq_ = seq;
     request_ = request;
+    features_ = FeaturesView{};
     metrics_ = Metrics{};
     for (const Drafter* d : drafters_) metrics_.drafters.push_back(DrafterMetrics{std::string(d->name())});
     adaptive_ = AdaptiveDrafting(static_cast<int>(drafters_.size()), adaptive_enabled_);
@@ -85,7 +95,7 @@ void SpeculativeStep::pick_draft(const std::vector<TokenId>& history, TokenId la
             continue;
         }
         const auto t0 = Clock::now();
-        drafters_[d]->draft(DraftInput{history, last, static_cast<int32_t>(history.size()), seq_, {}}, n, draft_);
+        drafters_[d]->draft(DraftInput{history, last, static_cast<int32_t>(history.size()), seq_, features_}, n, draft_);
         const double ms = ms_since(t0);
         auto& dm = metrics_.drafters[d];
         dm.draft_ms += ms;

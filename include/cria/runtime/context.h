@@ -81,6 +81,10 @@ public:
     // n_embd floats, in the order of capture_layers. A view into the
     // context's buffer (valid until the next decode()), not a copy.
     std::span<const float> features(int32_t i) const;
+    // Changes which layers later decode() calls capture (a drafter that
+    // reads target features was chosen after the context was made).
+    // Throws cria::Error for a layer beyond the model.
+    void set_capture_layers(std::vector<uint32_t> layers);
 
     // The memory, as llama.cpp's llama_memory_* (applied to every memory of
     // the model). The mutating ones return false, changing nothing, when a

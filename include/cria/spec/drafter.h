@@ -62,7 +62,11 @@ struct DraftInput {
     TokenId last;                         // sampled by the target, not decoded yet: at position pos_last
     int32_t pos_last;                     // the draft's tokens go to pos_last+1, pos_last+2, ...
     int32_t seq = 0;                      // the target's sequence
-    FeaturesView features;                // empty until the model captures features
+    // The target's captured streams (target_feature_layers()) of the tokens
+    // the last target decode of this sequence accepted: last step's `last`
+    // and accepted drafts, positions pos0 .. pos0 + n_tokens - 1. Empty when
+    // no drafter asked for features, and in the server for now.
+    FeaturesView features;
 };
 
 // A new request.
@@ -94,6 +98,10 @@ public:
     virtual int n_min() const { return 0; }
     // A drafter that runs a model: drafting costs time per token.
     virtual bool runs_model() const { return false; }
+    // The target layers whose entering residual stream this drafter reads
+    // (DraftInput::features; n_layer: the stream after the last layer).
+    // The caller has the target's context capture them during its decode.
+    virtual std::vector<uint32_t> target_feature_layers() const { return {}; }
 };
 
 }  // namespace cria::spec

@@ -110,6 +110,14 @@ public:
     // twice, and from inside emit(): finish() then skips the drafter's accept().
     void end();
 
+    // The union of the drafters' target_feature_layers(), sorted: the layers
+    // the caller has the target capture (runtime::ContextParams::capture_layers).
+    std::vector<uint32_t> feature_layers() const;
+    // The target's captured streams of the tokens the last step accepted,
+    // given to the drafters with the next draft (a view: it must stay valid
+    // until the next prepare()).
+    void set_target_features(const FeaturesView& features) { features_ = features; }
+
     bool drafting() const { return drafting_; }
     int32_t seq() const { return seq_; }
     size_t n_drafters() const { return drafters_.size(); }
@@ -136,6 +144,7 @@ private:
     double draft_ms_ = 0;
     std::vector<TokenId> tokens_; // [last, d1..dn]
     int32_t pos_ = 0;             // position of `last`
+    FeaturesView features_;       // the target's streams for the next draft
 };
 
 }  // namespace cria::spec
