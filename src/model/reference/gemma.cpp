@@ -19,22 +19,7 @@ Logits gemma(const Input& in) {
         const LayerWeights& lw = in.w.layers[l];
 
         // Attention: x += post_norm(Wo · attention(rope(q), rope(k), v)) of rms_norm(x).
-        const QkvProjection qkv(hp, lw);
-        const Rope r = layer_rope(in, l);
-        Rows q(n), k(n), v(n);
-        for (size_t t = 0; t < n; ++t) {
-            Qkv p = qkv(rms_norm(x[t], lw.attn_norm, eps));
-            if (!lw.q_norm.empty()) {  // gemma3
-                rms_norm_heads(p.q, hp.head_dim, lw.q_norm, eps);
-                rms_norm_heads(p.k, hp.head_dim, lw.k_norm, eps);
-            }
-            rope(p.q, hp.head_dim, static_cast<int64_t>(t), r);
-            rope(p.k, hp.head_dim, static_cast<int64_t>(t), r);
-            q[t] = std::move(p.q);
-            k[t] = std::move(p.k);
-            v[t] = std::move(p.v);
-        }
-        const Rows attn = attention(hp, l, q, k, v);  // windowed and soft-capped as hp says
+        const Rows attn = self_attention(in, l, x);  // windowed and soft-capped as hp says
         const Linear wo(lw.wo);
         for (size_t t = 0; t < n; ++t) add_to(x[t], rms_norm(wo(attn[t]), lw.post_attn_norm, eps));
 

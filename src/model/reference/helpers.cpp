@@ -177,4 +177,27 @@ Logits output_head(const Input& in, const Rows& x) {
     return logits;
 }
 
+Rows self_attention(const Input& in, uint32_t layer, const Rows& x) {
+    const HParams& hp = in.hp;
+    const LayerWeights& lw = in.w.layers[layer];
+    const double eps = hp.norm_rms_eps;
+    const QkvProjection qkv(hp, lw);
+    const Rope r = layer_rope(in, layer);
+    const size_t n = x.size();
+    Rows q(n), k(n), v(n);
+    for (size_t t = 0; t < n; ++t) {
+        Qkv p = qkv(rms_norm(x[t], lw.attn_norm, eps));
+        if (!lw.q_norm.empty()) {
+            rms_norm_heads(p.q, hp.head_dim, lw.q_norm, eps);
+            rms_norm_heads(p.k, hp.head_dim, lw.k_norm, eps);
+        }
+        rope(p.q, hp.head_dim, static_cast<int64_t>(t), r);
+        rope(p.k, hp.head_dim, static_cast<int64_t>(t), r);
+        q[t] = std::move(p.q);
+        k[t] = std::move(p.k);
+        v[t] = std::move(p.v);
+    }
+    return attention(hp, layer, q, k, v);
+}
+
 }  // namespace cria::model::reference

@@ -96,6 +96,12 @@ struct QkvProjection {
     std::vector<Linear> parts;  // {attn_qkv} or {attn_q, attn_k, attn_v}
 };
 
+// The attention of one layer over every position, before the output
+// projection: Q, K, V of rms_norm(x) (attn_norm), an RMSNorm over each Q and
+// K head when the table loaded attn_q_norm / attn_k_norm (qwen3, gemma3),
+// RoPE with the layer's parameters, then attention() above.
+Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
+
 double softcap(double x, double cap);  // tanh(x / cap) * cap; cap 0: x
 double gelu_tanh(double x);            // GELU, tanh approximation (ggml_gelu)
 double silu(double x);
