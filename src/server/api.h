@@ -4,6 +4,7 @@
 // settings), so templating, grammar and scheduling are written once.
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -62,6 +63,23 @@ void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat);
 
 ChatJob parse_openai_chat(const json& body);
 ChatJob parse_anthropic_messages(const json& body);
+
+// POST /v1/completions (OpenAI's legacy text completions).
+struct CompletionJob {
+    std::string model;  // as the client named it ("" when absent)
+    GenerationRequest gen;
+    bool stream = false;
+    bool include_usage = false;
+};
+CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab);
+
+// POST /v1/embeddings: one or more inputs (text or token ids of a vocabulary of n_vocab).
+struct EmbeddingJob {
+    std::string model;  // as the client named it ("" when absent)
+    std::vector<std::vector<TokenId>> inputs;
+    bool base64 = false;  // encoding_format
+};
+EmbeddingJob parse_openai_embeddings(const json& body, const vocab::Vocab& vocab, int32_t n_vocab);
 
 // Body -> JSON object, or a 400 naming the problem.
 json parse_body(const std::string& body);

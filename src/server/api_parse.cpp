@@ -253,52 +253,110 @@ void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat) 
     }
 }
 
+namespace {
+
+// One OpenAI message, checked, in the shape templates read (developer is
+// system; tool call arguments as objects).
+json openai_message(const json& m, size_t i) {
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) throw bad_request(where + " must be an object", "messages");
+    if (!m.contains("role") || !m["role"].is_string()) throw bad_request(where + " needs a string 'role'", "messages");
+    const std::string role = m["role"].get<std::string>();
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
+        throw bad_request(where + ": unknown role '" + role + "'", "messages");
+    json out;
+    out["role"] = role == "developer" ? "system" : role;
+    out["content"] = text_content(m.contains("content") ? m["content"] : json(), where.c_str());
+    if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+        if (!m["tool_calls"].is_array()) throw bad_request(where + ": 'tool_calls' must be an array", "messages");
+        json calls = json::array();
+        for (const auto& c : m["tool_calls"]) {
+            if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
+                !c["function"].contains("name") || !c["function"]["name"].is_string())
+                throw bad_request(where + ": malformed tool call", "messages");
+            json call = c;
+            // Templates index arguments as an object; clients send a JSON string.
+            auto& args = call["function"]["arguments"];
+            if (args.is_string()) {
+                try {
+                    args = json::parse(args.get<std::string>());
+                } catch (const json::exception&) {
+                    // keep the string: the template will show it as is
+                }
+            }
+            calls.push_back(call);
+        }
+        out["tool_calls"] = calls;
+    }
+    if (role == "tool") {
+        if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) out["tool_call_id"] = m["tool_call_id"];
+        if (m.contains("name") && m["name"].is_string()) out["name"] = m["name"];
+    }
+    if (m.contains("reasoning_content") && m["reasoning_content"].is_string())
+        out["reasoning_content"] = m["reasoning_content"];
+    return out;
+}
+
+// One Anthropic message, as OpenAI-style messages appended to `messages`:
+// tool results first (one tool message each), then the text and tool calls.
+void anthropic_message(const json& m, size_t i, json& messages) {
+    const std::string where = "messages." + std::to_string(i);
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+        throw bad_request(where + ": needs a string 'role'", "messages");
+    const std::string role = m["role"].get<std::string>();
+    if (role != "user" && role != "assistant") throw bad_request(where + ".role: must be user or assistant", "messages");
+    if (!m.contains("content")) throw bad_request(where + ".content: Field required", "messages");
+    const json& content = m["content"];
+    if (content.is_string()) {
+        messages.push_back({{"role", role}, {"content", content}});
+        return;
+    }
+    if (!content.is_array()) throw bad_request(where + ".content: must be a string or an array of blocks", "messages");
+    std::string text;
+    json tool_calls = json::array();
+    std::vector<json> tool_results;
+    for (const auto& block : content) {
+        if (!block.is_object() || !block.contains("type") || !block["type"].is_string())
+            throw bad_request(where + ": every content block needs a 'type'", "messages");
+        const std::string type = block["type"].get<std::string>();
+        if (type == "text") {
+            if (!block.contains("text") || !block["text"].is_string())
+                throw bad_request(where + ": a text block needs a string 'text'", "messages");
+            text += block["text"].get<std::string>();
+        } else if (type == "tool_use" && role == "assistant") {
+            if (!block.contains("name") || !block["name"].is_string() || !block.contains("id") || !block["id"].is_string())
+                throw bad_request(where + ": a tool_use block needs 'id' and 'name'", "messages");
+            json input = block.contains("input") ? block["input"] : json::object();
+            tool_calls.push_back({{"id", block["id"]}, {"type", "function"},
+                                  {"function", {{"name", block["name"]}, {"arguments", input}}}});
+        } else if (type == "tool_result" && role == "user") {
+            if (!block.contains("tool_use_id") || !block["tool_use_id"].is_string())
+                throw bad_request(where + ": a tool_result block needs 'tool_use_id'", "messages");
+            std::string result = block.contains("content") ? text_content(block["content"], where.c_str()) : "";
+            tool_results.push_back({{"role", "tool"}, {"tool_call_id", block["tool_use_id"]}, {"content", result}});
+        } else if (type == "thinking" || type == "redacted_thinking") {
+            // Earlier reasoning is not shown to the model again.
+        } else {
+            throw bad_request(where + ": content blocks of type '" + type + "' are not supported", "messages");
+        }
+    }
+    for (auto& r : tool_results) messages.push_back(std::move(r));
+    if (!text.empty() || !tool_calls.empty() || tool_results.empty()) {
+        json out = {{"role", role}, {"content", text}};
+        if (!tool_calls.empty()) out["tool_calls"] = tool_calls;
+        messages.push_back(out);
+    }
+}
+
+}  // namespace
+
 ChatJob parse_openai_chat(const json& body) {
     ChatJob job;
     if (field(body, "model")) job.model = string_field(body, "model");
     const json* messages = field(body, "messages");
     if (!messages) throw bad_request("'messages' is required", "messages");
     if (!messages->is_array() || messages->empty()) throw bad_request("'messages' must be a non-empty array", "messages");
-    for (size_t i = 0; i < messages->size(); ++i) {
-        const json& m = (*messages)[i];
-        const std::string where = "messages[" + std::to_string(i) + "]";
-        if (!m.is_object()) throw bad_request(where + " must be an object", "messages");
-        if (!m.contains("role") || !m["role"].is_string()) throw bad_request(where + " needs a string 'role'", "messages");
-        const std::string role = m["role"].get<std::string>();
-        if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
-            throw bad_request(where + ": unknown role '" + role + "'", "messages");
-        json out;
-        out["role"] = role == "developer" ? "system" : role;
-        out["content"] = text_content(m.contains("content") ? m["content"] : json(), where.c_str());
-        if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null()) {
-            if (!m["tool_calls"].is_array()) throw bad_request(where + ": 'tool_calls' must be an array", "messages");
-            json calls = json::array();
-            for (const auto& c : m["tool_calls"]) {
-                if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
-                    !c["function"].contains("name") || !c["function"]["name"].is_string())
-                    throw bad_request(where + ": malformed tool call", "messages");
-                json call = c;
-                // Templates index arguments as an object; clients send a JSON string.
-                auto& args = call["function"]["arguments"];
-                if (args.is_string()) {
-                    try {
-                        args = json::parse(args.get<std::string>());
-                    } catch (const json::exception&) {
-                        // keep the string: the template will show it as is
-                    }
-                }
-                calls.push_back(call);
-            }
-            out["tool_calls"] = calls;
-        }
-        if (role == "tool") {
-            if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) out["tool_call_id"] = m["tool_call_id"];
-            if (m.contains("name") && m["name"].is_string()) out["name"] = m["name"];
-        }
-        if (m.contains("reasoning_content") && m["reasoning_content"].is_string())
-            out["reasoning_content"] = m["reasoning_content"];
-        job.messages.push_back(out);
-    }
+    for (size_t i = 0; i < messages->size(); ++i) job.messages.push_back(openai_message((*messages)[i], i));
     if (const json* tools = field(body, "tools")) {
         job.tools = validate_tools(*tools);
         if (job.tools.empty()) job.tools = json();
@@ -381,55 +439,7 @@ ChatJob parse_anthropic_messages(const json& body) {
     const json* messages = field(body, "messages");
     if (!messages) throw bad_request("messages: Field required", "messages");
     if (!messages->is_array() || messages->empty()) throw bad_request("messages: must be a non-empty array", "messages");
-    for (size_t i = 0; i < messages->size(); ++i) {
-        const json& m = (*messages)[i];
-        const std::string where = "messages." + std::to_string(i);
-        if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
-            throw bad_request(where + ": needs a string 'role'", "messages");
-        const std::string role = m["role"].get<std::string>();
-        if (role != "user" && role != "assistant") throw bad_request(where + ".role: must be user or assistant", "messages");
-        if (!m.contains("content")) throw bad_request(where + ".content: Field required", "messages");
-        const json& content = m["content"];
-        if (content.is_string()) {
-            job.messages.push_back({{"role", role}, {"content", content}});
-            continue;
-        }
-        if (!content.is_array()) throw bad_request(where + ".content: must be a string or an array of blocks", "messages");
-        std::string text;
-        json tool_calls = json::array();
-        std::vector<json> tool_results;
-        for (const auto& block : content) {
-            if (!block.is_object() || !block.contains("type") || !block["type"].is_string())
-                throw bad_request(where + ": every content block needs a 'type'", "messages");
-            const std::string type = block["type"].get<std::string>();
-            if (type == "text") {
-                if (!block.contains("text") || !block["text"].is_string())
-                    throw bad_request(where + ": a text block needs a string 'text'", "messages");
-                text += block["text"].get<std::string>();
-            } else if (type == "tool_use" && role == "assistant") {
-                if (!block.contains("name") || !block["name"].is_string() || !block.contains("id") || !block["id"].is_string())
-                    throw bad_request(where + ": a tool_use block needs 'id' and 'name'", "messages");
-                json input = block.contains("input") ? block["input"] : json::object();
-                tool_calls.push_back({{"id", block["id"]}, {"type", "function"},
-                                      {"function", {{"name", block["name"]}, {"arguments", input}}}});
-            } else if (type == "tool_result" && role == "user") {
-                if (!block.contains("tool_use_id") || !block["tool_use_id"].is_string())
-                    throw bad_request(where + ": a tool_result block needs 'tool_use_id'", "messages");
-                std::string result = block.contains("content") ? text_content(block["content"], where.c_str()) : "";
-                tool_results.push_back({{"role", "tool"}, {"tool_call_id", block["tool_use_id"]}, {"content", result}});
-            } else if (type == "thinking" || type == "redacted_thinking") {
-                // Earlier reasoning is not shown to the model again.
-            } else {
-                throw bad_request(where + ": content blocks of type '" + type + "' are not supported", "messages");
-            }
-        }
-        for (auto& r : tool_results) job.messages.push_back(std::move(r));
-        if (!text.empty() || !tool_calls.empty() || tool_results.empty()) {
-            json out = {{"role", role}, {"content", text}};
-            if (!tool_calls.empty()) out["tool_calls"] = tool_calls;
-            job.messages.push_back(out);
-        }
-    }
+    for (size_t i = 0; i < messages->size(); ++i) anthropic_message((*messages)[i], i, job.messages);
     if (const json* tools = field(body, "tools")) {
         if (!tools->is_array()) throw bad_request("tools: must be an array", "tools");
         json converted = json::array();

@@ -1,12 +1,14 @@
 // The terminal chat of `cria run` without -p. It is the server's pipeline
 // with one slot and no HTTP: the same template rendering (ChatFormatter),
 // the same Scheduler (prefix reuse keeps the conversation in the KV cache,
-// so each turn only evaluates the new message) and the same output parser.
+// so each turn only evaluates the new message; speculative decoding runs in
+// its one slot as in the server's) and the same output parser.
 #include "cria/server/interactive_chat.h"
 
 #include <atomic>
 #include <csignal>
 #include <iostream>
+#include <string>
 
 #include "chat_prompt.h"
 #include "cria/core/error.h"
@@ -35,6 +37,62 @@ struct InterruptGuard {
     ~InterruptGuard() { sigaction(SIGINT, &old, nullptr); }
 };
 
+// ", speculative decoding with draft (m.gguf), ngram-simple", or "" when off.
+std::string describe_speculation(const spec::SpecParams& p) {
+    if (!p.enabled()) return "";
+    std::string out;
+    auto add = [&](const std::string& what) { out += (out.empty() ? "" : ", ") + what; };
+    bool draft = false;
+    for (spec::SpecType t : p.types) {
+        draft = draft || t == spec::SpecType::Draft;
+        add(t == spec::SpecType::Draft ? "draft (" + p.draft_model + ")" : std::string(spec::spec_type_name(t)));
+    }
+    if (!draft && !p.draft_model.empty()) add("draft (" + p.draft_model + ")");
+    return ", speculative decoding with " + out;
+}
+
+// Writes a reply as it comes (reasoning marked, tool calls shown) until the
+// request ends; Ctrl-C cancels it. Returns the reply's content.
+std::string show_reply(RequestHandle& handle, const chat::OutputParserOptions& popt, std::ostream& out) {
+    chat::StreamingOutputParser parser(popt);
+    std::string reply;
+    bool in_reasoning = false;
+    auto show = [&](const chat::OutputDelta& d) {
+        if (!d.reasoning.empty()) {
+            if (!in_reasoning) out << "[thinking] ";
+            in_reasoning = true;
+            out << d.reasoning;
+        }
+        if (!d.content.empty()) {
+            if (in_reasoning) out << "\n[/thinking]\n";
+            in_reasoning = false;
+            out << d.content;
+            reply += d.content;
+        }
+        for (const auto& call : d.tool_calls) out << "\n[tool call] " << call.name << " " << call.arguments << "\n";
+        out << std::flush;
+    };
+    for (;;) {
+        if (g_interrupted.exchange(false)) handle.cancel();
+        auto ev = handle.pop(std::chrono::milliseconds(50));
+        if (!ev) continue;
+        if (ev->kind == GenerationEvent::Kind::Text) {
+            show(parser.push(ev->text));
+            continue;
+        }
+        if (ev->kind == GenerationEvent::Kind::Error) {
+            out << "\nerror: " << ev->error << "\n";
+            break;
+        }
+        show(parser.finish());
+        if (ev->finish_reason == "cancelled") out << " [stopped]";
+        else if (ev->finish_reason == "length") out << " [length limit]";
+        out << "\n";
+        break;
+    }
+    return reply;
+}
+
 }  // namespace
 
 int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in, std::ostream& out) {
@@ -49,14 +107,17 @@ int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in
     // the chat with an error instead of failing every turn.
     const std::string grammar = sampling::grammar_source(options.grammar);
     if (!grammar.empty()) (void)sampling::make_grammar_sampler(backend.vocab(), options.grammar);
-    Scheduler scheduler(backend, {.n_slots = 1, .max_queue = 1, .n_batch = backend.max_batch()});
+    SchedulerOptions so{.n_slots = 1, .max_queue = 1, .n_batch = backend.max_batch()};
+    so.speculative = options.speculative;
+    Scheduler scheduler(backend, so);
     InterruptGuard guard;
 
     json history = json::array();
     if (!options.system_prompt.empty()) history.push_back({{"role", "system"}, {"content", options.system_prompt}});
     out << "cria chat with " << backend.model_name() << " (" << backend.n_ctx_per_seq()
         << " tokens of context). /clear starts over, /exit quits, Ctrl-C stops a reply.\n"
-        << "(" << backend.describe_settings() << (grammar.empty() ? "" : ", replies follow the grammar") << ")\n";
+        << "(" << backend.describe_settings() << (grammar.empty() ? "" : ", replies follow the grammar")
+        << describe_speculation(options.speculative) << ")\n";
     std::string line;
     for (;;) {
         out << "> " << std::flush;
@@ -89,45 +150,15 @@ int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in
             history.erase(history.end() - 1);
             continue;
         }
-        chat::StreamingOutputParser parser(popt);
-        std::string reply;
-        bool in_reasoning = false;
-        auto show = [&](const chat::OutputDelta& d) {
-            if (!d.reasoning.empty()) {
-                if (!in_reasoning) out << "[thinking] ";
-                in_reasoning = true;
-                out << d.reasoning;
-            }
-            if (!d.content.empty()) {
-                if (in_reasoning) out << "\n[/thinking]\n";
-                in_reasoning = false;
-                out << d.content;
-                reply += d.content;
-            }
-            for (const auto& call : d.tool_calls) out << "\n[tool call] " << call.name << " " << call.arguments << "\n";
-            out << std::flush;
-        };
-        for (;;) {
-            if (g_interrupted.exchange(false)) handle->cancel();
-            auto ev = handle->pop(std::chrono::milliseconds(50));
-            if (!ev) continue;
-            if (ev->kind == GenerationEvent::Kind::Text) {
-                show(parser.push(ev->text));
-                continue;
-            }
-            if (ev->kind == GenerationEvent::Kind::Error) {
-                out << "\nerror: " << ev->error << "\n";
-                break;
-            }
-            show(parser.finish());
-            if (ev->finish_reason == "cancelled") out << " [stopped]";
-            else if (ev->finish_reason == "length") out << " [length limit]";
-            out << "\n";
-            break;
-        }
+        const std::string reply = show_reply(*handle, popt, out);
         history.push_back({{"role", "assistant"}, {"content", reply}});
     }
     out << "\n";
+    if (options.speculative.enabled()) {
+        const SchedulerStats st = scheduler.stats();
+        out << "(speculative decoding: drafted " << st.spec_drafted_total << " tokens, accepted "
+            << st.spec_accepted_total << ")\n";
+    }
     return 0;
 }
 

@@ -18,6 +18,7 @@ ReferenceBackend::ReferenceBackend(const std::string& model_path, int32_t n_seq,
     const int32_t n_ctx_train = static_cast<int32_t>(file_->get_u32(arch + ".context_length", 2048));
     n_ctx_ = n_ctx > 0 ? n_ctx : n_ctx_train;
     seqs_.resize(static_cast<size_t>(n_seq));
+    checkpoints_.resize(static_cast<size_t>(n_seq));
 }
 
 ReferenceBackend::~ReferenceBackend() = default;
@@ -50,10 +51,30 @@ void ReferenceBackend::decode(std::span<const BatchToken> batch, std::vector<flo
     }
 }
 
-void ReferenceBackend::seq_keep_prefix(int32_t seq, int32_t keep) {
+bool ReferenceBackend::seq_keep_prefix(int32_t seq, int32_t keep) {
     if (seq < 0 || static_cast<size_t>(seq) >= seqs_.size()) throw Error("sequence id out of range");
     auto& s = seqs_[static_cast<size_t>(seq)];
     if (keep < static_cast<int32_t>(s.size())) s.resize(static_cast<size_t>(std::max(keep, 0)));
+    return true;
+}
+
+bool ReferenceBackend::checkpoint_begin(int32_t seq, int32_t n_positions) {
+    if (seq < 0 || static_cast<size_t>(seq) >= seqs_.size()) throw Error("sequence id out of range");
+    Checkpoint& cp = checkpoints_[static_cast<size_t>(seq)];
+    if (cp.base >= 0 || n_positions < 0) return false;
+    cp = Checkpoint{static_cast<int32_t>(seqs_[static_cast<size_t>(seq)].size()), n_positions};
+    return true;
+}
+
+bool ReferenceBackend::checkpoint_commit(int32_t seq, int32_t n_accepted) {
+    if (seq < 0 || static_cast<size_t>(seq) >= seqs_.size()) throw Error("sequence id out of range");
+    Checkpoint& cp = checkpoints_[static_cast<size_t>(seq)];
+    auto& s = seqs_[static_cast<size_t>(seq)];
+    const int32_t decoded = std::max(0, static_cast<int32_t>(s.size()) - cp.base);
+    if (cp.base < 0 || n_accepted < 0 || n_accepted > std::min(cp.length, decoded)) return false;
+    s.resize(static_cast<size_t>(cp.base + n_accepted));
+    cp = Checkpoint{};
+    return true;
 }
 
 std::vector<float> ReferenceBackend::embed(std::span<const TokenId>) {

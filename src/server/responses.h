@@ -31,6 +31,18 @@ struct Collected {
 
 std::string random_id(const std::string& prefix, size_t n = 24);
 json timings_json(const Usage& u);
+
+// Legacy completions (api_completions.cpp): the "logprobs" object of a
+// choice (text offsets from `offset`), and a response or stream chunk.
+struct CompletionIds {
+    std::string id;
+    long long created = 0;
+    std::string model;
+};
+json completion_logprobs_json(const std::vector<TokenLogprob>& lps, size_t offset);
+json completion_body(const CompletionIds& ids, const std::string& text, const json& finish, const json& logprobs);
+// One item of an embeddings response: the vector as floats, or as base64 of its bytes.
+json embedding_json(size_t index, const std::vector<float>& v, bool base64);
 json usage_openai(const Usage& u);
 json logprobs_openai_chat(const std::vector<TokenLogprob>& lps);
 

@@ -72,7 +72,15 @@ void RuntimeBackend::decode(std::span<const BatchToken> batch, std::vector<float
     }
 }
 
-void RuntimeBackend::seq_keep_prefix(int32_t seq, int32_t keep) { ctx_->memory_seq_rm(seq, keep, -1); }
+bool RuntimeBackend::seq_keep_prefix(int32_t seq, int32_t keep) { return ctx_->memory_seq_rm(seq, keep, -1); }
+
+bool RuntimeBackend::checkpoint_begin(int32_t seq, int32_t n_positions) {
+    return ctx_->memory().checkpoint_begin(seq, n_positions);
+}
+
+bool RuntimeBackend::checkpoint_commit(int32_t seq, int32_t n_accepted) {
+    return ctx_->memory().checkpoint_commit(seq, n_accepted);
+}
 
 size_t RuntimeBackend::save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path) {
     const size_t n = ctx_->save_sequence(seq, tokens, path);
@@ -86,8 +94,9 @@ std::vector<TokenId> RuntimeBackend::restore_sequence(int32_t seq, const std::st
     // valid checksum can break that, and then the slot is emptied.
     const auto n = static_cast<int32_t>(tokens.size());
     if (ctx_->memory_seq_pos_min(seq) != (n > 0 ? 0 : -1) || ctx_->memory_seq_pos_max(seq) != n - 1) {
-        ctx_->memory_seq_rm(seq, -1, -1);
-        throw Error("the slot file's cells are not its tokens' positions 0.." + std::to_string(n - 1));
+        const bool cleared = ctx_->memory_seq_rm(seq, -1, -1);  // a whole sequence: no memory refuses that
+        throw Error("the slot file's cells are not its tokens' positions 0.." + std::to_string(n - 1) +
+                    (cleared ? "" : " (and the slot could not be emptied)"));
     }
     return tokens;
 }

@@ -122,6 +122,12 @@ std::vector<SlotInfo> Scheduler::slots() const {
     return slot_snapshot_;
 }
 
+void Scheduler::clear_sequence(Slot& slot) {
+    slot.cache.clear();
+    if (!backend_.seq_keep_prefix(slot.id, 0))
+        throw Error("the backend could not empty the sequence of slot " + std::to_string(slot.id));
+}
+
 void Scheduler::publish_slots() {
     std::vector<SlotInfo> snap;
     int32_t busy = 0;
@@ -259,8 +265,18 @@ void Scheduler::start(Slot& slot, Pending pending) {
     // prompt token: its logits are needed for the first sample.
     size_t keep = common_prefix(slot.cache, slot.request.prompt);
     if (keep == slot.request.prompt.size()) --keep;
-    backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep));
-    slot.cache.resize(keep);
+    if (backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
+        slot.cache.resize(keep);
+    } else {
+        // The memory cannot drop part of a history (a recurrent state): the prompt is evaluated in full.
+        keep = 0;
+        try {
+            clear_sequence(slot);
+        } catch (const std::exception& e) {
+            fail(slot, e.what());
+            return;
+        }
+    }
     slot.n_past = keep;
     slot.n_cached = static_cast<int32_t>(keep);
     // The penalty samplers (repeat/frequency/presence, DRY) see the prompt,

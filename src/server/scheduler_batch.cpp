@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <span>
+#include <stdexcept>
 #include <string>
 
 #include "cria/server/scheduler.h"
@@ -21,12 +22,7 @@ bool Scheduler::step() {
     try {
         backend_.decode(plan.batch, logits_);
     } catch (const std::exception& e) {
-        for (Slot* s : plan.owners) {
-            if (!s->busy) continue;
-            backend_.seq_keep_prefix(s->id, 0);
-            s->cache.clear();
-            fail(*s, std::string("decode failed: ") + e.what());
-        }
+        decode_failed(plan, e.what());
         return true;
     }
     {
@@ -43,6 +39,29 @@ bool Scheduler::step() {
     }
     take_prompt_chunks(plan, row);
     return true;
+}
+
+void Scheduler::decode_failed(const StepPlan& plan, const std::string& what) {
+    // The verify batches' checkpoints close first (keeping nothing), then
+    // every slot in the batch starts over with an empty sequence.
+    std::string error = "decode failed: " + what;
+    for (const StepPlan::Verify& v : plan.verifies) {
+        try {
+            v.slot->speculation->discard();
+        } catch (const std::exception& e) {
+            error += std::string("; ") + e.what();
+        }
+    }
+    for (Slot* s : plan.owners) {
+        if (!s->busy) continue;
+        std::string message = error;
+        try {
+            clear_sequence(*s);
+        } catch (const std::exception& e) {
+            message += std::string("; ") + e.what();
+        }
+        fail(*s, message);
+    }
 }
 
 void Scheduler::leave_cancelled_and_late() {
@@ -66,8 +85,8 @@ void Scheduler::plan_generation(StepPlan& plan) {
                                             s->max_tokens - s->n_generated - 1});
         std::span<const TokenId> tokens;
         try {
-            tokens = s->speculation->prepare(s->cache, s->last, n_allowed);
-        } catch (const std::exception& e) {  // a drafter failed (e.g. its own cache is full)
+            tokens = s->speculation->prepare(s->cache, s->last, n_allowed, backend_);
+        } catch (const std::exception& e) {  // a drafter failed (e.g. its own cache is full), or the checkpoint
             fail(*s, std::string("drafting failed: ") + e.what());
             continue;
         }

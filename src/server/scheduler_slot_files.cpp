@@ -59,8 +59,7 @@ void Scheduler::erase_slot(int32_t id) {
     run_on_loop([&] {
         Slot& slot = *slots_[static_cast<size_t>(id)];
         if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
-        backend_.seq_keep_prefix(id, 0);
-        slot.cache.clear();
+        clear_sequence(slot);
     });
 }
 

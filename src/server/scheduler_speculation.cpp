@@ -46,9 +46,9 @@ void Scheduler::verify(Slot& s, const float* rows, double decode_ms) {
         sync_spec_stats(s);  // the Done event and /metrics agree
         return on_token(s, token, logits.data(), n_cached + n_emitted++);
     };
-    const spec::Rollback rollback = [this](int32_t seq, int32_t n_keep) { backend_.seq_keep_prefix(seq, n_keep); };
+    // The step commits the slot's checkpoint in the backend (opened by prepare()).
     try {
-        s.speculation->finish(row, s.chain, decode_ms, s.cache, emit, rollback);
+        s.speculation->finish(row, s.chain, decode_ms, s.cache, emit);
     } catch (const std::exception& e) {
         if (s.busy) fail(s, std::string("sampling failed: ") + e.what());
     }

@@ -33,33 +33,6 @@ Dialect dialect_of(const std::string& path) {
 
 // Compares without stopping at the first difference, so response time does
 // not tell how much of a guessed key was right.
-std::string base64_encode(const std::string& in) {
-    static const char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((in.size() + 2) / 3 * 4);
-    size_t i = 0;
-    for (; i + 2 < in.size(); i += 3) {
-        const uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) | uint8_t(in[i + 2]);
-        out += table[v >> 18];
-        out += table[(v >> 12) & 63];
-        out += table[(v >> 6) & 63];
-        out += table[v & 63];
-    }
-    if (i + 1 == in.size()) {
-        const uint32_t v = uint32_t(uint8_t(in[i])) << 16;
-        out += table[v >> 18];
-        out += table[(v >> 12) & 63];
-        out += "==";
-    } else if (i + 2 == in.size()) {
-        const uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8);
-        out += table[v >> 18];
-        out += table[(v >> 12) & 63];
-        out += table[(v >> 6) & 63];
-        out += '=';
-    }
-    return out;
-}
-
 bool same_secret(const std::string& a, const std::string& b) {
     unsigned char diff = a.size() == b.size() ? 0 : 1;
     for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
@@ -281,107 +254,44 @@ struct Server::Impl {
         });
     }
 
+    // Waits for the raw text of a generation (completions are not parsed
+    // for reasoning or tools); throws ApiError for an error or the timeout.
+    std::string collect_text(const std::shared_ptr<RequestHandle>& handle, Collected& c) {
+        std::string text;
+        const auto hard_deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s + 30);
+        for (;;) {
+            if (Clock::now() > hard_deadline) {
+                handle->cancel();
+                throw ApiError(504, "server_error", "the request timed out");
+            }
+            auto ev = handle->pop(std::chrono::milliseconds(200));
+            if (!ev) continue;
+            if (ev->kind == GenerationEvent::Kind::Text) {
+                text += ev->text;
+                c.logprobs.insert(c.logprobs.end(), ev->logprobs.begin(), ev->logprobs.end());
+                continue;
+            }
+            if (ev->kind == GenerationEvent::Kind::Error) throw ApiError(ev->http_status, "server_error", ev->error);
+            c.finish_reason = ev->finish_reason;
+            c.usage = usage_of(*ev);
+            return text;
+        }
+    }
+
     void handle_completions(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            const json body = parse_body(req.body);
-            std::string requested;
-            if (body.contains("model") && !body["model"].is_null()) {
-                if (!body["model"].is_string()) throw bad_request("'model' must be a string", "model");
-                requested = body["model"].get<std::string>();
-            }
-            check_model(requested, Dialect::OpenAI);
-            GenerationRequest gen;
-            gen.max_tokens = 16;  // OpenAI's default for completions
-            parse_openai_sampling(body, gen, false);
-            if (!body.contains("prompt")) throw bad_request("'prompt' is required", "prompt");
-            const json& prompt = body["prompt"];
-            auto tokens_of = [&](const json& arr) {
-                std::vector<TokenId> ids;
-                for (const auto& t : arr) {
-                    if (!t.is_number_integer()) throw bad_request("'prompt' token arrays must hold integers", "prompt");
-                    ids.push_back(t.get<TokenId>());
-                }
-                return ids;
-            };
-            if (prompt.is_string()) {
-                gen.prompt = backend->vocab().tokenize(prompt.get<std::string>(), true, true);
-            } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
-                gen.prompt = backend->vocab().tokenize(prompt[0].get<std::string>(), true, true);
-            } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_array()) {
-                gen.prompt = tokens_of(prompt[0]);
-            } else if (prompt.is_array() && !prompt.empty() && prompt[0].is_number()) {
-                gen.prompt = tokens_of(prompt);
-            } else {
-                throw bad_request("'prompt' must be a string, one string in an array, or token ids (batches are not supported)", "prompt");
-            }
-            if (body.contains("echo") && body["echo"].is_boolean() && body["echo"].get<bool>())
-                throw bad_request("'echo' is not supported", "echo");
-            bool stream_it = false, include_usage = false;
-            if (body.contains("stream") && !body["stream"].is_null()) {
-                if (!body["stream"].is_boolean()) throw bad_request("'stream' must be a boolean", "stream");
-                stream_it = body["stream"].get<bool>();
-            }
-            if (body.contains("stream_options") && body["stream_options"].is_object())
-                include_usage = body["stream_options"].value("include_usage", false);
-            if (body.contains("logprobs") && !body["logprobs"].is_null()) {
-                if (!body["logprobs"].is_number_integer() || body["logprobs"].get<int>() < 0 || body["logprobs"].get<int>() > 5)
-                    throw bad_request("'logprobs' must be an integer 0..5", "logprobs");
-                gen.top_logprobs = body["logprobs"].get<int>();
-            }
-            const bool want_logprobs = gen.top_logprobs >= 0;
-            finish_request(gen);
-            auto handle = scheduler->submit(std::move(gen));
-            const std::string id = random_id("cmpl-");
-            const long long created_at = unix_now();
-            const std::string model = requested.empty() ? model_id : requested;
-            auto logprobs_json = [](const std::vector<TokenLogprob>& lps, size_t offset) {
-                json tokens = json::array(), lp = json::array(), top = json::array(), offs = json::array();
-                for (const auto& l : lps) {
-                    tokens.push_back(l.token);
-                    lp.push_back(l.logprob);
-                    json t = json::object();
-                    for (const auto& x : l.top) t[x.token] = x.logprob;
-                    top.push_back(t);
-                    offs.push_back(offset);
-                    offset += l.token.size();
-                }
-                return json{{"tokens", tokens}, {"token_logprobs", lp}, {"top_logprobs", top}, {"text_offset", offs}};
-            };
-            auto make = [=](const std::string& text, json finish, json lps) {
-                return json{{"id", id},
-                            {"object", "text_completion"},
-                            {"created", created_at},
-                            {"model", model},
-                            {"system_fingerprint", "cria"},
-                            {"choices", json::array({{{"text", text}, {"index", 0}, {"logprobs", lps}, {"finish_reason", finish}}})}};
-            };
-            if (!stream_it) {
+            CompletionJob job = parse_openai_completion(parse_body(req.body), backend->vocab());
+            check_model(job.model, Dialect::OpenAI);
+            const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
+            finish_request(job.gen);
+            auto handle = scheduler->submit(std::move(job.gen));
+            const CompletionIds ids{random_id("cmpl-"), unix_now(), job.model.empty() ? model_id : job.model};
+            if (!job.stream) {
                 const ClientWatch watch = watch_client(req, handle);
                 Collected c;
-                GenerationEvent err;
-                chat::OutputParserOptions raw;
-                std::string text;
-                // Completions are not parsed for reasoning or tools: collect raw text.
-                const auto hard_deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s + 30);
-                for (;;) {
-                    if (Clock::now() > hard_deadline) {
-                        handle->cancel();
-                        throw ApiError(504, "server_error", "the request timed out");
-                    }
-                    auto ev = handle->pop(std::chrono::milliseconds(200));
-                    if (!ev) continue;
-                    if (ev->kind == GenerationEvent::Kind::Text) {
-                        text += ev->text;
-                        c.logprobs.insert(c.logprobs.end(), ev->logprobs.begin(), ev->logprobs.end());
-                        continue;
-                    }
-                    if (ev->kind == GenerationEvent::Kind::Error) throw ApiError(ev->http_status, "server_error", ev->error);
-                    c.finish_reason = ev->finish_reason;
-                    c.usage = usage_of(*ev);
-                    break;
-                }
-                json out = make(text, c.finish_reason == "length" ? "length" : "stop",
-                                want_logprobs ? logprobs_json(c.logprobs, 0) : json());
+                const std::string text = collect_text(handle, c);
+                json out = completion_body(ids, text, c.finish_reason == "length" ? "length" : "stop",
+                                           want_logprobs ? completion_logprobs_json(c.logprobs, 0) : json());
                 out["usage"] = usage_openai(c.usage);
                 out["timings"] = timings_json(c.usage);
                 send_json(res, 200, out);
@@ -391,19 +301,19 @@ struct Server::Impl {
             stream(res, handle, "", [=](GenerationEvent& ev, bool& done) -> std::string {
                 auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
                 if (ev.kind == GenerationEvent::Kind::Text) {
-                    json lps = want_logprobs ? logprobs_json(ev.logprobs, *offset) : json();
+                    json lps = want_logprobs ? completion_logprobs_json(ev.logprobs, *offset) : json();
                     *offset += ev.text.size();
-                    return sse_event(dump(make(ev.text, nullptr, lps)));
+                    return sse_event(dump(completion_body(ids, ev.text, nullptr, lps)));
                 }
                 done = true;
                 if (ev.kind == GenerationEvent::Kind::Error)
                     return sse_event(error_body(Dialect::OpenAI, ev.http_status, "", ev.error));
                 Usage u = usage_of(ev);
-                json last = make("", ev.finish_reason == "length" ? "length" : "stop", nullptr);
+                json last = completion_body(ids, "", ev.finish_reason == "length" ? "length" : "stop", nullptr);
                 last["timings"] = timings_json(u);
                 std::string out = sse_event(dump(last));
                 if (include_usage) {
-                    json uj = make("", nullptr, nullptr);
+                    json uj = completion_body(ids, "", nullptr, nullptr);
                     uj["choices"] = json::array();
                     uj["usage"] = usage_openai(u);
                     out += sse_event(dump(uj));
@@ -415,61 +325,21 @@ struct Server::Impl {
 
     void handle_embeddings(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            const json body = parse_body(req.body);
-            std::string requested;
-            if (body.contains("model") && body["model"].is_string()) requested = body["model"].get<std::string>();
-            check_model(requested, Dialect::OpenAI);
-            if (!body.contains("input")) throw bad_request("'input' is required", "input");
-            const json& input = body["input"];
-            std::vector<std::vector<TokenId>> inputs;
-            auto ids_of = [&](const json& arr) {
-                std::vector<TokenId> ids;
-                for (const auto& t : arr) {
-                    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= backend->n_vocab())
-                        throw bad_request("'input' token ids must be integers in the vocabulary", "input");
-                    ids.push_back(t.get<TokenId>());
-                }
-                return ids;
-            };
-            if (input.is_string()) {
-                inputs.push_back(backend->vocab().tokenize(input.get<std::string>(), true, false));
-            } else if (input.is_array() && !input.empty() && input[0].is_number()) {
-                inputs.push_back(ids_of(input));
-            } else if (input.is_array() && !input.empty()) {
-                for (const auto& item : input) {
-                    if (item.is_string()) inputs.push_back(backend->vocab().tokenize(item.get<std::string>(), true, false));
-                    else if (item.is_array()) inputs.push_back(ids_of(item));
-                    else throw bad_request("'input' must be a string, strings, or token arrays", "input");
-                }
-            } else {
-                throw bad_request("'input' must be a non-empty string or array", "input");
-            }
-            if (inputs.size() > 256) throw bad_request("'input' holds more than 256 items", "input");
-            std::string format = "float";
-            if (body.contains("encoding_format") && !body["encoding_format"].is_null()) {
-                if (!body["encoding_format"].is_string()) throw bad_request("'encoding_format' must be a string", "encoding_format");
-                format = body["encoding_format"].get<std::string>();
-                if (format != "float" && format != "base64")
-                    throw bad_request("'encoding_format' must be float or base64", "encoding_format");
-            }
+            const EmbeddingJob job = parse_openai_embeddings(parse_body(req.body), backend->vocab(), backend->n_vocab());
+            check_model(job.model, Dialect::OpenAI);
             json data = json::array();
             int64_t n_tokens = 0;
-            for (size_t i = 0; i < inputs.size(); ++i) {
-                if (inputs[i].empty()) throw bad_request("'input' must not be empty", "input");
+            for (size_t i = 0; i < job.inputs.size(); ++i) {
                 std::vector<float> v;
                 try {
-                    v = backend->embed(inputs[i]);
+                    v = backend->embed(job.inputs[i]);
                 } catch (const Error& e) {
                     throw ApiError(501, "not_supported_error", e.what());
                 }
-                n_tokens += static_cast<int64_t>(inputs[i].size());
-                json item = {{"object", "embedding"}, {"index", i}};
-                if (format == "base64") item["embedding"] = base64_encode(
-                    std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
-                else item["embedding"] = v;
-                data.push_back(item);
+                n_tokens += static_cast<int64_t>(job.inputs[i].size());
+                data.push_back(embedding_json(i, v, job.base64));
             }
-            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", requested.empty() ? model_id : requested},
+            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", job.model.empty() ? model_id : job.model},
                                  {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
         });
     }
@@ -479,10 +349,23 @@ struct Server::Impl {
                 {"meta", {{"n_vocab", backend->n_vocab()}, {"n_ctx", backend->n_ctx_per_seq()}}}};
     }
 
+    // The routes (below), in four groups.
     void routes();
+    void error_handlers();
+    void api_routes();
+    void tool_routes();
+    void slot_routes();
 };
 
 void Server::Impl::routes() {
+    error_handlers();
+    api_routes();
+    tool_routes();
+    slot_routes();
+}
+
+// Authentication before routing, and the API's error shape for HTTP errors and escaped exceptions.
+void Server::Impl::error_handlers() {
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         ++http_requests;
         const bool open_route = req.path == "/health" || (req.method == "GET" && (req.path == "/" || req.path == "/index.html"));
@@ -511,7 +394,10 @@ void Server::Impl::routes() {
         }
         send_error(res, dialect_of(req.path), 500, "internal error: " + what);
     });
+}
 
+// Models, chat, completions and embeddings (OpenAI and Anthropic).
+void Server::Impl::api_routes() {
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200, {{"status", "ok"}});
     });
@@ -544,7 +430,10 @@ void Server::Impl::routes() {
     http.Post("/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
     http.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
     http.Post("/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
+}
 
+// llama-server's extras: tokenizer, template, properties, metrics.
+void Server::Impl::tool_routes() {
     http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
@@ -599,6 +488,10 @@ void Server::Impl::routes() {
             res.set_content(metrics_text(scheduler->stats(), http_requests.load()), "text/plain; version=0.0.4");
         });
     });
+}
+
+// Slots (list, save, restore, erase) and the web page.
+void Server::Impl::slot_routes() {
     http.Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
         json out = json::array();
         for (const auto& s : scheduler->slots())

@@ -66,7 +66,12 @@ void DraftModelDrafter::decode_missing(const std::vector<TokenId>& sequence) {
     size_t keep = 0;
     while (keep < cached_.size() && keep < sequence.size() && cached_[keep] == sequence[keep]) ++keep;
     keep = std::min(keep, sequence.size() - 1);
-    ctx_.memory_seq_rm(0, static_cast<int32_t>(keep), -1);
+    if (!ctx_.memory_seq_rm(0, static_cast<int32_t>(keep), -1)) {
+        // The draft model's memory cannot drop part of its history (a
+        // recurrent state): start over from the first token.
+        ctx_.memory_clear();
+        keep = 0;
+    }
     cached_.resize(keep);
     const size_t n_batch = ctx_.params().n_batch;
     for (size_t first = keep; first < sequence.size(); first += n_batch) {

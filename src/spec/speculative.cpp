@@ -116,7 +116,7 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     TokenId last = chain.sample(ctx.logits(-1));
     chain.accept(last);
     bool done = !emit(last, {});
-    const Rollback rollback = context_rollback(ctx);
+    ContextMemory memory(ctx);
     const LogitRow rows = [&ctx](int i) { return ctx.logits(i); };
     while (!done) {
         const auto pos = static_cast<int32_t>(history.size());
@@ -129,13 +129,21 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
                                                            static_cast<int64_t>(ctx.n_ctx()) - pos - 1));
         if (n_predict >= 0) n_allowed = std::min(n_allowed, n_predict - static_cast<int>(result.tokens.size()) - 1);
         batch.clear();
-        step_.prepare(history, last, n_allowed, batch);
+        step_.prepare(history, last, n_allowed, memory, batch);
         const auto tv = Clock::now();
-        if (ctx.decode(batch) != 0) {
+        int rc = 1;
+        try {
+            rc = ctx.decode(batch);
+        } catch (...) {
+            step_.discard();
+            throw;
+        }
+        if (rc != 0) {
+            step_.discard();
             result.stop = StopReason::ContextFull;
             break;
         }
-        const StepOutcome outcome = step_.finish(rows, chain, ms_since(tv), history, emit, rollback);
+        const StepOutcome outcome = step_.finish(rows, chain, ms_since(tv), history, emit);
         give_features(static_cast<size_t>(outcome.n_accepted) + 1, pos);
         last = outcome.next;
         done = outcome.done;

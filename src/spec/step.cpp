@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <utility>
 
 #include "cria/core/error.h"
 #include "cria/runtime/context.h"
@@ -23,10 +25,12 @@ constexpr uint32_t kVerifySeedStream = 2;
 
 }  // namespace
 
-Rollback context_rollback(runtime::Context& ctx) {
-    // When memory becomes an interface with checkpoints, this is the call to
-    // replace (commit the accepted length instead of removing cells).
-    return [&ctx](int32_t seq, int32_t n_keep) { ctx.memory_seq_rm(seq, n_keep, -1); };
+bool ContextMemory::checkpoint_begin(int32_t seq, int32_t n_positions) {
+    return ctx_.memory().checkpoint_begin(seq, n_positions);
+}
+
+bool ContextMemory::checkpoint_commit(int32_t seq, int32_t n_accepted) {
+    return ctx_.memory().checkpoint_commit(seq, n_accepted);
 }
 
 uint32_t derive_seed(uint32_t seed, uint32_t stream) {
@@ -59,6 +63,7 @@ std::vector<uint32_t> SpeculativeStep::feature_layers() const {
 
 void SpeculativeStep::begin(int32_t seq, const std::vector<TokenId>& history, const StepRequest& request) {
     end();
+    if (checkpoint_) discard();  // a step left behind (its caller never decoded it)
     if (request.n_max < 0) throw Error("speculative: n-max must not be negative");
     seq_ = seq;
     request_ = request;
@@ -118,17 +123,44 @@ void SpeculativeStep::pick_draft(const std::vector<TokenId>& history, TokenId la
     }
 }
 
-std::span<const TokenId> SpeculativeStep::prepare(const std::vector<TokenId>& history, TokenId last, int n_allowed) {
+std::span<const TokenId> SpeculativeStep::prepare(const std::vector<TokenId>& history, TokenId last, int n_allowed,
+                                                  TargetMemory& memory) {
+    if (checkpoint_) throw Error("speculative: prepare() again before finish() or discard()");
+    tokens_.clear();
     pick_draft(history, last, n_allowed);
+    pos_ = static_cast<int32_t>(history.size());
+    if (!draft_.empty()) {
+        const auto n = static_cast<int32_t>(draft_.size()) + 1;
+        if (!memory.checkpoint_begin(seq_, n)) {
+            draft_.clear();
+            throw Error("speculative: the target's memory refused a checkpoint of " + std::to_string(n) +
+                        " positions on sequence " + std::to_string(seq_) + " (one is already open, or the memory " +
+                        "cannot roll back)");
+        }
+        checkpoint_ = &memory;
+    }
     tokens_.assign(1, last);
     tokens_.insert(tokens_.end(), draft_.tokens.begin(), draft_.tokens.end());
-    pos_ = static_cast<int32_t>(history.size());
     return tokens_;
 }
 
-void SpeculativeStep::prepare(const std::vector<TokenId>& history, TokenId last, int n_allowed, runtime::Batch& batch) {
-    const auto tokens = prepare(history, last, n_allowed);
+void SpeculativeStep::prepare(const std::vector<TokenId>& history, TokenId last, int n_allowed, TargetMemory& memory,
+                              runtime::Batch& batch) {
+    const auto tokens = prepare(history, last, n_allowed, memory);
     for (size_t i = 0; i < tokens.size(); ++i) batch.add(tokens[i], pos_ + static_cast<int32_t>(i), {seq_}, true);
+}
+
+void SpeculativeStep::commit_checkpoint(int32_t n_kept) {
+    TargetMemory* memory = std::exchange(checkpoint_, nullptr);
+    if (memory && !memory->checkpoint_commit(seq_, n_kept))
+        throw Error("speculative: the target's memory refused to keep " + std::to_string(n_kept) + " of the " +
+                    std::to_string(draft_.size() + 1) + " verified positions of sequence " + std::to_string(seq_));
+}
+
+void SpeculativeStep::discard() {
+    tokens_.clear();
+    commit_checkpoint(0);
+    draft_.clear();
 }
 
 void SpeculativeStep::count_draft(int n_drafted, int n_accepted) {
@@ -145,7 +177,7 @@ void SpeculativeStep::count_draft(int n_drafted, int n_accepted) {
 }
 
 StepOutcome SpeculativeStep::finish(const LogitRow& rows, sampling::Chain& chain, double decode_ms,
-                                    std::vector<TokenId>& history, const EmitToken& emit, const Rollback& rollback) {
+                                    std::vector<TokenId>& history, const EmitToken& emit) {
     if (tokens_.empty()) throw Error("speculative: finish() without prepare()");
     const int n_draft = static_cast<int>(draft_.size());
     StepOutcome out;
@@ -181,12 +213,12 @@ StepOutcome SpeculativeStep::finish(const LogitRow& rows, sampling::Chain& chain
     // Keeps history, cache, drafter and controller in step, also when a sampler throws.
     auto settle = [&] {
         for (int i = 0; i < n_accepted; ++i) history.push_back(draft_.tokens[static_cast<size_t>(i)]);
-        rollback(seq_, static_cast<int32_t>(history.size()));
         count_draft(n_draft, n_accepted);
         if (drafting_) {
             drafters_[static_cast<size_t>(drafter_)]->accept(n_accepted);
             adaptive_.observe_draft(drafter_, n_draft, n_accepted, draft_ms_);
         }
+        commit_checkpoint(1 + n_accepted);  // `last` and the accepted tokens
     };
     try {
         // Row i predicts the token after `last` and the first i draft tokens.

@@ -6,8 +6,8 @@
 //            [--grammar G | --grammar-file F | -j SCHEMA | --json-schema-file F]
 //            [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ...
 //   cria run -m MODEL            (no -p: interactive chat in the terminal; the same
-//                                 model, cache, sampling and grammar flags; -md and
-//                                 --spec-* are refused there for now)
+//                                 model, cache, sampling, grammar and speculative
+//                                 decoding flags)
 //
 // stdout gets exactly the text: the prompt as its tokens read back (SPM's
 // leading space included, BOS/control tokens not shown) unless
@@ -65,11 +65,36 @@ void print_timing(const char* what, double ms, int64_t tokens) {
                  ms > 0 ? 1e3 * static_cast<double>(tokens) / ms : 0.0);
 }
 
+// No prompt: the chat in the terminal, with the same flags.
+int run_chat(const RunOptions& opt, cria::gguf::LoadMode mode) {
+    using namespace cria;
+    server::InteractiveChatOptions chat;
+    chat.model_path = opt.model;
+    chat.n_ctx = static_cast<int32_t>(opt.n_ctx);
+    chat.n_threads = opt.threads;
+    chat.max_tokens = opt.n_predict;
+    chat.sampling.temp = opt.temp;
+    chat.sampling.top_k = opt.top_k;
+    chat.sampling.top_p = opt.top_p;
+    chat.sampling.min_p = opt.min_p;
+    chat.sampling.seed = opt.seed;
+    chat.sampling.penalty_repeat = opt.repeat_penalty;
+    chat.grammar = opt.grammar;
+    chat.backend.n_batch = static_cast<int32_t>(opt.n_batch);
+    chat.backend.n_ubatch = static_cast<int32_t>(opt.n_ubatch);
+    chat.backend.type_k = runtime::parse_cache_type(opt.cache_type_k);
+    chat.backend.type_v = runtime::parse_cache_type(opt.cache_type_v);
+    chat.backend.load_mode = mode;
+    chat.backend.repack = !opt.no_repack;
+    chat.speculative = opt.spec;
+    return server::run_interactive_chat(chat, std::cin, std::cout);
+}
+
 std::function<int()> setup(CLI::App& cmd) {
     auto opt = std::make_shared<RunOptions>();
     // -m is read with the other one-dash flags: CLI11 would take "-md FILE" as "-m d".
     cmd.add_option("--model", opt->model, "GGUF model file; also -m FILE");
-    auto* prompt = cmd.add_option("-p,--prompt", opt->prompt, "Prompt to continue");
+    auto* prompt = cmd.add_option("-p,--prompt", opt->prompt, "Prompt to continue (without -p: a chat in the terminal, with the same flags)");
     cmd.add_option("-n,--n-predict", opt->n_predict, "Tokens to generate (-1: until end of generation or a full context)");
     cmd.add_option("--temp", opt->temp, "Temperature (0: greedy)");
     cmd.add_option("--top-k", opt->top_k, "Top-k (0: off)");
@@ -108,31 +133,9 @@ std::function<int()> setup(CLI::App& cmd) {
         if (!n_ubatch.empty()) opt->n_ubatch = runtime::parse_count(n_ubatch, "-ub");
         const gguf::LoadMode mode = runtime::parse_load_mode_or_throw(opt->load_mode);
         if (prompt->count() == 0) {
-            // No prompt: chat in the terminal with the model's template. The
-            // chat runs on the server's scheduler, whose speculative step is
-            // being rewritten; until then the flags are refused, not dropped.
-            if (!draft_model.empty() || cria::tools::any_spec_flag_given(cmd))
-                throw Error("speculative decoding is not available in the interactive chat yet; use -p PROMPT "
-                            "to speculate with -md / --spec-*");
-            server::InteractiveChatOptions chat;
-            chat.model_path = opt->model;
-            chat.n_ctx = static_cast<int32_t>(opt->n_ctx);
-            chat.n_threads = opt->threads;
-            chat.max_tokens = opt->n_predict;
-            chat.sampling.temp = opt->temp;
-            chat.sampling.top_k = opt->top_k;
-            chat.sampling.top_p = opt->top_p;
-            chat.sampling.min_p = opt->min_p;
-            chat.sampling.seed = opt->seed;
-            chat.sampling.penalty_repeat = opt->repeat_penalty;
-            chat.grammar = opt->grammar;
-            chat.backend.n_batch = static_cast<int32_t>(opt->n_batch);
-            chat.backend.n_ubatch = static_cast<int32_t>(opt->n_ubatch);
-            chat.backend.type_k = runtime::parse_cache_type(opt->cache_type_k);
-            chat.backend.type_v = runtime::parse_cache_type(opt->cache_type_v);
-            chat.backend.load_mode = mode;
-            chat.backend.repack = !opt->no_repack;
-            return server::run_interactive_chat(chat, std::cin, std::cout);
+            // No prompt: chat in the terminal with the model's template, on
+            // the server's scheduler (one slot, its speculative step).
+            return run_chat(*opt, mode);
         }
         runtime::ContextParams cp;
         cp.n_ctx = opt->n_ctx;

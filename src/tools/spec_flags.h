@@ -32,13 +32,4 @@ void add_spec_flags(CLI::App& cmd, const std::shared_ptr<Owner>& owner, spec::Sp
     }
 }
 
-// Whether the command line gave any of those flags (by any of its names).
-inline bool any_spec_flag_given(const CLI::App& cmd) {
-    for (const auto& o : spec::options()) {
-        const std::string first = o.flags.substr(0, o.flags.find(','));
-        if (cmd.count(first) > 0) return true;
-    }
-    return false;
-}
-
 }  // namespace cria::tools

@@ -71,7 +71,7 @@ std::vector<int> parse_list(const std::string& text) {
 }
 
 // Median time of a decode of k tokens after `context` tokens, minus nothing:
-// the cells are removed again after each measurement.
+// the batch is rolled back after each measurement.
 int verify_cost(cria::runtime::Context& ctx, const std::vector<int>& sizes, int context, int runs) {
     using namespace cria;
     std::vector<runtime::TokenId> prompt(static_cast<size_t>(context));
@@ -85,12 +85,15 @@ int verify_cost(cria::runtime::Context& ctx, const std::vector<int>& sizes, int 
         for (int r = 0; r < std::max(runs, 1) * 3; ++r) {
             runtime::Batch b;
             for (int i = 0; i < k; ++i) b.add(5 + i, context + i, {0}, true);
+            // A checkpoint committed with nothing kept drops the batch again
+            // (as a rejected draft: memories that cannot truncate roll back too).
+            if (!ctx.memory().checkpoint_begin(0, k)) throw Error("the model's memory refused a checkpoint");
             const auto t0 = Clock::now();
             const double c0 = cpu_seconds();
             if (ctx.decode(b) != 0) throw Error("no room for the verify batch");
             times.push_back(seconds_since(t0) * 1e3);
             cpu.push_back((cpu_seconds() - c0) * 1e3);
-            ctx.memory_seq_rm(0, context, -1);
+            if (!ctx.memory().checkpoint_commit(0, 0)) throw Error("the model's memory could not drop the verify batch");
         }
         std::sort(times.begin(), times.end());
         std::sort(cpu.begin(), cpu.end());

@@ -223,7 +223,8 @@ TEST(Scheduler, LazyGrammarWaitsForItsTrigger) {
     EXPECT_THROW(s.submit(no_trigger), cria::Error);
 }
 
-// Counts the tokens the scheduler evaluates (restoring a slot must evaluate none).
+// Counts the tokens the scheduler evaluates (restoring a slot must evaluate
+// none) and records the speculative steps' checkpoints.
 class CountingBackend final : public Backend {
 public:
     explicit CountingBackend(Backend& inner) : inner_(inner) {}
@@ -237,7 +238,23 @@ public:
         evaluated += batch.size();
         inner_.decode(batch, logits);
     }
-    void seq_keep_prefix(int32_t seq, int32_t keep) override { inner_.seq_keep_prefix(seq, keep); }
+    bool seq_keep_prefix(int32_t seq, int32_t keep) override { return inner_.seq_keep_prefix(seq, keep); }
+    bool checkpoint_begin(int32_t seq, int32_t n) override {
+        checkpoints.push_back({seq, n, -1});
+        return inner_.checkpoint_begin(seq, n);
+    }
+    bool checkpoint_commit(int32_t seq, int32_t n) override {
+        for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it)
+            if (it->seq == seq) {
+                EXPECT_EQ(it->n_accepted, -1) << "a commit without a begin";
+                it->n_accepted = n;
+                break;
+            }
+        return inner_.checkpoint_commit(seq, n);
+    }
+    std::vector<std::unique_ptr<cria::spec::Drafter>> make_drafters(const cria::spec::SpecParams& p) override {
+        return inner_.make_drafters(p);
+    }
     size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path) override {
         return inner_.save_sequence(seq, tokens, path);
     }
@@ -247,6 +264,10 @@ public:
     std::vector<float> embed(std::span<const TokenId> tokens) override { return inner_.embed(tokens); }
 
     std::atomic<size_t> evaluated{0};
+    struct Checkpoint {
+        int32_t seq, n_positions, n_accepted;  // n_accepted -1: not committed (yet)
+    };
+    std::vector<Checkpoint> checkpoints;  // touched on the scheduler's thread only
 
 private:
     Backend& inner_;
@@ -419,6 +440,59 @@ TEST(Scheduler, SpeculationGivesThePlainOutput) {
             EXPECT_LT(st.decode_calls, 60u);
         }
     }
+}
+
+TEST(Scheduler, SpeculationRollsBackThroughTheBackendsCheckpoints) {
+    // Each verify batch [last, d1..dn] of a slot opens a checkpoint of n + 1
+    // positions in the backend, and verification commits 1 + the accepted
+    // draft tokens: the counts add up to the request's drafted and accepted tokens.
+    std::string plain;
+    {
+        RuntimeBackend backend(model(), params(1));
+        Scheduler s(backend, {.n_slots = 1});
+        plain = wait(s.submit(greedy(backend.vocab(), kPrompts[1], 48))).text;
+    }
+    RuntimeBackend runtime(model(), params(1));
+    CountingBackend backend(runtime);
+    SchedulerOptions o{.n_slots = 1};
+    o.speculative = speculation(false);
+    Scheduler s(backend, o);
+    const Result r = wait(s.submit(greedy(backend.vocab(), kPrompts[1], 48)));
+    EXPECT_EQ(r.text, plain);
+    ASSERT_GT(r.done.n_drafted, 0);
+    ASSERT_GT(r.done.n_drafted, r.done.n_draft_accepted);
+    int32_t drafted = 0, accepted = 0;
+    for (const auto& c : backend.checkpoints) {
+        EXPECT_EQ(c.seq, 0);
+        ASSERT_GE(c.n_positions, 2);  // `last` and at least one draft token
+        ASSERT_GE(c.n_accepted, 1);
+        EXPECT_LE(c.n_accepted, c.n_positions);
+        drafted += c.n_positions - 1;
+        accepted += c.n_accepted - 1;
+    }
+    EXPECT_EQ(drafted, r.done.n_drafted);
+    EXPECT_EQ(accepted, r.done.n_draft_accepted);
+}
+
+TEST(ReferenceBackend, CheckpointsKeepTheAcceptedPositions) {
+    ReferenceBackend b(model(), 1, 64);
+    std::vector<float> logits;
+    const std::vector<BatchToken> prompt = {{1, 0, 0, false}, {300, 1, 0, true}};
+    b.decode(prompt, logits);
+    const auto after_prompt = logits;
+    EXPECT_FALSE(b.checkpoint_commit(0, 0));  // none open
+    ASSERT_TRUE(b.checkpoint_begin(0, 3));
+    EXPECT_FALSE(b.checkpoint_begin(0, 3));  // one is open
+    b.decode(std::vector<BatchToken>{{5, 2, 0, false}, {6, 3, 0, false}, {7, 4, 0, true}}, logits);
+    EXPECT_FALSE(b.checkpoint_commit(0, 4));  // more than the batch
+    ASSERT_TRUE(b.checkpoint_commit(0, 1));   // keeps position 2
+    b.decode(std::vector<BatchToken>{{9, 3, 0, true}}, logits);  // continues at 3
+    ASSERT_TRUE(b.checkpoint_begin(0, 2));
+    b.decode(std::vector<BatchToken>{{5, 4, 0, false}}, logits);
+    ASSERT_TRUE(b.checkpoint_commit(0, 0));  // back to positions 0..3
+    EXPECT_TRUE(b.seq_keep_prefix(0, 1));
+    b.decode(std::vector<BatchToken>{{300, 1, 0, true}}, logits);
+    EXPECT_EQ(logits, after_prompt);
 }
 
 TEST(Scheduler, AdaptiveDraftingPausesADraftModelThatDoesNotPay) {

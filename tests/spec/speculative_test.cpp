@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cria/core/error.h"
+#include "cria/memory/hybrid_memory.h"
 #include "cria/model/model.h"
 #include "cria/runtime/generate.h"
 #include "cria/sampling/params.h"
@@ -286,6 +287,29 @@ private:
     std::vector<TokenId> tokens_;
 };
 
+// The target's memory through a Context, recording the step's checkpoint calls.
+class RecordingMemory final : public TargetMemory {
+public:
+    explicit RecordingMemory(runtime::Context& ctx) : inner_(ctx) {}
+    bool checkpoint_begin(int32_t seq, int32_t n) override {
+        calls.push_back({'b', seq, n});
+        return inner_.checkpoint_begin(seq, n);
+    }
+    bool checkpoint_commit(int32_t seq, int32_t n) override {
+        calls.push_back({'c', seq, n});
+        return inner_.checkpoint_commit(seq, n);
+    }
+    struct Call {
+        char kind;  // 'b'egin, 'c'ommit
+        int32_t seq, n;
+        bool operator==(const Call&) const = default;
+    };
+    std::vector<Call> calls;
+
+private:
+    ContextMemory inner_;
+};
+
 TEST(SpeculativeStep, VerifiesRollsBackAndFeedsBackWithSeveralSequencesInOneBatch) {
     // Two sequences share one target decode, as server slots do. Greedy
     // drafts of the plain continuation are accepted up to where the script
@@ -313,11 +337,15 @@ TEST(SpeculativeStep, VerifiesRollsBackAndFeedsBackWithSeveralSequencesInOneBatc
 
     runtime::Batch batch;
     size_t first_row[2];
+    RecordingMemory memory(ctx);
     for (int32_t seq : {0, 1}) {
         first_row[seq] = batch.size();
-        steps[seq].prepare(history[seq], expected[0], 8, batch);
+        steps[seq].prepare(history[seq], expected[0], 8, memory, batch);
     }
     EXPECT_EQ(batch.size(), 5u + 2u);
+    // A checkpoint of each verify batch: [last, d1..dn] is n + 1 positions.
+    using Call = RecordingMemory::Call;
+    EXPECT_EQ(memory.calls, (std::vector<Call>{{'b', 0, 5}, {'b', 1, 2}}));
     ASSERT_EQ(ctx.decode(batch), 0);
     std::vector<TokenId> got[2];
     for (int32_t seq : {0, 1}) {
@@ -327,8 +355,7 @@ TEST(SpeculativeStep, VerifiesRollsBackAndFeedsBackWithSeveralSequencesInOneBatc
                                            [&](TokenId tok, std::span<const float>) {
                                                got[seq].push_back(tok);
                                                return true;
-                                           },
-                                           context_rollback(ctx));
+                                           });
         EXPECT_FALSE(out.done);
         EXPECT_EQ(out.next, got[seq].back());
     }
@@ -344,8 +371,89 @@ TEST(SpeculativeStep, VerifiesRollsBackAndFeedsBackWithSeveralSequencesInOneBatc
     EXPECT_EQ(steps[0].metrics().tokens_drafted(), 4);
     EXPECT_EQ(steps[0].metrics().tokens_accepted(), 3);
     EXPECT_EQ(steps[1].metrics().n_verify_steps, 1);
+    // Commits keep `last` and the accepted tokens: 1 + 3 and 1 + 0.
+    EXPECT_EQ(memory.calls, (std::vector<Call>{{'b', 0, 5}, {'b', 1, 2}, {'c', 0, 4}, {'c', 1, 1}}));
     for (auto& s : steps) s.end();
     EXPECT_EQ(right.ended, 1);
+
+    // A plain step opens no checkpoint; a discarded one (its decode failed)
+    // commits nothing, and the memory holds the history again.
+    ScriptedDrafter none({});
+    SpeculativeStep plain_step({&none}, false, static_cast<int32_t>(t.vocab->size()));
+    plain_step.begin(1, history[1], request);
+    memory.calls.clear();
+    EXPECT_EQ(plain_step.prepare(history[1], got[1].back(), 8, memory).size(), 1u);
+    EXPECT_TRUE(memory.calls.empty());
+    steps[0].begin(0, history[0], request);
+    EXPECT_EQ(steps[0].prepare(history[0], got[0].back(), 2, memory).size(), 3u);
+    steps[0].discard();
+    EXPECT_EQ(memory.calls, (std::vector<Call>{{'b', 0, 3}, {'c', 0, 0}}));
+    EXPECT_EQ(ctx.memory_seq_pos_max(0), static_cast<int32_t>(history[0].size()) - 1);
+}
+
+// A memory that refuses every checkpoint.
+class RefusingMemory final : public TargetMemory {
+public:
+    bool checkpoint_begin(int32_t, int32_t) override { return false; }
+    bool checkpoint_commit(int32_t, int32_t) override { return false; }
+};
+
+TEST(SpeculativeStep, ARefusedCheckpointIsAnError) {
+    ScriptedDrafter d({5, 6});
+    SpeculativeStep step({&d}, false, 100);
+    StepRequest request;
+    request.n_max = 4;
+    request.sampling.temp = 0.0f;
+    const std::vector<TokenId> history = {1, 2, 3};
+    step.begin(0, history, request);
+    RefusingMemory refusing;
+    EXPECT_THROW(step.prepare(history, 4, 4, refusing), Error);
+    // Nothing is left open: a plain step needs no checkpoint.
+    step.end();
+    ScriptedDrafter none({});
+    SpeculativeStep plain_step({&none}, false, 100);
+    plain_step.begin(0, history, request);
+    EXPECT_EQ(plain_step.prepare(history, 4, 4, refusing).size(), 1u);
+}
+
+TEST(SpeculativeStep, RollsBackAMemoryThatCannotTruncate) {
+    // The target's memory is a router over its KV cache and a recurrent
+    // state (no model layer lives in it yet, but it follows every sequence
+    // operation). A recurrent state refuses to drop the rejected positions
+    // (seq_rm), so the step must roll back through checkpoints; greedy
+    // speculative output stays the plain one, and both memories hold
+    // exactly the accepted tokens.
+    const auto& t = target(kStories);
+    const std::string prompt = "Once upon a time";
+    const int n = 64;
+    const auto expected = plain(t, prompt, n);
+    const auto cp = context_params();
+    const model::HParams& hp = t.model->hparams();
+    memory::KvCacheParams kp;
+    kp.n_cells = cp.n_ctx;
+    kp.n_layer = hp.n_layer;
+    kp.n_head_kv = hp.n_head_kv;
+    kp.head_dim = hp.head_dim;
+    kp.head_dim_v = hp.head_dim_v;
+    kp.type_k = cp.type_k;
+    kp.type_v = cp.type_v;
+    std::vector<std::unique_ptr<memory::Memory>> children;
+    children.push_back(std::make_unique<memory::KvCache>(kp));
+    children.push_back(std::make_unique<memory::RecurrentMemory>(memory::RecurrentParams{1, 4, 4, 1}));
+    std::vector<memory::HybridMemory::LayerPlacement> layers;
+    for (uint32_t l = 0; l < hp.n_layer; ++l) layers.push_back({0, l});
+    runtime::Context ctx(*t.model, cp, std::make_unique<memory::HybridMemory>(std::move(children), layers));
+    auto chain = greedy_chain(*t.vocab);
+    SpecParams p = forced(SpecType::NgramSimple);
+    Speculator s(p, make_drafters(p, ctx, *t.vocab));
+    const auto prompt_tokens = t.vocab->tokenize(prompt, true, true);
+    const auto got = s.generate(ctx, *t.vocab, chain, prompt_tokens, n).tokens;
+    EXPECT_EQ(got, expected);
+    EXPECT_GT(s.metrics().tokens_drafted(), s.metrics().tokens_accepted()) << s.metrics().format();
+    const auto last = static_cast<int32_t>(prompt_tokens.size() + got.size()) - 2;
+    EXPECT_EQ(ctx.memory().child(0).seq_pos_max(0), last);
+    EXPECT_EQ(ctx.memory().child(1).seq_pos_max(0), last);
+    EXPECT_FALSE(ctx.memory_seq_rm(0, last, -1));  // the recurrent state cannot truncate
 }
 
 TEST(SpeculativeStep, DerivedSeedsDifferPerPurposeAndStayRandomWhenAsked) {

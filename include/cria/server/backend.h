@@ -14,6 +14,7 @@
 
 #include "cria/spec/drafter.h"
 #include "cria/spec/params.h"
+#include "cria/spec/step.h"
 #include "cria/vocab/vocab.h"
 
 namespace cria::server {
@@ -27,7 +28,11 @@ struct BatchToken {
     bool logits = false; // return the logit row predicting the next token
 };
 
-class Backend {
+// A Backend is the target's memory of each slot's speculative step
+// (spec::TargetMemory): checkpoint_begin(seq, n) before the decode of a
+// verify batch of n positions, checkpoint_commit(seq, a) after it keeps the
+// first a of them (memory::Memory's checkpoint semantics).
+class Backend : public spec::TargetMemory {
 public:
     virtual ~Backend() = default;
 
@@ -46,8 +51,15 @@ public:
     // position after its last kept token. `logits` receives n_vocab values
     // for each token with logits = true, in batch order.
     virtual void decode(std::span<const BatchToken> batch, std::vector<float>& logits) = 0;
-    // Forgets positions >= keep of a sequence (keep = 0 clears it).
-    virtual void seq_keep_prefix(int32_t seq, int32_t keep) = 0;
+    // Forgets positions >= keep of a sequence. Returns false, changing
+    // nothing, when the memory cannot drop part of a history (a recurrent
+    // state); keep = 0 (clear the sequence) always succeeds.
+    virtual bool seq_keep_prefix(int32_t seq, int32_t keep) = 0;
+    // Checkpoints of a verify batch (see above); false, changing nothing,
+    // when refused (begin: one is open; commit: none is, or n_accepted is
+    // more than was decoded since begin).
+    bool checkpoint_begin(int32_t seq, int32_t n_positions) override = 0;
+    bool checkpoint_commit(int32_t seq, int32_t n_accepted) override = 0;
 
     // Slot files: a sequence's cached state with the tokens it holds
     // (positions 0..n-1). save_sequence() returns the number of tokens

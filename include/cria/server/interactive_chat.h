@@ -9,6 +9,7 @@
 #include "cria/sampling/grammar.h"
 #include "cria/sampling/params.h"
 #include "cria/server/runtime_backend.h"
+#include "cria/spec/params.h"
 
 namespace cria::server {
 
@@ -25,6 +26,10 @@ struct InteractiveChatOptions {
     // The model and cache settings of `cria run` (-b, -ub, -ctk, -ctv,
     // --load-mode, --no-repack); n_seq, n_ctx and n_threads come from above.
     RuntimeBackendParams backend;
+    // Speculative decoding of every reply (-md, --spec-type, --spec-*), as
+    // `cria serve` runs it in each slot: at temperature 0 the replies are
+    // the ones plain decoding gives. Off when nothing drafts.
+    spec::SpecParams speculative;
 };
 
 // Reads lines from `in` until /exit or end of input; returns the exit code.

@@ -29,7 +29,10 @@ public:
     std::string chat_template() const override { return chat_template_; }
 
     void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override;
-    void seq_keep_prefix(int32_t seq, int32_t keep) override;
+    bool seq_keep_prefix(int32_t seq, int32_t keep) override;
+    // A checkpoint remembers where the verify batch starts; commit truncates after the accepted positions.
+    bool checkpoint_begin(int32_t seq, int32_t n_positions) override;
+    bool checkpoint_commit(int32_t seq, int32_t n_accepted) override;
     std::vector<float> embed(std::span<const TokenId> tokens) override;
 
 private:
@@ -39,6 +42,11 @@ private:
     std::string chat_template_;
     int32_t n_ctx_ = 0;
     std::vector<std::vector<TokenId>> seqs_;
+    struct Checkpoint {
+        int32_t base = -1;  // -1: none open
+        int32_t length = 0;
+    };
+    std::vector<Checkpoint> checkpoints_;  // per sequence
 };
 
 }  // namespace cria::server

@@ -47,7 +47,10 @@ public:
     std::string describe_settings() const;
 
     void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override;
-    void seq_keep_prefix(int32_t seq, int32_t keep) override;
+    // The context's memory (runtime::Context::memory_seq_rm, memory().checkpoint_*).
+    bool seq_keep_prefix(int32_t seq, int32_t keep) override;
+    bool checkpoint_begin(int32_t seq, int32_t n_positions) override;
+    bool checkpoint_commit(int32_t seq, int32_t n_accepted) override;
     // The KV cells themselves (runtime::Context::save_sequence).
     size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path) override;
     std::vector<TokenId> restore_sequence(int32_t seq, const std::string& path) override;

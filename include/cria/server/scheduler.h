@@ -193,12 +193,16 @@ private:
     void assign_waiting();
     void start(Slot& slot, Pending pending);
     void publish_slots();
+    // Empties a slot's sequence in the backend and its token list; throws
+    // cria::Error when the backend refuses (which no memory should).
+    void clear_sequence(Slot& slot);
     // Batch planning (scheduler_batch.cpp): one decode per step.
     bool step();
     void leave_cancelled_and_late();
     void plan_generation(StepPlan& plan);
     void plan_prompts(StepPlan& plan);
     void take_prompt_chunks(const StepPlan& plan, size_t first_row);
+    void decode_failed(const StepPlan& plan, const std::string& what);
     // Request output (scheduler_output.cpp).
     void sample_first(Slot& slot, const float* logits);
     // Takes a sampled token (log-probs, text, stop strings, limits); n_cached:

@@ -5,14 +5,16 @@
 // slots' verify batches into one target decode. A step is split in two
 // around the target's decode so that the caller owns the batch:
 //
-//   prepare(history, last, n_allowed)
+//   prepare(history, last, n_allowed, memory)
 //       picks a drafter (the one selection loop: drafters in order, each
 //       limited by adaptive drafting, the first non-empty draft long enough
 //       wins) and returns the tokens to decode for this sequence,
 //       [last, d1..dn] at positions history.size() .. history.size()+n,
-//       every one with logits.
-//   ... the caller decodes them, alone or in a batch with other sequences ...
-//   finish(rows, chain, decode_ms, history, emit, rollback)
+//       every one with logits. With a draft, it opens a checkpoint of those
+//       n+1 positions in the target's memory (TargetMemory).
+//   ... the caller decodes them, alone or in a batch with other sequences
+//       (when that decode fails: discard()) ...
+//   finish(rows, chain, decode_ms, history, emit)
 //       verifies the draft against the target's rows (row i predicts the
 //       token after last, d1..di) and emits what the target produces:
 //         - rejection sampling (verify.h) when the draft has probabilities
@@ -21,10 +23,11 @@
 //         - sample-and-compare otherwise: the target's chain samples each
 //           row in order and a draft token is kept while it equals the
 //           sample. At temperature 0 the output is plain decoding's.
-//       Then it appends `last` and the accepted tokens to `history`, rolls
-//       the rejected cells back (Rollback: the one call into the target's
-//       memory), tells the drafter accept(n), feeds adaptive drafting the
-//       decode time and the outcome, and counts everything in metrics().
+//       Then it appends `last` and the accepted tokens to `history`, commits
+//       the checkpoint with the 1 + n_accepted positions kept (the memory
+//       forgets the rejected ones), tells the drafter accept(n), feeds
+//       adaptive drafting the decode time and the outcome, and counts
+//       everything in metrics().
 //
 // With nothing drafted (speculation off, paused, nothing found) a step is a
 // plain decode of `last`: the same path, one row.
@@ -52,11 +55,33 @@ class Context;
 
 namespace cria::spec {
 
-// Removes a sequence's cells from position n_keep on: the rejected draft
-// tokens. The one place speculation changes the target's memory.
-using Rollback = std::function<void(int32_t seq, int32_t n_keep)>;
-// A runtime::Context's Rollback (its memory API: memory_seq_rm(seq, n_keep, -1)).
-Rollback context_rollback(runtime::Context& ctx);
+// The target's memory as a step sees it: memory::Memory's checkpoints, the
+// one place speculation changes the target's memory. Before the target
+// decodes a verify batch [last, d1..dn] of a sequence, the step calls
+// checkpoint_begin(seq, n + 1); after verification
+// checkpoint_commit(seq, 1 + n_accepted): `last` and the accepted draft
+// tokens stay, the rest is forgotten (a KV cache removes the cells, a
+// recurrent state goes back to the state after the last kept position, so
+// memories that cannot truncate roll back too). A plain step (nothing
+// drafted) opens no checkpoint. Both return false, changing nothing, when
+// the memory refuses; the step then throws cria::Error.
+class TargetMemory {
+public:
+    virtual ~TargetMemory() = default;
+    virtual bool checkpoint_begin(int32_t seq, int32_t n_positions) = 0;
+    virtual bool checkpoint_commit(int32_t seq, int32_t n_accepted) = 0;
+};
+
+// A runtime::Context's memory (ctx.memory(): its HybridMemory router).
+class ContextMemory final : public TargetMemory {
+public:
+    explicit ContextMemory(runtime::Context& ctx) : ctx_(ctx) {}
+    bool checkpoint_begin(int32_t seq, int32_t n_positions) override;
+    bool checkpoint_commit(int32_t seq, int32_t n_accepted) override;
+
+private:
+    runtime::Context& ctx_;
+};
 
 // The target's logit row of the i-th token of the prepared tokens.
 using LogitRow = std::function<std::span<const float>(int i)>;
@@ -98,14 +123,25 @@ public:
     void begin(int32_t seq, const std::vector<TokenId>& history, const StepRequest& request);
     // Drafts at most n_allowed tokens (the caller's bound: batch room,
     // context, tokens the request may still get) and returns the tokens to
-    // decode: [last, d1..dn], positions history.size() onwards.
-    std::span<const TokenId> prepare(const std::vector<TokenId>& history, TokenId last, int n_allowed);
+    // decode: [last, d1..dn], positions history.size() onwards. With a draft
+    // it opens a checkpoint of n+1 positions in `memory` (which must hold
+    // exactly `history` for this sequence and outlive finish()); throws
+    // cria::Error, with no checkpoint open, when the memory refuses it.
+    std::span<const TokenId> prepare(const std::vector<TokenId>& history, TokenId last, int n_allowed,
+                                     TargetMemory& memory);
     // prepare(), appended to `batch` for this step's sequence.
-    void prepare(const std::vector<TokenId>& history, TokenId last, int n_allowed, runtime::Batch& batch);
+    void prepare(const std::vector<TokenId>& history, TokenId last, int n_allowed, TargetMemory& memory,
+                 runtime::Batch& batch);
     // See above. Exceptions (a failing sampler) leave history and cache
     // consistent: what was accepted before stays, the rest is rolled back.
+    // Throws cria::Error when the memory refuses the commit.
     StepOutcome finish(const LogitRow& rows, sampling::Chain& chain, double decode_ms, std::vector<TokenId>& history,
-                       const EmitToken& emit, const Rollback& rollback);
+                       const EmitToken& emit);
+    // The prepared tokens were not decoded (the decode failed): closes the
+    // checkpoint keeping none of them, so the memory holds `history` again,
+    // and forgets the prepared step. Throws cria::Error when the memory
+    // refuses (the checkpoint is forgotten all the same).
+    void discard();
     // The request is over (ngram-cache saves its statistics). Safe to call
     // twice, and from inside emit(): finish() then skips the drafter's accept().
     void end();
@@ -127,6 +163,8 @@ public:
 private:
     void pick_draft(const std::vector<TokenId>& history, TokenId last, int n_allowed);
     void count_draft(int n_drafted, int n_accepted);
+    // Commits the open checkpoint, if any, keeping n_kept positions.
+    void commit_checkpoint(int32_t n_kept);
 
     std::vector<Drafter*> drafters_;
     bool adaptive_enabled_;
@@ -145,6 +183,7 @@ private:
     std::vector<TokenId> tokens_; // [last, d1..dn]
     int32_t pos_ = 0;             // position of `last`
     FeaturesView features_;       // the target's streams for the next draft
+    TargetMemory* checkpoint_ = nullptr;  // the memory holding this step's open checkpoint
 };
 
 }  // namespace cria::spec
