@@ -16,4 +16,10 @@ std::vector<std::unique_ptr<spec::Drafter>> Backend::make_drafters(const spec::S
     throw Error("speculative decoding needs a backend with a KV cache");
 }
 
+void Backend::set_capture_layers(const std::vector<uint32_t>& layers) {
+    if (!layers.empty()) throw Error("this backend cannot capture target features for the drafters");
+}
+
+spec::FeaturesView Backend::features(size_t, size_t, int32_t) const { return {}; }
+
 }  // namespace cria::server

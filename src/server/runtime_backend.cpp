@@ -63,13 +63,26 @@ void RuntimeBackend::decode(std::span<const BatchToken> batch, std::vector<float
     }
     if (ctx_->decode(b) != 0) throw Error("the KV cache has no room for this batch");
     logits.clear();
+    output_entries_.clear();
     const size_t nv = static_cast<size_t>(n_vocab());
     for (size_t i = 0; i < batch.size(); ++i) {
         if (!batch[i].logits) continue;
+        output_entries_.push_back(static_cast<int32_t>(i));
         auto row = ctx_->logits(static_cast<int32_t>(i));
         if (row.size() != nv) throw Error("unexpected logit row size");
         logits.insert(logits.end(), row.begin(), row.end());
     }
+}
+
+void RuntimeBackend::set_capture_layers(const std::vector<uint32_t>& layers) { ctx_->set_capture_layers(layers); }
+
+spec::FeaturesView RuntimeBackend::features(size_t first_row, size_t n_rows, int32_t pos0) const {
+    const size_t n_layers = ctx_->params().capture_layers.size();
+    if (n_layers == 0 || n_rows == 0) return {};
+    if (first_row + n_rows > output_entries_.size()) throw Error("features: rows beyond the last decode's outputs");
+    // The context keeps the streams in output-row order: consecutive rows are contiguous.
+    const float* data = ctx_->features(output_entries_[first_row]).data();
+    return {data, n_rows, n_layers, ctx_->model().hparams().n_embd, pos0};
 }
 
 bool RuntimeBackend::seq_keep_prefix(int32_t seq, int32_t keep) { return ctx_->memory_seq_rm(seq, keep, -1); }

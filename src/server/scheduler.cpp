@@ -56,6 +56,10 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options) : backend_(back
         slot->speculation = std::make_unique<spec::SpeculativeStep>(std::move(drafters), options_.speculative.adaptive,
                                                                     backend_.n_vocab());
     }
+    // Drafters that read the target's hidden state have the backend capture it.
+    if (!slots_.empty())
+        if (const auto layers = slots_.front()->speculation->feature_layers(); !layers.empty())
+            backend_.set_capture_layers(layers);
     thread_ = std::thread([this] { loop(); });
 }
 

@@ -34,7 +34,7 @@ bool Scheduler::step() {
     // Every generation entry has a logit row, and they come first.
     size_t row = 0;
     for (const StepPlan::Verify& v : plan.verifies) {
-        verify(*v.slot, logits_.data() + row * n_vocab, decode_ms);
+        verify(*v.slot, logits_.data() + row * n_vocab, row, decode_ms);
         row += v.n_tokens;
     }
     take_prompt_chunks(plan, row);
@@ -142,6 +142,8 @@ void Scheduler::take_prompt_chunks(const StepPlan& plan, size_t row) {
         if (!s.busy) continue;
         try {
             s.speculation->begin(s.id, s.cache, s.spec_request);
+            // The stream of the prompt's last token, for drafters that read it.
+            s.speculation->set_target_features(backend_.features(row - 1, 1, static_cast<int32_t>(s.cache.size()) - 1));
         } catch (const std::exception& e) {
             fail(s, std::string("speculative decoding failed: ") + e.what());
             continue;

@@ -34,7 +34,7 @@ void Scheduler::check_speculative(const SpeculativeRequest& r) const {
                     std::to_string(options_.speculative.draft.p_min) + " (--spec-draft-p-min)");
 }
 
-void Scheduler::verify(Slot& s, const float* rows, double decode_ms) {
+void Scheduler::verify(Slot& s, const float* rows, size_t first_row, double decode_ms) {
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
     const spec::LogitRow row = [&](int i) {
         return std::span<const float>(rows + static_cast<size_t>(i) * n_vocab, n_vocab);
@@ -47,8 +47,12 @@ void Scheduler::verify(Slot& s, const float* rows, double decode_ms) {
         return on_token(s, token, logits.data(), n_cached + n_emitted++);
     };
     // The step commits the slot's checkpoint in the backend (opened by prepare()).
+    const auto pos = static_cast<int32_t>(s.cache.size());
     try {
-        s.speculation->finish(row, s.chain, decode_ms, s.cache, emit);
+        const spec::StepOutcome outcome = s.speculation->finish(row, s.chain, decode_ms, s.cache, emit);
+        // The target's streams of the tokens this step kept, for the next draft.
+        s.speculation->set_target_features(
+            backend_.features(first_row, static_cast<size_t>(outcome.n_accepted) + 1, pos));
     } catch (const std::exception& e) {
         if (s.busy) fail(s, std::string("sampling failed: ") + e.what());
     }

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <thread>
 
 #include "cria/core/error.h"
 #include "cria/model/model.h"
+#include "cria/runtime/context.h"
 #include "cria/runtime/generate.h"
 #include "cria/sampling/params.h"
 #include "cria/server/reference_backend.h"
@@ -17,6 +19,7 @@
 #include "cria/server/scheduler.h"
 #include "cria/spec/params.h"
 #include "cria/vocab/streaming_detokenizer.h"
+#include "support/feature_recorder.h"
 #include "support/test_paths.h"
 
 using namespace cria::server;
@@ -677,3 +680,81 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, SchedulerDrafters,
                              std::erase(s, '-');
                              return s;
                          });
+
+namespace {
+
+// A backend whose slots draft with a FeatureRecorder (one per slot).
+class RecordingBackend : public RuntimeBackend {
+public:
+    RecordingBackend(const std::string& path, const RuntimeBackendParams& p, std::vector<uint32_t> layers)
+        : RuntimeBackend(path, p), layers_(std::move(layers)) {}
+    std::vector<std::unique_ptr<cria::spec::Drafter>> make_drafters(const cria::spec::SpecParams&) override {
+        auto d = std::make_unique<cria::test::FeatureRecorder>(layers_);
+        recorders.push_back(d.get());
+        std::vector<std::unique_ptr<cria::spec::Drafter>> out;
+        out.push_back(std::move(d));
+        return out;
+    }
+    std::vector<cria::test::FeatureRecorder*> recorders;
+
+private:
+    std::vector<uint32_t> layers_;
+};
+
+}  // namespace
+
+TEST(Scheduler, DraftersGetTheTargetFeaturesOfTheirSlot) {
+    // Two slots in one batch: each slot's drafter gets the streams of its own
+    // accepted tokens, equal to a one-prefill capture of that slot's text.
+    const auto m = cria::model::Model::load(model());
+    const std::vector<uint32_t> layers{1, m->hparams().n_layer};
+    RecordingBackend backend(model(), params(2), layers);
+    SchedulerOptions o{.n_slots = 2};
+    o.speculative.types = {cria::spec::SpecType::NgramSimple};  // any: the backend supplies the drafters
+    o.speculative.n_max = 4;
+    o.speculative.adaptive = false;
+    Scheduler s(backend, o);
+    ASSERT_EQ(backend.recorders.size(), 2u);
+    std::vector<std::shared_ptr<RequestHandle>> hs;
+    for (const char* p : {kPrompts[0], kPrompts[1]}) {
+        GenerationRequest g = greedy(backend.vocab(), p, 40);
+        g.top_logprobs = 0;  // the generated token ids come with their log-probabilities
+        hs.push_back(s.submit(std::move(g)));
+    }
+    std::vector<std::vector<TokenId>> generated;
+    for (auto& h : hs) {
+        generated.emplace_back();
+        for (const TokenLogprob& t : wait(h).logprobs) generated.back().push_back(t.id);
+    }
+    EXPECT_GT(s.stats().spec_accepted_total, 0u) << "the test wants multi-token verify steps";
+
+    for (size_t slot = 0; slot < 2; ++slot) {
+        // Which recorder served which prompt: the one whose rows start with the prompt's.
+        const auto prompt = backend.vocab().tokenize(kPrompts[slot], true, false);
+        std::vector<TokenId> text = prompt;
+        text.insert(text.end(), generated[slot].begin(), generated[slot].end());
+        cria::runtime::ContextParams cp;
+        cp.n_ctx = 256;
+        cp.n_threads = 2;
+        cp.capture_layers = layers;
+        cria::runtime::Context ref(*m, cp);
+        ASSERT_EQ(ref.decode(cria::runtime::Batch::from_tokens(text, 0, 0, true)), 0);
+        bool matched = false;
+        for (const cria::test::FeatureRecorder* r : backend.recorders) {
+            if (r->rows().empty() || r->rows().begin()->first != static_cast<int32_t>(prompt.size()) - 1) continue;
+            bool all = true;
+            size_t checked = 0;
+            for (const auto& [pos, row] : r->rows()) {
+                if (static_cast<size_t>(pos) >= text.size()) {
+                    all = false;
+                    break;
+                }
+                const auto want = ref.features(pos);
+                for (size_t c = 0; c < row.size() && all; ++c) all = std::abs(row[c] - want[c]) < 1e-3f;
+                ++checked;
+            }
+            if (all && checked > 10) matched = true;
+        }
+        EXPECT_TRUE(matched) << "no drafter saw slot " << slot << "'s streams";
+    }
+}

@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <map>
 #include <memory>
 
 #include "cria/model/model.h"
@@ -15,46 +13,13 @@
 #include "cria/runtime/generate.h"
 #include "cria/sampling/chain.h"
 #include "cria/spec/speculative.h"
+#include "support/feature_recorder.h"
 #include "support/test_paths.h"
 
 namespace cria::spec {
 namespace {
 
-// Proposes what followed `last` the last time it was seen (often right in
-// the looping text of a small model) and records every feature row it is given, keyed by position.
-class FeatureRecorder : public Drafter {
-public:
-    explicit FeatureRecorder(std::vector<uint32_t> layers) : layers_(std::move(layers)) {}
-    std::string_view name() const override { return "feature_recorder"; }
-    void begin(const BeginInput&) override {}
-    void draft(const DraftInput& in, int n_max, Draft& out) override {
-        ++calls_;
-        const FeaturesView& f = in.features;
-        if (!f.empty()) {
-            EXPECT_EQ(f.n_layers, layers_.size());
-            EXPECT_EQ(f.pos0 + static_cast<int32_t>(f.n_tokens), in.pos_last) << "the rows end right before `last`";
-            for (size_t t = 0; t < f.n_tokens; ++t) {
-                const float* row = f.data + t * f.n_layers * f.n_embd;
-                rows_[f.pos0 + static_cast<int32_t>(t)].assign(row, row + f.n_layers * f.n_embd);
-            }
-        }
-        for (size_t i = in.history.size(); n_max > 0 && i-- > 1;)
-            if (in.history[i - 1] == in.last) {
-                out.tokens.push_back(in.history[i]);
-                break;
-            }
-    }
-    int n_max() const override { return 1; }
-    std::vector<uint32_t> target_feature_layers() const override { return layers_; }
-
-    const std::map<int32_t, std::vector<float>>& rows() const { return rows_; }
-    int calls() const { return calls_; }
-
-private:
-    std::vector<uint32_t> layers_;
-    std::map<int32_t, std::vector<float>> rows_;
-    int calls_ = 0;
-};
+using test::FeatureRecorder;
 
 TEST(TargetFeatures, DraftersGetTheCapturedStreamsOfTheAcceptedTokens) {
     const auto model = model::Model::load(test::model_path("austen-7m/austen-7m-f32.gguf").string());

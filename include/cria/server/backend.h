@@ -74,6 +74,16 @@ public:
     // Throws cria::Error (the default: the backend cannot draft).
     virtual std::vector<std::unique_ptr<spec::Drafter>> make_drafters(const spec::SpecParams& params);
 
+    // Target features for drafters that read the target's hidden state
+    // (spec::Drafter::target_feature_layers): later decode() calls capture
+    // the residual stream entering these layers. features() views the
+    // streams of `n_rows` consecutive logit rows of the last decode(), from
+    // `first_row`, as the rows of a sequence starting at position pos0 (valid
+    // until the next decode()). The default backend captures nothing:
+    // set_capture_layers() throws for a non-empty list.
+    virtual void set_capture_layers(const std::vector<uint32_t>& layers);
+    virtual spec::FeaturesView features(size_t first_row, size_t n_rows, int32_t pos0) const;
+
     // Mean-pooled, L2-normalised embedding of a text's tokens. Backends that
     // cannot produce hidden states throw cria::Error.
     virtual std::vector<float> embed(std::span<const TokenId> tokens) = 0;

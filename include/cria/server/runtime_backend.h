@@ -31,7 +31,7 @@ struct RuntimeBackendParams {
     bool repack = true;       // false: --no-repack (weights as the file stores them)
 };
 
-class RuntimeBackend final : public Backend {
+class RuntimeBackend : public Backend {
 public:
     RuntimeBackend(const std::string& model_path, const RuntimeBackendParams& params);
     ~RuntimeBackend() override;
@@ -59,6 +59,8 @@ public:
     // of its own the size of a slot.
     std::vector<std::unique_ptr<spec::Drafter>> make_drafters(const spec::SpecParams& params) override;
     // Uses a second, small context with mean pooling, created on first use.
+    void set_capture_layers(const std::vector<uint32_t>& layers) override;
+    spec::FeaturesView features(size_t first_row, size_t n_rows, int32_t pos0) const override;
     std::vector<float> embed(std::span<const TokenId> tokens) override;
 
 private:
@@ -66,6 +68,7 @@ private:
     std::unique_ptr<model::Model> model_;
     std::unique_ptr<vocab::Vocab> vocab_;
     std::unique_ptr<runtime::Context> ctx_;
+    std::vector<int32_t> output_entries_;  // batch entry of each logit row of the last decode()
     int32_t n_ctx_per_seq_ = 0;
     std::mutex embed_mutex_;
     std::unique_ptr<runtime::Context> embed_ctx_;

@@ -214,7 +214,7 @@ private:
     void release(Slot& slot);
     // The speculative step of each slot (scheduler_speculation.cpp).
     void check_speculative(const SpeculativeRequest& request) const;
-    void verify(Slot& slot, const float* rows, double decode_ms);
+    void verify(Slot& slot, const float* rows, size_t first_row, double decode_ms);
     void sync_spec_stats(Slot& slot);
     // Slot files (scheduler_slot_files.cpp).
     void run_on_loop(const std::function<void()>& task);

@@ -65,7 +65,7 @@ struct DraftInput {
     // The target's captured streams (target_feature_layers()) of the tokens
     // the last target decode of this sequence accepted: last step's `last`
     // and accepted drafts, positions pos0 .. pos0 + n_tokens - 1. Empty when
-    // no drafter asked for features, and in the server for now.
+    // no drafter asked for features.
     FeaturesView features;
 };
 
