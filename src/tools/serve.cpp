@@ -2,7 +2,8 @@
 //
 //   cria serve -m MODEL [-c N] [-np N] [-t N] [--host H] [--port P] [--api-key K]
 //              [--chat-template JINJA | --chat-template-file FILE] [--slot-save-path DIR] [--metrics]
-//              [-a ALIAS] [-b N] [-n N] [--max-tokens N] [--max-queue N] [--max-body BYTES] [--timeout S] [--no-webui]
+//              [-a ALIAS] [-b N] [-ub N] [-ctk T] [-ctv T] [--load-mode M] [--no-repack] [-n N] [--max-tokens N]
+//              [--max-queue N] [--max-body BYTES] [--timeout S] [--no-webui]
 //              [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ... (speculative decoding in every slot)
 #include <atomic>
 #include <chrono>
@@ -31,6 +32,11 @@ struct ServeOptions {
     int32_t n_parallel = 1;
     int threads = 0;
     int32_t n_batch = 512;
+    std::string n_ubatch;
+    std::string cache_type_k = "f16";
+    std::string cache_type_v = "f16";
+    std::string load_mode = "auto";
+    bool no_repack = false;
     std::string host = "127.0.0.1";
     int port = 8080;
     std::string api_key;
@@ -56,6 +62,12 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--parallel", opt->n_parallel, "Slots (requests served at once); also -np N");
     cmd.add_option("-t,--threads", opt->threads, "Threads (default: all hardware threads)");
     cmd.add_option("-b,--batch-size", opt->n_batch, "Most tokens per decode step (prompt chunks share it)");
+    cmd.add_option("--ubatch-size", opt->n_ubatch, "Tokens per forward pass (default: the batch size); also -ub N");
+    cmd.add_option("--cache-type-k", opt->cache_type_k, "KV cache type of K: f16, f32, bf16, q8_0, q4_0; also -ctk T");
+    cmd.add_option("--cache-type-v", opt->cache_type_v, "KV cache type of V; also -ctv T");
+    cmd.add_option("--load-mode", opt->load_mode, "auto, none, mmap, mlock, mmap+mlock or dio");
+    cmd.add_flag("--no-repack", opt->no_repack,
+                 "Multiply the weights as the file stores them (no packed copies for the SIMD kernels)");
     cmd.add_option("--host", opt->host, "Address to listen on (default 127.0.0.1)");
     cmd.add_option("--port", opt->port, "Port (default 8080, 0: any free port)");
     cmd.add_option("--api-key", opt->api_key, "Require this key (Authorization: Bearer KEY or x-api-key) on every route but /health");
@@ -79,7 +91,10 @@ std::function<int()> setup(CLI::App& cmd) {
                                                      {"-md", &draft_model},
                                                      {"-c", &n_ctx},
                                                      {"-np", &n_parallel},
-                                                     {"-n", &n_predict}});
+                                                     {"-n", &n_predict},
+                                                     {"-ub", &opt->n_ubatch},
+                                                     {"-ctk", &opt->cache_type_k},
+                                                     {"-ctv", &opt->cache_type_v}});
         if (opt->model.empty()) throw Error("no model given (-m FILE)");
         if (!draft_model.empty()) spec::apply_option(opt->spec, "-md", draft_model);
         if (!n_predict.empty()) opt->n_predict = n_predict == "-1" ? -1 : static_cast<int32_t>(runtime::parse_count(n_predict, "-n"));
@@ -119,8 +134,14 @@ std::function<int()> setup(CLI::App& cmd) {
         bp.n_ctx = opt->n_ctx;
         bp.n_batch = opt->n_batch;
         bp.n_threads = opt->threads;
+        if (!opt->n_ubatch.empty()) bp.n_ubatch = static_cast<int32_t>(runtime::parse_count(opt->n_ubatch, "-ub"));
+        bp.type_k = runtime::parse_cache_type(opt->cache_type_k);
+        bp.type_v = runtime::parse_cache_type(opt->cache_type_v);
+        bp.load_mode = runtime::parse_load_mode_or_throw(opt->load_mode);
+        bp.repack = !opt->no_repack;
         std::fprintf(stderr, "cria serve: loading %s\n", opt->model.c_str());
         auto backend = std::make_unique<server::RuntimeBackend>(opt->model, bp);
+        std::fprintf(stderr, "cria serve: %s\n", backend->describe_settings().c_str());
         const int32_t per_slot = backend->n_ctx_per_seq();
         server::Server srv(std::move(backend), config);
         std::signal(SIGPIPE, SIG_IGN);
