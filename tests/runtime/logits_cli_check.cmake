@@ -1,0 +1,21 @@
+# Runs `cria logits` on FILE and checks its JSON: n_vocab, the tokens echoed,
+# and one row of n_vocab numbers per token.
+execute_process(COMMAND ${CRIA} logits -m ${FILE} --tokens 1,2,3,4 --prefill 2 -t 1
+                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cria logits failed (${rc})")
+endif()
+string(JSON n_vocab GET "${out}" n_vocab)
+string(JSON n_tokens LENGTH "${out}" tokens)
+string(JSON n_rows LENGTH "${out}" logits)
+if(NOT n_vocab EQUAL 512 OR NOT n_tokens EQUAL 4 OR NOT n_rows EQUAL 4)
+  message(FATAL_ERROR "unexpected shape: n_vocab ${n_vocab}, ${n_tokens} tokens, ${n_rows} rows")
+endif()
+foreach(i RANGE 3)
+  string(JSON token GET "${out}" tokens ${i})
+  math(EXPR want "${i} + 1")
+  string(JSON width LENGTH "${out}" logits ${i})
+  if(NOT token EQUAL want OR NOT width EQUAL n_vocab)
+    message(FATAL_ERROR "row ${i}: token ${token}, ${width} logits")
+  endif()
+endforeach()
