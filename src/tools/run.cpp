@@ -90,6 +90,82 @@ int run_chat(const RunOptions& opt, cria::gguf::LoadMode mode) {
     return server::run_interactive_chat(chat, std::cin, std::cout);
 }
 
+// cria run -p: the prompt's continuation, as llama-completion prints it.
+int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
+    using namespace cria;
+    runtime::ContextParams cp;
+    cp.n_ctx = opt.n_ctx;
+    cp.n_batch = opt.n_batch;
+    cp.n_ubatch = opt.n_ubatch;
+    cp.n_threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency());
+    cp.type_k = runtime::parse_cache_type(opt.cache_type_k);
+    cp.type_v = runtime::parse_cache_type(opt.cache_type_v);
+
+    auto model = model::Model::load(opt.model, mode, !opt.no_repack);
+    for (const auto& w : model->file().warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());
+    const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
+    for (const auto& w : vocab.warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());
+    runtime::Context ctx(*model, cp);
+    std::fprintf(stderr, "cria run: %s, %u layers, n_ctx = %u, %d threads, KV cache %s/%s (%.1f MiB), loaded with %s\n",
+                 model->description().c_str(), model->hparams().n_layer, ctx.n_ctx(), ctx.n_threads(),
+                 opt.cache_type_k.c_str(), opt.cache_type_v.c_str(), ctx.memory_bytes() / 1048576.0,
+                 std::string(gguf::load_mode_name(model->file().load_mode())).c_str());
+
+    sampling::SamplingParams sp;
+    sp.temp = opt.temp;
+    sp.top_k = opt.top_k;
+    sp.top_p = opt.top_p;
+    sp.min_p = opt.min_p;
+    sp.seed = opt.seed;
+    sp.penalty_repeat = opt.repeat_penalty;
+    sampling::ChainContext cc;
+    cc.vocab = &vocab;
+    cc.n_ctx = static_cast<int32_t>(ctx.n_ctx());
+    cc.n_ctx_train = static_cast<int32_t>(model->hparams().n_ctx_train);
+    auto chain = sampling::build_chain(sp, cc);
+    if (auto grammar = sampling::make_grammar_sampler(vocab, opt.grammar)) chain.set_grammar(std::move(grammar));
+    std::fprintf(stderr, "cria run: sampler chain: %s\n", chain.describe().c_str());
+
+    const auto tokens = vocab.tokenize(opt.prompt, true, true);
+    if (tokens.empty()) throw Error("the prompt gives no tokens");
+    if (!opt.no_display_prompt) {
+        std::string shown;
+        for (auto t : tokens) shown += vocab.token_to_piece(t, false);
+        std::fwrite(shown.data(), 1, shown.size(), stdout);
+        std::fflush(stdout);
+    }
+    const auto print = [&](runtime::TokenId t) {
+        const std::string piece = vocab.token_to_piece(t, false);
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+        return true;
+    };
+    runtime::GenerationResult result;
+    std::string spec_report;
+    if (opt.spec.enabled()) {
+        spec::Speculator speculator(opt.spec, spec::make_drafters(opt.spec, ctx, vocab));
+        speculator.set_sampling(sp);  // the draft chain and the verifier follow --temp and --seed
+        result = speculator.generate(ctx, vocab, chain, tokens, opt.n_predict, print);
+        spec_report = speculator.metrics().format();
+    } else {
+        result = runtime::generate(ctx, vocab, chain, tokens, opt.n_predict, print);
+    }
+    // llama-completion's closing lines, on stdout like the text.
+    if (result.stop == runtime::StopReason::EndOfGeneration) std::fputs(" [end of text]\n", stdout);
+    std::fputs("\n\n", stdout);
+    std::fflush(stdout);
+    if (result.stop == runtime::StopReason::ContextFull) std::fprintf(stderr, "cria run: context full, stopping\n");
+    if (!spec_report.empty()) {
+        // Verify batches are multi-token decodes: the speculative metrics tell the real story.
+        std::fputs(spec_report.c_str(), stderr);
+    } else {
+        const auto& t = ctx.timings();
+        print_timing("prompt eval time", t.prompt_ms, t.prompt_tokens);
+        print_timing("eval time", t.eval_ms, t.eval_tokens);
+    }
+    return 0;
+}
+
 std::function<int()> setup(CLI::App& cmd) {
     auto opt = std::make_shared<RunOptions>();
     // -m is read with the other one-dash flags: CLI11 would take "-md FILE" as "-m d".
@@ -137,77 +213,7 @@ std::function<int()> setup(CLI::App& cmd) {
             // the server's scheduler (one slot, its speculative step).
             return run_chat(*opt, mode);
         }
-        runtime::ContextParams cp;
-        cp.n_ctx = opt->n_ctx;
-        cp.n_batch = opt->n_batch;
-        cp.n_ubatch = opt->n_ubatch;
-        cp.n_threads = opt->threads > 0 ? opt->threads : static_cast<int>(std::thread::hardware_concurrency());
-        cp.type_k = runtime::parse_cache_type(opt->cache_type_k);
-        cp.type_v = runtime::parse_cache_type(opt->cache_type_v);
-
-        auto model = model::Model::load(opt->model, mode, !opt->no_repack);
-        for (const auto& w : model->file().warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());
-        const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
-        for (const auto& w : vocab.warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());
-        runtime::Context ctx(*model, cp);
-        std::fprintf(stderr, "cria run: %s, %u layers, n_ctx = %u, %d threads, KV cache %s/%s (%.1f MiB), loaded with %s\n",
-                     model->description().c_str(), model->hparams().n_layer, ctx.n_ctx(), ctx.n_threads(),
-                     opt->cache_type_k.c_str(), opt->cache_type_v.c_str(), ctx.memory_bytes() / 1048576.0,
-                     std::string(gguf::load_mode_name(model->file().load_mode())).c_str());
-
-        sampling::SamplingParams sp;
-        sp.temp = opt->temp;
-        sp.top_k = opt->top_k;
-        sp.top_p = opt->top_p;
-        sp.min_p = opt->min_p;
-        sp.seed = opt->seed;
-        sp.penalty_repeat = opt->repeat_penalty;
-        sampling::ChainContext cc;
-        cc.vocab = &vocab;
-        cc.n_ctx = static_cast<int32_t>(ctx.n_ctx());
-        cc.n_ctx_train = static_cast<int32_t>(model->hparams().n_ctx_train);
-        auto chain = sampling::build_chain(sp, cc);
-        if (auto grammar = sampling::make_grammar_sampler(vocab, opt->grammar)) chain.set_grammar(std::move(grammar));
-        std::fprintf(stderr, "cria run: sampler chain: %s\n", chain.describe().c_str());
-
-        const auto tokens = vocab.tokenize(opt->prompt, true, true);
-        if (tokens.empty()) throw Error("the prompt gives no tokens");
-        if (!opt->no_display_prompt) {
-            std::string shown;
-            for (auto t : tokens) shown += vocab.token_to_piece(t, false);
-            std::fwrite(shown.data(), 1, shown.size(), stdout);
-            std::fflush(stdout);
-        }
-        const auto print = [&](runtime::TokenId t) {
-            const std::string piece = vocab.token_to_piece(t, false);
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
-            std::fflush(stdout);
-            return true;
-        };
-        runtime::GenerationResult result;
-        std::string spec_report;
-        if (opt->spec.enabled()) {
-            spec::Speculator speculator(opt->spec, spec::make_drafters(opt->spec, ctx, vocab));
-            speculator.set_sampling(sp);  // the draft chain and the verifier follow --temp and --seed
-            result = speculator.generate(ctx, vocab, chain, tokens, opt->n_predict, print);
-            spec_report = speculator.metrics().format();
-        } else {
-            result = runtime::generate(ctx, vocab, chain, tokens, opt->n_predict, print);
-        }
-        // llama-completion's closing lines, on stdout like the text.
-        if (result.stop == runtime::StopReason::EndOfGeneration) std::fputs(" [end of text]\n", stdout);
-        std::fputs("\n\n", stdout);
-        std::fflush(stdout);
-        if (result.stop == runtime::StopReason::ContextFull) std::fprintf(stderr, "cria run: context full, stopping\n");
-        if (!spec_report.empty()) {
-            // Verify batches are multi-token decodes: the speculative metrics tell the real story.
-            std::fputs(spec_report.c_str(), stderr);
-        } else {
-            const auto& t = ctx.timings();
-            print_timing("prompt eval time", t.prompt_ms, t.prompt_tokens);
-            print_timing("eval time", t.eval_ms, t.eval_tokens);
-        }
-        return 0;
+        return run_completion(*opt, mode);
     };
 }
 
