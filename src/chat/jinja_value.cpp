@@ -296,9 +296,22 @@ bool Value::same_object(const Value& o) const {
     return equals(o);
 }
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+namespace {
+
+Value from_json_at(const nlohmann::ordered_json& j, int depth);
+
+}  // namespace
+
+Value Value::from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 1); }
+
+namespace {
+
+Value from_json_at(const nlohmann::ordered_json& j, int depth) {
+    if (depth > Value::kMaxJsonDepth)
+        throw Error("JSON nested deeper than " + std::to_string(Value::kMaxJsonDepth) +
+                    " levels cannot become a template value");
     switch (j.type()) {
-        case nlohmann::ordered_json::value_t::null: return none();
+        case nlohmann::ordered_json::value_t::null: return Value::none();
         case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
         case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
         case nlohmann::ordered_json::value_t::number_unsigned: {
@@ -311,17 +324,19 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
         case nlohmann::ordered_json::value_t::array: {
             ValueList items;
             items.reserve(j.size());
-            for (const auto& e : j) items.push_back(from_json(e));
-            return list(std::move(items));
+            for (const auto& e : j) items.push_back(from_json_at(e, depth + 1));
+            return Value::list(std::move(items));
         }
         case nlohmann::ordered_json::value_t::object: {
-            Value d = dict();
-            for (const auto& [k, v] : j.items()) d.as_dict().items.emplace_back(Value(k), from_json(v));
+            Value d = Value::dict();
+            for (const auto& [k, v] : j.items()) d.as_dict().items.emplace_back(Value(k), from_json_at(v, depth + 1));
             return d;
         }
-        default: return none();
+        default: return Value::none();
     }
 }
+
+}  // namespace
 
 nlohmann::ordered_json Value::to_json() const {
     switch (type_) {

@@ -146,6 +146,14 @@ std::string SchemaConverter::resolve_ref(const std::string& ref) {
 }
 
 std::string SchemaConverter::visit(const json& schema, const std::string& name) {
+    struct DepthGuard {
+        int& depth;
+        explicit DepthGuard(int& d) : depth(++d) {}
+        ~DepthGuard() { --depth; }
+    } guard(depth_);
+    if (depth_ > kMaxDepth)
+        fail("the schema is nested deeper than " + std::to_string(kMaxDepth) + " levels (at " + name.substr(0, 64) +
+             "...)");
     if (schema.is_boolean()) {
         if (!schema.get<bool>()) fail("schema 'false' (at " + name + ") matches nothing");
         return primitive("value");

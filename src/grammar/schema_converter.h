@@ -17,6 +17,11 @@ public:
     // rules can share one grammar.
     explicit SchemaConverter(const nlohmann::json& root, std::string ref_prefix = "") : root_(root), ref_prefix_(std::move(ref_prefix)) {}
 
+    // Schemas nested deeper than this are refused (cria::Error naming the
+    // limit): the converter recurses once per level, and a request may carry
+    // a schema thousands of levels deep.
+    static constexpr int kMaxDepth = 64;
+
     // Adds the rules for `schema` and returns the name of its rule.
     std::string visit(const nlohmann::json& schema, const std::string& name);
     // Adds (or reuses) a rule; returns its final name.
@@ -38,6 +43,7 @@ private:
 
     const nlohmann::json& root_;
     std::string ref_prefix_;
+    int depth_ = 0;  // visit() calls on the stack
     std::map<std::string, std::string> rules_;
     std::map<std::string, std::string> ref_rules_;  // $ref -> rule name (set before visiting: recursion)
 };

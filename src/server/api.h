@@ -84,4 +84,11 @@ EmbeddingJob parse_openai_embeddings(const json& body, const vocab::Vocab& vocab
 // Body -> JSON object, or a 400 naming the problem.
 json parse_body(const std::string& body);
 
+// Request JSON may nest at most this deep: every later reader (templates,
+// schemas, tool definitions, the serializer) recurses once per level.
+inline constexpr int kMaxRequestJsonDepth = 128;
+// json::parse that refuses nesting deeper than kMaxRequestJsonDepth
+// (throws json::exception for bad JSON, cria::Error naming the limit for depth).
+json parse_json_bounded(const std::string& text);
+
 }  // namespace cria::server

@@ -55,12 +55,25 @@ std::string error_body(Dialect dialect, int status, const std::string& type, con
     return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+json parse_json_bounded(const std::string& text) {
+    // nlohmann's parser itself is iterative; the callback sees each value's depth as it starts.
+    const json::parser_callback_t limit = [](int depth, json::parse_event_t event, json&) {
+        if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+            depth >= kMaxRequestJsonDepth)
+            throw Error("JSON nested deeper than " + std::to_string(kMaxRequestJsonDepth) + " levels");
+        return true;
+    };
+    return json::parse(text, limit);
+}
+
 json parse_body(const std::string& body) {
     json j;
     try {
-        j = json::parse(body);
+        j = parse_json_bounded(body);
     } catch (const json::exception& e) {
         throw bad_request(std::string("the request body is not valid JSON: ") + e.what());
+    } catch (const Error& e) {
+        throw bad_request(std::string("the request body is refused: ") + e.what());
     }
     if (!j.is_object()) throw bad_request("the request body must be a JSON object");
     return j;
@@ -279,9 +292,11 @@ json openai_message(const json& m, size_t i) {
             auto& args = call["function"]["arguments"];
             if (args.is_string()) {
                 try {
-                    args = json::parse(args.get<std::string>());
+                    args = parse_json_bounded(args.get<std::string>());
                 } catch (const json::exception&) {
                     // keep the string: the template will show it as is
+                } catch (const Error& e) {
+                    throw bad_request(where + ": tool call arguments: " + e.what(), "messages");
                 }
             }
             calls.push_back(call);

@@ -18,8 +18,8 @@ json bytes_json(const std::string& s) {
 
 json arguments_object(const std::string& args) {
     try {
-        return json::parse(args);
-    } catch (const json::exception&) {
+        return parse_json_bounded(args);  // the model's output: as deep as it likes
+    } catch (const std::exception&) {
         return json::object();
     }
 }

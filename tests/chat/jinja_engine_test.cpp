@@ -207,3 +207,26 @@ TEST(JinjaEngine, HostileInputsFailCleanly) {
 }
 
 }  // namespace
+
+namespace {
+
+// `levels` arrays around a number (parsed from text: building it by
+// wrapping would copy the whole value at every level).
+nlohmann::ordered_json nested_arrays(int levels) {
+    return nlohmann::ordered_json::parse(std::string(levels, '[') + "1" + std::string(levels, ']'));
+}
+
+TEST(JinjaValue, FromJsonTakesJsonUpToTheDepthLimitAndRefusesDeeper) {
+    // A request can carry JSON thousands of levels deep; the conversion
+    // recurses per level, so it stops at the limit with an error naming it.
+    EXPECT_NO_THROW(Value::from_json(nested_arrays(Value::kMaxJsonDepth - 1)));  // + the number: kMaxJsonDepth levels
+    try {
+        Value::from_json(nested_arrays(Value::kMaxJsonDepth));
+        ADD_FAILURE() << "JSON deeper than the limit was converted";
+    } catch (const cria::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(std::to_string(Value::kMaxJsonDepth)), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(Value::from_json(nested_arrays(12000)), cria::Error);
+}
+
+}  // namespace

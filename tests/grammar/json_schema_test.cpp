@@ -184,3 +184,26 @@ TEST(ToolCallGrammar, HermesCalls) {
     EXPECT_THROW(tool_call_grammar(json::parse(R"([{"type": "function", "function": {}}])")), cria::Error);
     EXPECT_THROW(tool_call_grammar(json::parse(R"([{"function": {"name": "f", "parameters": {"type": "object", "foo": 1}}}])")), cria::Error);
 }
+
+namespace {
+
+// schema(1) = {"type": "string"}, schema(n) = {"type": "array", "items": schema(n-1)}.
+json nested_schema(int levels) {
+    std::string text;
+    for (int i = 1; i < levels; ++i) text += R"({"type": "array", "items": )";
+    text += R"({"type": "string"})" + std::string(levels - 1, '}');
+    return json::parse(text);
+}
+
+TEST(JsonSchema, SchemasUpToTheDepthLimitConvertDeeperOnesAreRefused) {
+    EXPECT_NO_THROW(json_schema_to_gbnf(nested_schema(64)));
+    try {
+        json_schema_to_gbnf(nested_schema(65));
+        ADD_FAILURE() << "a schema deeper than the limit was converted";
+    } catch (const cria::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("64 levels"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(json_schema_to_gbnf(nested_schema(4000)), cria::Error);  // was a stack overflow
+}
+
+}  // namespace

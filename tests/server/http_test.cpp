@@ -562,3 +562,38 @@ TEST_F(HttpServer, ConcurrentStreamsAllFinish) {
     auto c = client();
     EXPECT_TRUE(all_slots_free(c));
 }
+
+TEST_F(HttpServer, DeeplyNestedJsonIs400WithTheLimitNotACrash) {
+    // Every path where request JSON reaches a recursive reader (templates,
+    // schemas, tool definitions and call arguments): 4000 levels used to
+    // overflow the stack; now each is a 400 naming the limit.
+    const auto deep = [](int levels) { return std::string(levels, '[') + "1" + std::string(levels, ']'); };
+    const std::string msgs = R"("messages":[{"role":"user","content":"x"}])";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"/v1/chat/completions", "{" + msgs + R"(,"chat_template_kwargs":{"a":)" + deep(4000) + "}}"},
+        {"/v1/chat/completions", "{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":)" +
+                                     std::string(2000, ' ') + deep(4000) + "}}}"},
+        {"/v1/chat/completions",
+         "{" + msgs + R"(,"tools":[{"type":"function","function":{"name":"f","parameters":{"p":)" + deep(4000) + "}}}]}"},
+        {"/v1/messages/count_tokens",
+         R"({"model":"m",)" + msgs + R"(,"tools":[{"name":"f","input_schema":{"p":)" + deep(4000) + "}}]}"},
+        {"/apply-template", "{" + msgs + R"(,"x":)" + deep(4000) + "}"},
+        {"/v1/chat/completions",
+         R"({"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":)" +
+             json(deep(4000)).dump() + "}}]},{\"role\":\"user\",\"content\":\"x\"}]}"},
+    };
+    for (const auto& [path, body] : cases) {
+        auto r = post(path, body);
+        ASSERT_TRUE(r) << path;
+        EXPECT_EQ(r->status, 400) << path << ": " << r->body.substr(0, 200);
+        EXPECT_NE(r->body.find("128 levels"), std::string::npos) << path << ": " << r->body.substr(0, 300);
+    }
+    // At the limit the JSON is read: a body nested exactly 128 levels deep
+    // (the body object, chat_template_kwargs, 126 arrays); one more is refused.
+    auto at_limit = post("/apply-template", "{" + msgs + R"(,"chat_template_kwargs":{"a":)" + deep(126) + "}}");
+    ASSERT_TRUE(at_limit);
+    EXPECT_EQ(at_limit->status, 200) << at_limit->body.substr(0, 300);
+    auto past = post("/apply-template", "{" + msgs + R"(,"chat_template_kwargs":{"a":)" + deep(127) + "}}");
+    EXPECT_EQ(past->status, 400);
+    EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);  // the server is still fine
+}

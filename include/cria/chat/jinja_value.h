@@ -113,6 +113,9 @@ public:
     // Identity for lists/dicts (Python `is`), equality otherwise.
     bool same_object(const Value& other) const;
 
+    // Deeper JSON is refused with cria::Error naming the limit (the
+    // conversion recurses once per level; requests carry JSON of any depth).
+    static constexpr int kMaxJsonDepth = 128;
     static Value from_json(const nlohmann::ordered_json& j);
     nlohmann::ordered_json to_json() const;
 
