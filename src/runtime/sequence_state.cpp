@@ -13,7 +13,11 @@
 // what this context can hold (so a hostile file cannot make it allocate
 // much), lets every memory check its own section, and changes the memory
 // only once the whole file has been verified.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +31,34 @@
 
 namespace cria::runtime {
 namespace {
+
+// Writes `bytes` to a fresh temporary file beside `path` (mkstemp: created
+// exclusively, so a planted symlink or file is never followed or reused),
+// then renames it over `path` atomically. Throws cria::Error, leaving `path`
+// as it was.
+void write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes) {
+    std::string tmp = path + ".tmp.XXXXXX";
+    const int fd = ::mkstemp(tmp.data());
+    if (fd < 0) throw Error("cannot create a temporary file beside " + path + ": " + std::strerror(errno));
+    size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
+    const bool written = done == bytes.size() && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!written) {
+        ::unlink(tmp.c_str());
+        throw Error("writing " + tmp + " failed");
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        const std::string why = std::strerror(errno);
+        ::unlink(tmp.c_str());
+        throw Error("cannot rename " + tmp + " to " + path + ": " + why);
+    }
+}
 
 constexpr char kMagic[8] = {'C', 'R', 'I', 'A', 'S', 'E', 'Q', '\0'};
 constexpr uint32_t kVersion = 2;
@@ -88,23 +120,7 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     sum.add(w.buffer().data(), w.buffer().size());
     w.value(sum.h);
 
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw Error("cannot write " + tmp);
-        out.write(reinterpret_cast<const char*>(w.buffer().data()), static_cast<std::streamsize>(w.buffer().size()));
-        out.close();
-        if (!out) {
-            std::remove(tmp.c_str());
-            throw Error("writing " + tmp + " failed");
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::remove(tmp.c_str());
-        throw Error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-    }
+    write_file_atomically(path, w.buffer());
     return n_saved;
 }
 

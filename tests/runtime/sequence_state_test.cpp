@@ -221,3 +221,32 @@ TEST_F(SequenceState, ForeignSectionsAreRefusedEvenWithAValidChecksum) {
 
 }  // namespace
 }  // namespace cria::runtime
+
+namespace cria::runtime {
+namespace {
+
+TEST_F(SequenceState, SaveNeverFollowsAPlantedTemporaryFile) {
+    // An attacker who can write into the slot directory plants symlinks where
+    // a naive writer would put its temporary file: the save must neither
+    // follow them nor leave anything but the saved file.
+    Context ctx(*model_, params());
+    const TokenId first = prefill(ctx, 0, prompt_);
+    (void)first;
+    const auto dir = test::temp_dir() / "planted";
+    std::filesystem::create_directories(dir);
+    const auto victim = dir / "victim.txt";
+    write_bytes(victim, "precious");
+    const auto file = dir / "slot.bin";
+    std::filesystem::create_symlink(victim, dir / "slot.bin.tmp");
+    EXPECT_EQ(ctx.save_sequence(0, prompt_, file.string()), prompt_.size());
+    EXPECT_EQ(read_bytes(victim), "precious") << "the planted .tmp symlink was followed";
+    EXPECT_FALSE(std::filesystem::is_symlink(file));
+    Context other(*model_, params());
+    EXPECT_EQ(other.restore_sequence(1, file.string()), prompt_);
+    size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
+    EXPECT_EQ(entries, 3u) << "victim, the planted link and the saved file only";
+}
+
+}  // namespace
+}  // namespace cria::runtime
