@@ -27,8 +27,11 @@ std::vector<TokenId> completion_prompt(const json& prompt, const vocab::Vocab& v
     auto tokens_of = [&](const json& arr) {
         std::vector<TokenId> ids;
         for (const auto& t : arr) {
-            if (!t.is_number_integer()) throw bad_request("'prompt' token arrays must hold integers", "prompt");
-            ids.push_back(t.get<TokenId>());
+            // Range-checked before narrowing: 4294967301 must not become token 5.
+            if (!t.is_number_integer() || t.get<int64_t>() < 0 || static_cast<uint64_t>(t.get<int64_t>()) >= vocab.size())
+                throw bad_request("'prompt' token ids must be integers in 0.." + std::to_string(vocab.size() - 1),
+                                  "prompt");
+            ids.push_back(static_cast<TokenId>(t.get<int64_t>()));
         }
         return ids;
     };
@@ -83,9 +86,10 @@ CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& voca
     if (body.contains("stream_options") && body["stream_options"].is_object())
         job.include_usage = body["stream_options"].value("include_usage", false);
     if (body.contains("logprobs") && !body["logprobs"].is_null()) {
-        if (!body["logprobs"].is_number_integer() || body["logprobs"].get<int>() < 0 || body["logprobs"].get<int>() > 5)
+        const json& lp = body["logprobs"];
+        if (!lp.is_number_integer() || lp.get<int64_t>() < 0 || lp.get<int64_t>() > 5)
             throw bad_request("'logprobs' must be an integer 0..5", "logprobs");
-        job.gen.top_logprobs = body["logprobs"].get<int>();
+        job.gen.top_logprobs = static_cast<int>(lp.get<int64_t>());
     }
     return job;
 }

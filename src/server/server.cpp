@@ -1,6 +1,7 @@
 // Routing, authentication, limits and the glue between HTTP and the scheduler.
 #include "cria/server/server.h"
 
+#include <cctype>
 #include <httplib.h>
 
 #include <atomic>
@@ -68,7 +69,12 @@ struct Server::Impl {
     bool authorized(const httplib::Request& req) const {
         if (config.api_key.empty()) return true;
         const std::string auth = req.get_header_value("Authorization");
-        if (auth.rfind("Bearer ", 0) == 0 && same_secret(auth.substr(7), config.api_key)) return true;
+        // The scheme name is case-insensitive (RFC 7235 section 2.1): "bearer KEY" is as good as "Bearer KEY".
+        const bool bearer = auth.size() > 7 && auth[6] == ' ' &&
+                            std::equal(auth.begin(), auth.begin() + 6, "bearer", [](char a, char b) {
+                                return std::tolower(static_cast<unsigned char>(a)) == b;
+                            });
+        if (bearer && same_secret(auth.substr(7), config.api_key)) return true;
         const std::string x = req.get_header_value("x-api-key");
         return !x.empty() && same_secret(x, config.api_key);
     }

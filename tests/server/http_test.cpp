@@ -130,6 +130,26 @@ TEST_F(HttpServer, HealthIsOpenEverythingElseNeedsTheKey) {
     EXPECT_EQ(json::parse(ok->body)["data"][0]["id"], "stories260K.gguf");
     httplib::Headers wrong = {{"Authorization", "Bearer test-kez"}};
     EXPECT_EQ(c.Get("/props", wrong)->status, 401);
+    // The scheme is case-insensitive (RFC 7235); the key is not.
+    for (const char* scheme : {"bearer", "BEARER", "BeArEr"}) {
+        httplib::Headers h = {{"Authorization", std::string(scheme) + " test-key"}};
+        EXPECT_EQ(c.Get("/props", h)->status, 200) << scheme;
+    }
+    httplib::Headers upper_key = {{"Authorization", "Bearer TEST-KEY"}};
+    EXPECT_EQ(c.Get("/props", upper_key)->status, 401);
+    EXPECT_EQ(c.Get("/props", httplib::Headers{{"Authorization", "Bearer"}})->status, 401);
+}
+
+TEST_F(HttpServer, TokenIdsAreRangeCheckedBeforeNarrowing) {
+    // 4294967301 = 2^32 + 5 used to wrap to token 5 and be accepted.
+    for (const char* prompt : {"[4294967301]", "[-1]", "[1, 512]", "[18446744073709551615]"}) {
+        auto r = post("/v1/completions", std::string(R"({"max_tokens":2,"prompt":)") + prompt + "}");
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 400) << prompt << ": " << r->body;
+    }
+    auto logprobs = post("/v1/completions", R"({"max_tokens":2,"prompt":"x","logprobs":4294967301})");
+    EXPECT_EQ(logprobs->status, 400);
+    EXPECT_EQ(post("/v1/completions", R"({"max_tokens":2,"prompt":[1, 511]})")->status, 200);
 }
 
 TEST_F(HttpServer, ChatCompletionIsDeterministicAtTemperatureZero) {
