@@ -374,7 +374,8 @@ void Server::Impl::routes() {
 void Server::Impl::error_handlers() {
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         ++http_requests;
-        const bool open_route = req.path == "/health" || (req.method == "GET" && (req.path == "/" || req.path == "/index.html"));
+        const bool page = req.path == "/" || req.path == "/index.html";
+        const bool open_route = req.path == "/health" || ((req.method == "GET" || req.method == "HEAD") && page);
         if (open_route || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
         send_error(res, dialect_of(req.path), 401, "Invalid API key: pass it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'",
                    dialect_of(req.path) == Dialect::OpenAI ? "invalid_request_error" : "");

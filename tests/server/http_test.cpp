@@ -118,6 +118,10 @@ TEST_F(HttpServer, HealthIsOpenEverythingElseNeedsTheKey) {
     auto m = c.Get("/v1/models");
     ASSERT_TRUE(m);
     EXPECT_EQ(m->status, 401);
+    // HEAD is answered like GET: the open page is open to both.
+    EXPECT_EQ(c.Get("/")->status, 200);
+    EXPECT_EQ(c.Head("/")->status, 200);
+    EXPECT_EQ(c.Head("/v1/models")->status, 401);
     EXPECT_TRUE(json::parse(m->body)["error"].contains("message"));
     auto a = post("/v1/messages", "{}", false);
     ASSERT_TRUE(a);
