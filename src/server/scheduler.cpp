@@ -226,7 +226,7 @@ void Scheduler::assign_waiting() {
             GenerationEvent e;
             e.kind = GenerationEvent::Kind::Error;
             e.error = "the request timed out while waiting for a free slot";
-            e.http_status = 503;
+            e.http_status = 504;  // the one timeout status, wherever the deadline passes
             pending.handle->push(std::move(e));
         } else {
             start(*slot, std::move(pending));

@@ -69,7 +69,7 @@ void Scheduler::leave_cancelled_and_late() {
     for (auto& s : slots_) {
         if (!s->busy) continue;
         if (s->handle->cancelled()) finish(*s, "cancelled");
-        else if (Clock::now() > s->deadline) fail(*s, "the request timed out");
+        else if (Clock::now() > s->deadline) fail(*s, "the request timed out", 504);
     }
 }
 

@@ -7,6 +7,7 @@
 
 #include "cria/server/scheduler.h"
 #include "server/logprobs.h"
+#include "cria/core/error.h"
 #include "server/scheduler_slot.h"
 #include "server/stop_strings.h"
 
@@ -19,7 +20,7 @@ void Scheduler::sample_first(Slot& slot, const float* logits) {
         token = slot.chain.sample(std::span<const float>(logits, n_vocab));
         slot.chain.accept(token);
     } catch (const std::exception& e) {
-        fail(slot, std::string("sampling failed: ") + e.what());
+        fail_sampling(slot, e);
         return;
     }
     on_token(slot, token, logits, static_cast<int32_t>(slot.cache.size()));
@@ -100,11 +101,16 @@ void Scheduler::finish(Slot& slot, const std::string& reason) {
     release(slot);
 }
 
-void Scheduler::fail(Slot& slot, const std::string& message) {
+void Scheduler::fail_sampling(Slot& slot, const std::exception& e) {
+    const bool request_caused = dynamic_cast<const Error*>(&e) != nullptr;
+    fail(slot, std::string("sampling failed: ") + e.what(), request_caused ? 400 : 500);
+}
+
+void Scheduler::fail(Slot& slot, const std::string& message, int http_status) {
     GenerationEvent e;
     e.kind = GenerationEvent::Kind::Error;
     e.error = message;
-    e.http_status = 500;
+    e.http_status = http_status;
     e.slot = slot.id;
     {
         std::lock_guard lock(mutex_);

@@ -54,7 +54,7 @@ void Scheduler::verify(Slot& s, const float* rows, size_t first_row, double deco
         s.speculation->set_target_features(
             backend_.features(first_row, static_cast<size_t>(outcome.n_accepted) + 1, pos));
     } catch (const std::exception& e) {
-        if (s.busy) fail(s, std::string("sampling failed: ") + e.what());
+        if (s.busy) fail_sampling(s, e);
     }
     sync_spec_stats(s);
 }

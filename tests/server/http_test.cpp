@@ -621,3 +621,18 @@ TEST_F(HttpServer, DeeplyNestedJsonIs400WithTheLimitNotACrash) {
     EXPECT_EQ(past->status, 400);
     EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);  // the server is still fine
 }
+
+TEST_F(HttpServer, SamplingFailuresCausedByTheRequestAre400) {
+    // A logit bias of -1e308 on every token leaves nothing to sample: the
+    // request's fault, so a 400 with the reason, not a 500.
+    json bias = json::object();
+    for (int t = 0; t < 512; ++t) bias[std::to_string(t)] = -1e308;
+    json body = json::parse(kChat);
+    body["logit_bias"] = bias;
+    body["temperature"] = 0.8;
+    auto r = post("/v1/chat/completions", body.dump());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body.substr(0, 300);
+    EXPECT_NE(r->body.find("sampling failed"), std::string::npos) << r->body.substr(0, 300);
+    EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);
+}

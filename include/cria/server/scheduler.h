@@ -210,7 +210,12 @@ private:
     bool on_token(Slot& slot, TokenId token, const float* logits, int32_t n_cached);
     bool emit_text(Slot& slot, bool at_end);
     void finish(Slot& slot, const std::string& reason);
-    void fail(Slot& slot, const std::string& message);
+    // Ends a request with an error event: 500 unless the request caused it
+    // (400: e.g. its grammar or logit biases leave no token to sample) or
+    // its deadline passed (504, the one timeout status everywhere).
+    void fail(Slot& slot, const std::string& message, int http_status = 500);
+    // A sampler's failure: a cria::Error comes from the request's settings (400).
+    void fail_sampling(Slot& slot, const std::exception& e);
     void release(Slot& slot);
     // The speculative step of each slot (scheduler_speculation.cpp).
     void check_speculative(const SpeculativeRequest& request) const;
