@@ -109,6 +109,7 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
     s.n_ff = 96;
     s.tied_output = arch != "phi3";
     if (is_one_of(arch, {"gemma2", "gemma3", "phi3"})) s.sliding_window = 8;
+    if (arch == "smollm3") s.n_layer = 4;  // layer 3 applies no rope
     return s;
 }
 
@@ -150,11 +151,13 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
-    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}))
+    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "seed_oss", "mistral3",
+                          "granite", "exaone4"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
-    const bool qk_norm = is_one_of(arch, {"qwen3", "gemma3"});
-    const bool post_norms = gemma;
+    const bool qk_norm = is_one_of(arch, {"qwen3", "gemma3", "exaone4"});
+    const bool post_norms = gemma || arch == "exaone4";
+    const bool pre_norms = arch != "exaone4";  // exaone4 is post-norm only
     const bool fused = arch == "phi3";
 
     gguf::Writer w;
@@ -177,6 +180,12 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         w.add_metadata(key("attn_logit_softcapping"), Value::f32(50.0f));
         w.add_metadata(key("final_logit_softcapping"), Value::f32(30.0f));
     }
+    if (arch == "granite") {
+        w.add_metadata(key("logit_scale"), Value::f32(2.0f));
+        w.add_metadata(key("residual_scale"), Value::f32(0.5f));
+        w.add_metadata(key("embedding_scale"), Value::f32(3.0f));
+        w.add_metadata(key("attention.scale"), Value::f32(0.2f));
+    }
     add_vocab(w, spec.n_vocab);
 
     // Norm weights sit around 1 (gemma files store 1 + w already, as
@@ -187,7 +196,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     t.add("token_embd.weight", spec.embd_type, {d, spec.n_vocab});
     for (uint32_t l = 0; l < spec.n_layer; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
-        t.add(p + "attn_norm.weight", ElementType::F32, {d}, 1.0f);
+        if (pre_norms) t.add(p + "attn_norm.weight", ElementType::F32, {d}, 1.0f);
         if (fused) {
             t.add(p + "attn_qkv.weight", spec.weight_type, {d, q + 2 * kv});
         } else {
@@ -195,7 +204,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
             t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
         }
-        if (arch == "qwen2") {
+        if (is_one_of(arch, {"qwen2", "seed_oss"})) {
             t.add(p + "attn_q.bias", ElementType::F32, {q});
             t.add(p + "attn_k.bias", ElementType::F32, {kv});
             t.add(p + "attn_v.bias", ElementType::F32, {kv});
@@ -206,7 +215,10 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         }
         t.add(p + "attn_output.weight", spec.weight_type, {q, d});
         if (post_norms) t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
-        t.add(p + "ffn_norm.weight", ElementType::F32, {d}, 1.0f);
+        if (pre_norms) {  // seed_oss names its pre-FFN norm post_attention_norm
+            const char* ffn_norm = arch == "seed_oss" ? "post_attention_norm.weight" : "ffn_norm.weight";
+            t.add(p + ffn_norm, ElementType::F32, {d}, 1.0f);
+        }
         if (fused) {
             t.add(p + "ffn_up.weight", spec.weight_type, {d, 2 * ff});
         } else {

@@ -1,4 +1,4 @@
-// Every architecture (llama, qwen2, qwen3, gemma2, gemma3, phi3) on a random
+// Every architecture (kArchs below) on a random
 // synthetic fixture:
 // - the fast path agrees with model::reference_forward (float64, no cache)
 //   for every KV cache type, with the tolerance stated per type below;

@@ -66,6 +66,16 @@ struct HParams {
     float attn_softcap = 0.0f;     // gemma2: scores -> tanh(s / c) * c; 0 = off
     float final_softcap = 0.0f;    // gemma2: logits -> tanh(l / c) * c; 0 = off
     bool scale_embeddings = false; // gemma: token embeddings times sqrt(n_embd)
+    // granite: token embeddings times embedding_scale, each block's output
+    // times residual_scale before its residual add, logits times
+    // logit_multiplier (1 / logit_scale). 0 (embedding, residual) and 1: off.
+    float embedding_scale = 0.0f;
+    float residual_scale = 0.0f;
+    float logit_multiplier = 1.0f;
+    // Layers that apply no rotary embedding (smollm3's every fourth layer,
+    // exaone4's full-attention layers, granite without rope): n_layer
+    // entries, all false when every layer uses rope.
+    std::vector<bool> nope_layers;
     bool has_post_norms = false;   // gemma2/3: RMSNorm after attention and after the FFN, before the residual add
     FfnActivation ffn_activation = FfnActivation::Silu;
 
@@ -75,6 +85,7 @@ struct HParams {
     bool tied_output = false;    // output projection shares the token embedding
 
     bool is_swa(uint32_t layer) const { return layer < swa_layers.size() && swa_layers[layer]; }
+    bool uses_rope(uint32_t layer) const { return layer >= nope_layers.size() || !nope_layers[layer]; }
     uint32_t n_gqa() const { return n_head / n_head_kv; }
     uint32_t n_embd_q() const { return n_head * head_dim; }
     uint32_t n_embd_k() const { return n_head_kv * head_dim; }

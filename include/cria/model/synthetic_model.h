@@ -16,7 +16,8 @@
 namespace cria::model {
 
 struct SyntheticModelSpec {
-    std::string arch = "llama";  // llama, qwen2, qwen3, gemma2, gemma3, phi3
+    // llama, qwen2, qwen3, gemma2, gemma3, phi3, smollm3, seed_oss, mistral3, granite, exaone4
+    std::string arch = "llama";
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
     uint32_t n_embd = 64;
