@@ -26,7 +26,7 @@
 namespace cria::runtime {
 namespace {
 
-const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3"};
+const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "seed_oss"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;
