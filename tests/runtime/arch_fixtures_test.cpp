@@ -36,7 +36,8 @@ using Rows = std::vector<std::vector<float>>;
 constexpr double kMaxNmse = 1e-4;
 
 // The families whose fixtures must have been checked (none silently skipped).
-constexpr const char* kDenseFamilies[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "seed_oss"};
+constexpr const char* kDenseFamilies[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3",
+                                          "seed_oss", "mistral3"};
 
 struct Reference {
     std::string arch;
