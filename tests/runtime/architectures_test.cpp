@@ -27,7 +27,7 @@ namespace cria::runtime {
 namespace {
 
 const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "seed_oss",
-                                         "mistral3"};
+                                         "mistral3", "granite"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;
