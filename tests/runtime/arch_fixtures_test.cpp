@@ -37,7 +37,7 @@ constexpr double kMaxNmse = 1e-4;
 
 // The families whose fixtures must have been checked (none silently skipped).
 constexpr const char* kDenseFamilies[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3",
-                                          "seed_oss", "mistral3", "granite"};
+                                          "seed_oss", "mistral3", "granite", "exaone4"};
 
 struct Reference {
     std::string arch;

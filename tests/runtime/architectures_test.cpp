@@ -27,7 +27,7 @@ namespace cria::runtime {
 namespace {
 
 const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "seed_oss",
-                                         "mistral3", "granite"};
+                                         "mistral3", "granite", "exaone4"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;
