@@ -151,6 +151,7 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
+    if (spec.n_nextn && arch != "exaone4") throw Error("synthetic model: MTP layers are written for exaone4 only");
     if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "seed_oss", "mistral3",
                           "granite", "exaone4"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
@@ -166,7 +167,8 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     w.add_metadata("general.name", Value::string(spec.name));
     w.add_metadata(key("context_length"), Value::u32(spec.n_ctx));
     w.add_metadata(key("embedding_length"), Value::u32(spec.n_embd));
-    w.add_metadata(key("block_count"), Value::u32(spec.n_layer));
+    w.add_metadata(key("block_count"), Value::u32(spec.n_layer + spec.n_nextn));
+    if (spec.n_nextn) w.add_metadata(key("nextn_predict_layers"), Value::u32(spec.n_nextn));
     w.add_metadata(key("feed_forward_length"), Value::u32(spec.n_ff));
     w.add_metadata(key("attention.head_count"), Value::u32(spec.n_head));
     w.add_metadata(key("attention.head_count_kv"), Value::u32(spec.n_head_kv));
@@ -194,7 +196,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     const uint64_t d = spec.n_embd, q = uint64_t{spec.n_head} * spec.head_dim,
                    kv = uint64_t{spec.n_head_kv} * spec.head_dim, ff = spec.n_ff, hd = spec.head_dim;
     t.add("token_embd.weight", spec.embd_type, {d, spec.n_vocab});
-    for (uint32_t l = 0; l < spec.n_layer; ++l) {
+    const auto add_layer = [&](uint32_t l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         if (pre_norms) t.add(p + "attn_norm.weight", ElementType::F32, {d}, 1.0f);
         if (fused) {
@@ -227,9 +229,18 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         }
         t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
         if (post_norms) t.add(p + "post_ffw_norm.weight", ElementType::F32, {d}, 1.0f);
-    }
+    };
+    for (uint32_t l = 0; l < spec.n_layer; ++l) add_layer(l);
     t.add("output_norm.weight", ElementType::F32, {d}, 1.0f);
     if (!spec.tied_output) t.add("output.weight", spec.weight_type, {d, spec.n_vocab});
+    // MTP layers last, so that the trunk's weights do not depend on them.
+    for (uint32_t l = spec.n_layer; l < spec.n_layer + spec.n_nextn; ++l) {
+        add_layer(l);
+        const std::string p = "blk." + std::to_string(l) + ".";
+        t.add(p + "nextn.eh_proj.weight", spec.weight_type, {2 * d, d});
+        t.add(p + "nextn.enorm.weight", ElementType::F32, {d}, 1.0f);
+        t.add(p + "nextn.hnorm.weight", ElementType::F32, {d}, 1.0f);
+    }
     w.write(path);
 }
 

@@ -128,6 +128,15 @@ TEST(HParams, Exaone4SlidesOnlyWithA64LayerTrunk) {
         EXPECT_EQ(big.is_swa(l), l % 4 != 3) << l;
         EXPECT_EQ(big.uses_rope(l), l % 4 != 3) << l;
     }
+
+    // EXAONE 4.5: block_count 65 counts one MTP layer; the trunk still has 64 and slides.
+    spec.n_nextn = 1;
+    spec.name = "exaone4-64-mtp";
+    const HParams mtp = hparams_of(spec);
+    EXPECT_EQ(mtp.n_layer, 64u);
+    EXPECT_EQ(mtp.n_layer_nextn, 1u);
+    EXPECT_EQ(mtp.swa_layers, big.swa_layers);
+    EXPECT_EQ(mtp.nope_layers, big.nope_layers);
 }
 
 }  // namespace

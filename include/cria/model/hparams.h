@@ -32,7 +32,8 @@ struct HParams {
     uint32_t n_vocab = 0;
     uint32_t n_ctx_train = 0;   // context length the model was trained for
     uint32_t n_embd = 0;        // width of the residual stream
-    uint32_t n_layer = 0;
+    uint32_t n_layer = 0;       // layers the forward pass runs (block_count less the MTP layers)
+    uint32_t n_layer_nextn = 0; // MTP layers after them in the file (nextn_predict_layers): loaded, not run
     uint32_t n_head = 0;        // query heads
     uint32_t n_head_kv = 0;     // key/value heads (grouped-query attention when < n_head)
     uint32_t n_ff = 0;          // hidden width of the feed-forward block

@@ -22,6 +22,7 @@ struct SyntheticModelSpec {
     uint32_t n_vocab = 512;
     uint32_t n_embd = 64;
     uint32_t n_layer = 2;
+    uint32_t n_nextn = 0;  // exaone4: MTP layers after the n_layer trunk layers (nextn_predict_layers)
     uint32_t n_head = 4;
     uint32_t n_head_kv = 2;
     uint32_t head_dim = 16;

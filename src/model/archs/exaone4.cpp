@@ -5,15 +5,19 @@
 // Only a 64-layer trunk (the 32B) has sliding windows: 3 of every 4 layers
 // (sliding_window_pattern, default 4; llama.cpp ignores an array, which the
 // converter writes) with a window of 4096 unless attention.sliding_window
-// says otherwise, and its full-attention layers apply no rope. Files with
-// MTP layers (nextn_predict_layers, EXAONE 4.5) are refused until the
-// trunk/MTP split is implemented.
+// says otherwise, and its full-attention layers apply no rope. EXAONE 4.5
+// files count their MTP layers (nextn_predict_layers) in block_count: the
+// trunk is the layers before them (so a 64-layer trunk slides whatever the
+// MTP layers), and the MTP layers' tensors are accepted but not run.
+
+#include <string>
 
 #include "model/arch.h"
 #include "model/blocks.h"
 #include "model/dense_tensors.h"
 #include "model/hparams_keys.h"
 #include "model/reference/families.h"
+#include "model/tensor_table.h"
 
 namespace cria::model::archs {
 namespace {
@@ -25,8 +29,11 @@ void read_hparams(const HParamsKeys& keys, HParams& hp) {
     if (keys.has_tensor("rope_freqs.weight")) hp.rope_factors_tensor = "rope_freqs.weight";
     const uint32_t nextn = keys.u32("nextn_predict_layers", 0);
     if (nextn >= hp.n_layer) keys.fail("nextn_predict_layers must be smaller than block_count");
-    if (nextn > 0) keys.fail("MTP layers (nextn_predict_layers = " + std::to_string(nextn) + ") are not supported yet");
-    if (hp.n_layer - nextn == 64) {
+    hp.n_layer_nextn = nextn;
+    hp.n_layer -= nextn;  // the trunk
+    hp.swa_layers.assign(hp.n_layer, false);
+    hp.nope_layers.assign(hp.n_layer, false);
+    if (hp.n_layer == 64) {
         const uint32_t period = keys.is_array("attention.sliding_window_pattern")
                                     ? 4
                                     : keys.u32("attention.sliding_window_pattern", 4);
@@ -47,6 +54,16 @@ void declare_tensors(const HParams& hp, TensorTable& t, Weights& w) {
     o.pre_norms = false;
     o.rope_factors = "rope_freqs.weight";
     declare_dense_tensors(hp, t, w, o);
+    // The MTP layers (llama.cpp loads them and never runs them in this graph).
+    for (uint32_t l = hp.n_layer; l < hp.n_layer + hp.n_layer_nextn; ++l) {
+        for (const char* base : {"attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "ffn_gate", "ffn_up",
+                                 "ffn_down", "nextn.eh_proj"})
+            for (const char* suffix : {".weight", ".bias", ".scale", ".input_scale"})
+                t.ignored(layer_tensor(l, (std::string(base) + suffix).c_str()));
+        for (const char* norm : {"attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm", "nextn.enorm",
+                                 "nextn.hnorm", "nextn.shared_head_norm"})
+            t.ignored(layer_tensor(l, (std::string(norm) + ".weight").c_str()));
+    }
 }
 
 void forward(blocks::Step& s, float* logits, float* hidden) {
