@@ -381,11 +381,13 @@ void KvCache::apply_shift(ops::Ops& ops, const std::function<ops::RopeParams(uin
     const auto m = static_cast<int64_t>(cells.size());
     convert_.resize(static_cast<size_t>(nk * m));
     for (uint32_t l = 0; l < params_.n_layer && m > 0; ++l) {
+        const ops::RopeParams rope = rope_for_layer(l);
+        if (rope.n_dims == 0) continue;  // a layer without rope: its keys do not depend on the position
         for (int64_t i = 0; i < m; ++i)
             quant::dequantize_row(params_.type_k, k_[l].data() + cells[static_cast<size_t>(i)] * k_cell_bytes_,
                                   convert_.data() + i * nk, nk);
         const auto keys = ops::TensorView::contiguous(ElementType::F32, convert_.data(), {params_.head_dim, params_.n_head_kv, m});
-        ops.rope(keys, deltas.data(), rope_for_layer(l), keys);
+        ops.rope(keys, deltas.data(), rope, keys);
         for (int64_t i = 0; i < m; ++i)
             encode(params_.type_k, convert_.data() + i * nk, k_[l].data() + cells[static_cast<size_t>(i)] * k_cell_bytes_, nk);
     }

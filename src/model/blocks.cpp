@@ -53,6 +53,7 @@ void embed(Step& s, bool scale) {
         s.ops.get_rows(s.w.token_embd, s.in.tokens, s.n, x);
     }
     if (scale) s.ops.scale(x, std::sqrt(static_cast<float>(n_embd)), x);
+    if (s.hp.embedding_scale != 0.0f) s.ops.scale(x, s.hp.embedding_scale, x);
 }
 
 void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
@@ -63,8 +64,8 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     const int64_t nq = hp.n_embd_q(), nk = hp.n_embd_k(), nv = hp.n_embd_v();
 
     const TensorView x = view(ws.x, hp.n_embd, n);
-    const TensorView h = view(ws.h, hp.n_embd, n);
-    s.ops.rms_norm(x, lw.attn_norm.data(), hp.norm_rms_eps, h);
+    const TensorView h = o.pre_norm ? view(ws.h, hp.n_embd, n) : x;
+    if (o.pre_norm) s.ops.rms_norm(x, lw.attn_norm.data(), hp.norm_rms_eps, h);
 
     const TensorView q = view(ws.q, nq, n), k = view(ws.k, nk, n), v = view(ws.v, nv, n);
     if (lw.wqkv.present()) {  // the file's fused matrix, or [q; k; v] joined at load
@@ -90,9 +91,11 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
         s.ops.rms_norm(qh, lw.q_norm.data(), hp.norm_rms_eps, qh);
         s.ops.rms_norm(kh, lw.k_norm.data(), hp.norm_rms_eps, kh);
     }
-    const ops::RopeParams rope = s.model.rope_params(layer, s.in.long_rope);
-    s.ops.rope(qh, s.in.positions, rope, qh);
-    s.ops.rope(kh, s.in.positions, rope, kh);
+    if (hp.uses_rope(layer)) {
+        const ops::RopeParams rope = s.model.rope_params(layer, s.in.long_rope);
+        s.ops.rope(qh, s.in.positions, rope, qh);
+        s.ops.rope(kh, s.in.positions, rope, kh);
+    }
 
     ops::AttentionParams ap;
     ap.scale = hp.attention_scale;
@@ -106,6 +109,7 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     const TensorView out = view(ws.o, hp.n_embd, n);
     linear(s, lw.wo, view(ws.attn, static_cast<int64_t>(hp.n_head) * hp.head_dim_v, n), out);
     if (o.post_norm) s.ops.rms_norm(out, lw.post_attn_norm.data(), hp.norm_rms_eps, out);
+    if (hp.residual_scale != 0.0f) s.ops.scale(out, hp.residual_scale, out);
     s.ops.add(x, out, x);
 }
 
@@ -116,8 +120,8 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
     const int64_t n = s.n, n_ff = hp.n_ff;
 
     const TensorView x = view(ws.x, hp.n_embd, n);
-    const TensorView h = view(ws.h, hp.n_embd, n);
-    s.ops.rms_norm(x, lw.ffn_norm.data(), hp.norm_rms_eps, h);
+    const TensorView h = o.pre_norm ? view(ws.h, hp.n_embd, n) : x;
+    if (o.pre_norm) s.ops.rms_norm(x, lw.ffn_norm.data(), hp.norm_rms_eps, h);
 
     const TensorView gate = view(ws.gate, n_ff, n), up = view(ws.up, n_ff, n);
     if (lw.gate_up.present() || !lw.gate.present()) {
@@ -142,6 +146,7 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
     const TensorView out = view(ws.o, hp.n_embd, n);
     linear(s, lw.down, gate, out);
     if (o.post_norm) s.ops.rms_norm(out, lw.post_ffn_norm.data(), hp.norm_rms_eps, out);
+    if (hp.residual_scale != 0.0f) s.ops.scale(out, hp.residual_scale, out);
     s.ops.add(x, out, x);
 }
 
@@ -176,7 +181,9 @@ void output_head(Step& s, float* logits, float* hidden) {
     s.ops.rms_norm(normed, s.w.output_norm.data(), hp.norm_rms_eps, normed);
     if (hidden != nullptr) std::memcpy(hidden, rows, static_cast<size_t>(n_embd * n_out) * sizeof(float));
     if (logits == nullptr) return;
-    linear(s, s.w.output, normed, TensorView::contiguous(ElementType::F32, logits, {int64_t{hp.n_vocab}, n_out}));
+    const TensorView out = TensorView::contiguous(ElementType::F32, logits, {int64_t{hp.n_vocab}, n_out});
+    linear(s, s.w.output, normed, out);
+    if (hp.logit_multiplier != 1.0f) s.ops.scale(out, hp.logit_multiplier, out);
     if (hp.final_softcap > 0.0f) {
         const float cap = hp.final_softcap;
         const int64_t total = n_out * hp.n_vocab;

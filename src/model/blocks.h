@@ -27,7 +27,7 @@ struct Step {
 ops::TensorView view(std::vector<float>& buf, int64_t rows, int64_t n);
 
 // ws.x = embeddings of the tokens (or a copy of in.embd), scaled by
-// sqrt(n_embd) when `scale`.
+// sqrt(n_embd) when `scale`, then by hp.embedding_scale when set (granite).
 void embed(Step& s, bool scale);
 
 // y = lin(x): the product, then the layer's scale and bias when it has them.
@@ -41,9 +41,12 @@ void finish_linear(Step& s, const Linear& lin, const ops::TensorView& y);
 struct AttentionOptions {
     bool qk_norm = false;    // qwen3, gemma3: RMSNorm over each q and k head
     bool post_norm = false;  // gemma2/3: RMSNorm of the block's output before the residual add
+    bool pre_norm = true;    // false (exaone4): the projections read the residual stream itself
 };
 
-// x += [post_norm](Wo · attention(rope(Wq h), rope(Wk h), Wv h)), h = rms_norm(x).
+// x += rs · [post_norm](Wo · attention(rope(Wq h), rope(Wk h), Wv h)), h =
+// rms_norm(x) (x without pre_norm). Rope is skipped on the layers
+// hp.nope_layers marks; rs is hp.residual_scale when set (granite), else 1.
 void attention_block(Step& s, uint32_t layer, const AttentionOptions& options);
 
 // Gate and up come from ffn_gate/ffn_up, or from one product when the file
@@ -51,9 +54,11 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& options);
 struct FfnOptions {
     FfnActivation activation = FfnActivation::Silu;
     bool post_norm = false;
+    bool pre_norm = true;  // false (exaone4): the block reads the residual stream itself
 };
 
-// x += [post_norm](down · (act(gate h) * up h)), h = rms_norm(x).
+// x += rs · [post_norm](down · (act(gate h) * up h)), h = rms_norm(x) (x
+// without pre_norm); rs as in attention_block.
 void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 
 // Copies the residual stream of the output rows into in.features when
@@ -61,8 +66,8 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 // n_layer before the output head).
 void capture(Step& s, uint32_t layer);
 
-// Final norm of the output rows, then logits (with the final softcap) and/or
-// the hidden states.
+// Final norm of the output rows, then logits (times hp.logit_multiplier, then
+// the final softcap) and/or the hidden states.
 void output_head(Step& s, float* logits, float* hidden);
 
 }  // namespace cria::model::blocks

@@ -14,7 +14,7 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
         LayerWeights& lw = w.layers[l];
         const auto name = [l](const char* n) { return layer_tensor(l, n); };
-        t.vector(name("attn_norm.weight"), E, &lw.attn_norm);
+        if (o.pre_norms) t.vector(name("attn_norm.weight"), E, &lw.attn_norm);
         if (hp.fused_qkv) {
             t.linear(name("attn_qkv"), E, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v(), &lw.wqkv);
         } else {
@@ -32,7 +32,7 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
             t.vector(name("post_attention_norm.weight"), E, &lw.post_attn_norm);
             t.vector(name("post_ffw_norm.weight"), E, &lw.post_ffn_norm);
         }
-        t.vector(name("ffn_norm.weight"), E, &lw.ffn_norm);
+        if (o.pre_norms) t.vector(name(o.ffn_norm), E, &lw.ffn_norm);
         if (o.fused_gate_up) {
             t.linear(name("ffn_up"), E, 2 * F, &lw.up, Need::Required, ffn_scale);
         } else {

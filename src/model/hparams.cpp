@@ -115,6 +115,7 @@ void read_common(const HParamsKeys& keys, HParams& hp) {
     hp.n_ctx_orig = keys.u32_or_unset("rope.scaling.original_context_length", hp.n_ctx_train);
     hp.attention_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
     hp.swa_layers.assign(hp.n_layer, false);
+    hp.nope_layers.assign(hp.n_layer, false);
 }
 
 }  // namespace

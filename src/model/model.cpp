@@ -247,7 +247,7 @@ bool Model::long_rope_for_context(uint32_t n_ctx) const { return model::long_rop
 
 ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     ops::RopeParams p;
-    p.n_dims = static_cast<int>(hp_.n_rot);
+    p.n_dims = hp_.uses_rope(layer) ? static_cast<int>(hp_.n_rot) : 0;  // 0: a layer without rope
     p.order = hp_.rope_order == RopeOrder::NeoX ? ops::RopeOrder::NeoX : ops::RopeOrder::Normal;
     const bool swa = hp_.is_swa(layer);
     p.freq_base = swa ? hp_.rope_freq_base_swa : hp_.rope_freq_base;

@@ -109,6 +109,7 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
     s.n_ff = 96;
     s.tied_output = arch != "phi3";
     if (is_one_of(arch, {"gemma2", "gemma3", "phi3"})) s.sliding_window = 8;
+    if (arch == "smollm3") s.n_layer = 4;  // layer 3 applies no rope
     return s;
 }
 
@@ -150,11 +151,14 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
-    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}))
+    if (spec.n_nextn && arch != "exaone4") throw Error("synthetic model: MTP layers are written for exaone4 only");
+    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "seed_oss", "mistral3",
+                          "granite", "exaone4"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
-    const bool qk_norm = is_one_of(arch, {"qwen3", "gemma3"});
-    const bool post_norms = gemma;
+    const bool qk_norm = is_one_of(arch, {"qwen3", "gemma3", "exaone4"});
+    const bool post_norms = gemma || arch == "exaone4";
+    const bool pre_norms = arch != "exaone4";  // exaone4 is post-norm only
     const bool fused = arch == "phi3";
 
     gguf::Writer w;
@@ -163,7 +167,8 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     w.add_metadata("general.name", Value::string(spec.name));
     w.add_metadata(key("context_length"), Value::u32(spec.n_ctx));
     w.add_metadata(key("embedding_length"), Value::u32(spec.n_embd));
-    w.add_metadata(key("block_count"), Value::u32(spec.n_layer));
+    w.add_metadata(key("block_count"), Value::u32(spec.n_layer + spec.n_nextn));
+    if (spec.n_nextn) w.add_metadata(key("nextn_predict_layers"), Value::u32(spec.n_nextn));
     w.add_metadata(key("feed_forward_length"), Value::u32(spec.n_ff));
     w.add_metadata(key("attention.head_count"), Value::u32(spec.n_head));
     w.add_metadata(key("attention.head_count_kv"), Value::u32(spec.n_head_kv));
@@ -177,6 +182,12 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         w.add_metadata(key("attn_logit_softcapping"), Value::f32(50.0f));
         w.add_metadata(key("final_logit_softcapping"), Value::f32(30.0f));
     }
+    if (arch == "granite") {
+        w.add_metadata(key("logit_scale"), Value::f32(2.0f));
+        w.add_metadata(key("residual_scale"), Value::f32(0.5f));
+        w.add_metadata(key("embedding_scale"), Value::f32(3.0f));
+        w.add_metadata(key("attention.scale"), Value::f32(0.2f));
+    }
     add_vocab(w, spec.n_vocab);
 
     // Norm weights sit around 1 (gemma files store 1 + w already, as
@@ -185,9 +196,9 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     const uint64_t d = spec.n_embd, q = uint64_t{spec.n_head} * spec.head_dim,
                    kv = uint64_t{spec.n_head_kv} * spec.head_dim, ff = spec.n_ff, hd = spec.head_dim;
     t.add("token_embd.weight", spec.embd_type, {d, spec.n_vocab});
-    for (uint32_t l = 0; l < spec.n_layer; ++l) {
+    const auto add_layer = [&](uint32_t l) {
         const std::string p = "blk." + std::to_string(l) + ".";
-        t.add(p + "attn_norm.weight", ElementType::F32, {d}, 1.0f);
+        if (pre_norms) t.add(p + "attn_norm.weight", ElementType::F32, {d}, 1.0f);
         if (fused) {
             t.add(p + "attn_qkv.weight", spec.weight_type, {d, q + 2 * kv});
         } else {
@@ -195,7 +206,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
             t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
         }
-        if (arch == "qwen2") {
+        if (is_one_of(arch, {"qwen2", "seed_oss"})) {
             t.add(p + "attn_q.bias", ElementType::F32, {q});
             t.add(p + "attn_k.bias", ElementType::F32, {kv});
             t.add(p + "attn_v.bias", ElementType::F32, {kv});
@@ -206,7 +217,10 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         }
         t.add(p + "attn_output.weight", spec.weight_type, {q, d});
         if (post_norms) t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
-        t.add(p + "ffn_norm.weight", ElementType::F32, {d}, 1.0f);
+        if (pre_norms) {  // seed_oss names its pre-FFN norm post_attention_norm
+            const char* ffn_norm = arch == "seed_oss" ? "post_attention_norm.weight" : "ffn_norm.weight";
+            t.add(p + ffn_norm, ElementType::F32, {d}, 1.0f);
+        }
         if (fused) {
             t.add(p + "ffn_up.weight", spec.weight_type, {d, 2 * ff});
         } else {
@@ -215,9 +229,18 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         }
         t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
         if (post_norms) t.add(p + "post_ffw_norm.weight", ElementType::F32, {d}, 1.0f);
-    }
+    };
+    for (uint32_t l = 0; l < spec.n_layer; ++l) add_layer(l);
     t.add("output_norm.weight", ElementType::F32, {d}, 1.0f);
     if (!spec.tied_output) t.add("output.weight", spec.weight_type, {d, spec.n_vocab});
+    // MTP layers last, so that the trunk's weights do not depend on them.
+    for (uint32_t l = spec.n_layer; l < spec.n_layer + spec.n_nextn; ++l) {
+        add_layer(l);
+        const std::string p = "blk." + std::to_string(l) + ".";
+        t.add(p + "nextn.eh_proj.weight", spec.weight_type, {2 * d, d});
+        t.add(p + "nextn.enorm.weight", ElementType::F32, {d}, 1.0f);
+        t.add(p + "nextn.hnorm.weight", ElementType::F32, {d}, 1.0f);
+    }
     w.write(path);
 }
 

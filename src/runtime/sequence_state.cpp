@@ -85,6 +85,12 @@ uint64_t hparams_hash(const model::HParams& hp) {
         f.add_value(std::bit_cast<uint32_t>(v));
     f.add_value(static_cast<uint32_t>(hp.rope_order));
     for (bool b : hp.swa_layers) f.add_value(static_cast<uint8_t>(b));
+    // Added only when set, so that the files of the earlier families keep their hash.
+    if (std::find(hp.nope_layers.begin(), hp.nope_layers.end(), true) != hp.nope_layers.end())
+        for (bool b : hp.nope_layers) f.add_value(static_cast<uint8_t>(b));
+    if (hp.n_layer_nextn != 0) f.add_value(hp.n_layer_nextn);
+    for (float v : {hp.embedding_scale, hp.residual_scale})
+        if (v != 0.0f) f.add_value(std::bit_cast<uint32_t>(v));
     for (bool b : {hp.has_qk_norm, hp.fused_qkv, hp.scale_embeddings, hp.has_post_norms})
         f.add_value(static_cast<uint8_t>(b));
     return f.h;

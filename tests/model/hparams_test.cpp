@@ -95,5 +95,49 @@ TEST(HParams, Phi3UsesFusedTensorsAndNoSlidingWindow) {
     EXPECT_FALSE(hp.tied_output);
 }
 
+TEST(HParams, Smollm3HasNoRopeOnEveryFourthLayer) {
+    const HParams hp = hparams_of(SyntheticModelSpec::tiny("smollm3"));
+    EXPECT_EQ(hp.nope_layers, (std::vector<bool>{false, false, false, true}));
+    EXPECT_TRUE(hp.uses_rope(0));
+    EXPECT_FALSE(hp.uses_rope(3));
+}
+
+TEST(HParams, GraniteReadsItsScales) {
+    const HParams hp = hparams_of(SyntheticModelSpec::tiny("granite"));
+    EXPECT_FLOAT_EQ(hp.embedding_scale, 3.0f);
+    EXPECT_FLOAT_EQ(hp.residual_scale, 0.5f);
+    EXPECT_FLOAT_EQ(hp.logit_multiplier, 0.5f);  // logit_scale 2 divides
+    EXPECT_FLOAT_EQ(hp.attention_scale, 0.2f);
+    EXPECT_TRUE(hp.uses_rope(0));  // rope.scaling.finetuned absent: true
+}
+
+TEST(HParams, Exaone4SlidesOnlyWithA64LayerTrunk) {
+    SyntheticModelSpec spec = SyntheticModelSpec::tiny("exaone4");
+    spec.sliding_window = 8;
+    const HParams small = hparams_of(spec);  // 3 layers: no window, rope everywhere
+    EXPECT_FALSE(small.is_swa(0));
+    EXPECT_TRUE(small.uses_rope(2));
+    EXPECT_TRUE(small.has_qk_norm);
+    EXPECT_EQ(small.rope_order, RopeOrder::NeoX);
+
+    spec.n_layer = 64;
+    spec.name = "exaone4-64";
+    const HParams big = hparams_of(spec);  // the 32B's pattern: 3 of every 4 layers slide, the others have no rope
+    EXPECT_EQ(big.n_swa, 8u);
+    for (uint32_t l = 0; l < 64; ++l) {
+        EXPECT_EQ(big.is_swa(l), l % 4 != 3) << l;
+        EXPECT_EQ(big.uses_rope(l), l % 4 != 3) << l;
+    }
+
+    // EXAONE 4.5: block_count 65 counts one MTP layer; the trunk still has 64 and slides.
+    spec.n_nextn = 1;
+    spec.name = "exaone4-64-mtp";
+    const HParams mtp = hparams_of(spec);
+    EXPECT_EQ(mtp.n_layer, 64u);
+    EXPECT_EQ(mtp.n_layer_nextn, 1u);
+    EXPECT_EQ(mtp.swa_layers, big.swa_layers);
+    EXPECT_EQ(mtp.nope_layers, big.nope_layers);
+}
+
 }  // namespace
 }  // namespace cria::model

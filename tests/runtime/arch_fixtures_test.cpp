@@ -35,6 +35,10 @@ using Rows = std::vector<std::vector<float>>;
 
 constexpr double kMaxNmse = 1e-4;
 
+// The families whose fixtures must have been checked (none silently skipped).
+constexpr const char* kDenseFamilies[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3",
+                                          "seed_oss", "mistral3", "granite", "exaone4"};
+
 struct Reference {
     std::string arch;
     bool moe = false;
@@ -107,7 +111,7 @@ TEST(ArchFixtures, EverySupportedArchitectureMatchesLlamaCpp) {
         checked.insert(ref.arch);
     }
     // The dense families must all have been checked (none silently skipped).
-    for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"})
+    for (const char* arch : kDenseFamilies)
         EXPECT_TRUE(checked.contains(arch)) << "no fixture of '" << arch << "' was checked";
 }
 
@@ -130,7 +134,7 @@ TEST(ArchFixtures, ReferenceForwardMatchesLlamaCpp) {
         std::printf("[ nmse     ] %s (reference forward): %.3g\n", path.filename().string().c_str(), e);
         checked.insert(ref.arch);
     }
-    for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"})
+    for (const char* arch : kDenseFamilies)
         EXPECT_TRUE(checked.contains(arch)) << "no fixture of '" << arch << "' was checked";
 }
 

@@ -1,4 +1,4 @@
-// Every architecture (llama, qwen2, qwen3, gemma2, gemma3, phi3) on a random
+// Every architecture (kArchs below) on a random
 // synthetic fixture:
 // - the fast path agrees with model::reference_forward (float64, no cache)
 //   for every KV cache type, with the tolerance stated per type below;
@@ -26,7 +26,8 @@
 namespace cria::runtime {
 namespace {
 
-const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
+const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "seed_oss",
+                                         "mistral3", "granite", "exaone4"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;
@@ -279,6 +280,26 @@ TEST_P(Architectures, ShiftedCacheEqualsRecomputationAtNewPositions) {
 
 INSTANTIATE_TEST_SUITE_P(All, Architectures, ::testing::ValuesIn(kArchs),
                          [](const auto& info) { return std::string(info.param); });
+
+// EXAONE 4.5 files carry MTP layers after the trunk (nextn_predict_layers):
+// they load and are not run, so the logits equal those of the trunk alone.
+TEST(Exaone4, MtpLayersAreLoadedButNotRun) {
+    model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny("exaone4");
+    spec.stddev = 0.08f;
+    spec.seed = 7;
+    const auto trunk_path = (test::temp_dir() / "runtime-exaone4-trunk.gguf").string();
+    model::write_synthetic_model(spec, trunk_path);
+    spec.n_nextn = 1;
+    const auto mtp_path = (test::temp_dir() / "runtime-exaone4-mtp.gguf").string();
+    model::write_synthetic_model(spec, mtp_path);
+    const auto trunk = model::Model::load(trunk_path);
+    const auto mtp = model::Model::load(mtp_path);
+    EXPECT_EQ(mtp->hparams().n_layer, trunk->hparams().n_layer);
+    const std::vector<int32_t> tokens = random_tokens(spec.n_vocab, 20, 5);
+    const Rows expected = decode_chunks(*trunk, tokens, tokens.size(), params());
+    const Rows got = decode_chunks(*mtp, tokens, tokens.size(), params());
+    EXPECT_EQ(max_abs_diff(expected, got), 0.0);
+}
 
 }  // namespace
 }  // namespace cria::runtime

@@ -32,7 +32,8 @@ struct HParams {
     uint32_t n_vocab = 0;
     uint32_t n_ctx_train = 0;   // context length the model was trained for
     uint32_t n_embd = 0;        // width of the residual stream
-    uint32_t n_layer = 0;
+    uint32_t n_layer = 0;       // layers the forward pass runs (block_count less the MTP layers)
+    uint32_t n_layer_nextn = 0; // MTP layers after them in the file (nextn_predict_layers): loaded, not run
     uint32_t n_head = 0;        // query heads
     uint32_t n_head_kv = 0;     // key/value heads (grouped-query attention when < n_head)
     uint32_t n_ff = 0;          // hidden width of the feed-forward block
@@ -66,6 +67,16 @@ struct HParams {
     float attn_softcap = 0.0f;     // gemma2: scores -> tanh(s / c) * c; 0 = off
     float final_softcap = 0.0f;    // gemma2: logits -> tanh(l / c) * c; 0 = off
     bool scale_embeddings = false; // gemma: token embeddings times sqrt(n_embd)
+    // granite: token embeddings times embedding_scale, each block's output
+    // times residual_scale before its residual add, logits times
+    // logit_multiplier (1 / logit_scale). 0 (embedding, residual) and 1: off.
+    float embedding_scale = 0.0f;
+    float residual_scale = 0.0f;
+    float logit_multiplier = 1.0f;
+    // Layers that apply no rotary embedding (smollm3's every fourth layer,
+    // exaone4's full-attention layers, granite without rope): n_layer
+    // entries, all false when every layer uses rope.
+    std::vector<bool> nope_layers;
     bool has_post_norms = false;   // gemma2/3: RMSNorm after attention and after the FFN, before the residual add
     FfnActivation ffn_activation = FfnActivation::Silu;
 
@@ -75,6 +86,7 @@ struct HParams {
     bool tied_output = false;    // output projection shares the token embedding
 
     bool is_swa(uint32_t layer) const { return layer < swa_layers.size() && swa_layers[layer]; }
+    bool uses_rope(uint32_t layer) const { return layer >= nope_layers.size() || !nope_layers[layer]; }
     uint32_t n_gqa() const { return n_head / n_head_kv; }
     uint32_t n_embd_q() const { return n_head * head_dim; }
     uint32_t n_embd_k() const { return n_head_kv * head_dim; }

@@ -147,7 +147,8 @@ public:
     // LongRoPE): model::long_rope_for_context (hparams.h).
     bool long_rope_for_context(uint32_t n_ctx) const;
 
-    // Rope parameters of a layer (SWA layers may use their own base).
+    // Rope parameters of a layer (SWA layers may use their own base);
+    // n_dims 0 for a layer that applies no rope (its keys never rotate).
     ops::RopeParams rope_params(uint32_t layer, bool long_rope) const;
 
     // The widest output of a fused or joined product ([q; k; v], [gate; up]),

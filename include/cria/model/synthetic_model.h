@@ -16,11 +16,13 @@
 namespace cria::model {
 
 struct SyntheticModelSpec {
-    std::string arch = "llama";  // llama, qwen2, qwen3, gemma2, gemma3, phi3
+    // llama, qwen2, qwen3, gemma2, gemma3, phi3, smollm3, seed_oss, mistral3, granite, exaone4
+    std::string arch = "llama";
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
     uint32_t n_embd = 64;
     uint32_t n_layer = 2;
+    uint32_t n_nextn = 0;  // exaone4: MTP layers after the n_layer trunk layers (nextn_predict_layers)
     uint32_t n_head = 4;
     uint32_t n_head_kv = 2;
     uint32_t head_dim = 16;

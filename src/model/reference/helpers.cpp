@@ -154,7 +154,8 @@ void add_to(Vec& x, const Vec& y) {
 Rows embed(const Input& in, bool scale) {
     const HParams& hp = in.hp;
     const Matrix embd(in.w.token_embd);
-    const double factor = scale ? std::sqrt(static_cast<double>(hp.n_embd)) : 1.0;
+    const double factor = (scale ? std::sqrt(static_cast<double>(hp.n_embd)) : 1.0) *
+                          (hp.embedding_scale != 0.0f ? static_cast<double>(hp.embedding_scale) : 1.0);
     Rows x(in.tokens.size(), Vec(hp.n_embd));
     for (size_t t = 0; t < in.tokens.size(); ++t) {
         const int32_t id = in.tokens[t];
@@ -172,7 +173,8 @@ Logits output_head(const Input& in, const Rows& x) {
     for (size_t t = 0; t < x.size(); ++t) {
         const Vec y = output(rms_norm(x[t], in.w.output_norm, hp.norm_rms_eps));
         logits[t].resize(y.size());
-        for (size_t i = 0; i < y.size(); ++i) logits[t][i] = static_cast<float>(softcap(y[i], hp.final_softcap));
+        for (size_t i = 0; i < y.size(); ++i)
+            logits[t][i] = static_cast<float>(softcap(y[i] * hp.logit_multiplier, hp.final_softcap));
     }
     return logits;
 }
@@ -186,13 +188,15 @@ Rows self_attention(const Input& in, uint32_t layer, const Rows& x) {
     const size_t n = x.size();
     Rows q(n), k(n), v(n);
     for (size_t t = 0; t < n; ++t) {
-        Qkv p = qkv(rms_norm(x[t], lw.attn_norm, eps));
+        Qkv p = qkv(lw.attn_norm.empty() ? x[t] : rms_norm(x[t], lw.attn_norm, eps));  // exaone4: no input norm
         if (!lw.q_norm.empty()) {
             rms_norm_heads(p.q, hp.head_dim, lw.q_norm, eps);
             rms_norm_heads(p.k, hp.head_dim, lw.k_norm, eps);
         }
-        rope(p.q, hp.head_dim, static_cast<int64_t>(t), r);
-        rope(p.k, hp.head_dim, static_cast<int64_t>(t), r);
+        if (hp.uses_rope(layer)) {
+            rope(p.q, hp.head_dim, static_cast<int64_t>(t), r);
+            rope(p.k, hp.head_dim, static_cast<int64_t>(t), r);
+        }
         q[t] = std::move(p.q);
         k[t] = std::move(p.k);
         v[t] = std::move(p.v);

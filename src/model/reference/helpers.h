@@ -97,9 +97,10 @@ struct QkvProjection {
 };
 
 // The attention of one layer over every position, before the output
-// projection: Q, K, V of rms_norm(x) (attn_norm), an RMSNorm over each Q and
-// K head when the table loaded attn_q_norm / attn_k_norm (qwen3, gemma3),
-// RoPE with the layer's parameters, then attention() above.
+// projection: Q, K, V of rms_norm(x) (attn_norm; x itself when the table
+// loaded none, exaone4), an RMSNorm over each Q and K head when the table
+// loaded attn_q_norm / attn_k_norm (qwen3, gemma3), RoPE with the layer's
+// parameters (none on the layers hp.nope_layers marks), then attention().
 Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
 
 double softcap(double x, double cap);  // tanh(x / cap) * cap; cap 0: x
@@ -108,11 +109,12 @@ double silu(double x);
 Vec slice(const Vec& x, uint64_t first, uint64_t n);
 void add_to(Vec& x, const Vec& y);  // x += y
 
-// The token embeddings, times sqrt(n_embd) when `scale` (gemma). Throws
+// The token embeddings, times sqrt(n_embd) when `scale` (gemma) and
+// hp.embedding_scale when set (granite). Throws
 // cria::Error for a token outside the vocabulary.
 Rows embed(const Input& in, bool scale);
-// The final RMSNorm, the output projection (token_embd when tied) and the
-// final soft cap, for every position.
+// The final RMSNorm, the output projection (token_embd when tied), times
+// hp.logit_multiplier, and the final soft cap, for every position.
 Logits output_head(const Input& in, const Rows& x);
 
 }  // namespace cria::model::reference
