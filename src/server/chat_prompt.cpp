@@ -61,6 +61,9 @@ ChatFormatter::ChatFormatter(const vocab::Vocab& vocab, std::string template_sou
     format_ = detect_format(source_);
     if (vocab_.bos() != vocab::kNoToken) bos_text_ = vocab_.token(vocab_.bos()).text;
     if (vocab_.eos() != vocab::kNoToken) eos_text_ = vocab_.token(vocab_.eos()).text;
+    for (size_t id = 0; id < vocab_.size(); ++id)
+        if (vocab_.is_control(static_cast<vocab::TokenId>(id)) && !vocab_.token(static_cast<vocab::TokenId>(id)).text.empty())
+            control_texts_.push_back(vocab_.token(static_cast<vocab::TokenId>(id)).text);
 }
 
 std::string ChatFormatter::render(const json& messages, const json& tools, bool add_generation_prompt,
@@ -84,8 +87,83 @@ std::string ChatFormatter::render(const json& messages, const json& tools, bool 
     return text;
 }
 
-std::vector<vocab::TokenId> ChatFormatter::tokenize(const std::string& text) const {
-    return vocab_.tokenize(text, true, true);
+namespace {
+
+// The message texts a template inserts: string contents and the text parts
+// of array contents, in message order.
+std::vector<std::string> content_texts(const json& messages) {
+    std::vector<std::string> out;
+    if (!messages.is_array()) return out;
+    for (const auto& m : messages) {
+        if (!m.is_object() || !m.contains("content")) continue;
+        const json& c = m["content"];
+        if (c.is_string()) {
+            out.push_back(c.get<std::string>());
+        } else if (c.is_array()) {
+            for (const auto& part : c)
+                if (part.is_object() && part.contains("text") && part["text"].is_string())
+                    out.push_back(part["text"].get<std::string>());
+        }
+    }
+    return out;
+}
+
+std::string_view trimmed(std::string_view s) {
+    const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
+    while (!s.empty() && space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && space(s.back())) s.remove_suffix(1);
+    return s;
+}
+
+}  // namespace
+
+std::vector<vocab::Vocab::Span> ChatFormatter::content_spans(const std::string& text, const json& messages) const {
+    // Each content is the first occurrence at or after the previous one (the
+    // template writes the messages in order), as given or trimmed.
+    // An occurrence must not cut through a control token of the markup
+    // (a content "sys" inside "<|system|>" is not the content).
+    const auto cuts_a_control_token = [&](size_t boundary) {
+        for (const std::string& c : control_texts_)
+            for (size_t p = boundary >= c.size() ? boundary - c.size() + 1 : 0; p < boundary; ++p)
+                if (text.compare(p, c.size(), c) == 0) return true;
+        return false;
+    };
+    const auto find_from = [&](std::string_view needle, size_t from) {
+        for (size_t at = text.find(needle, from); at != std::string::npos; at = text.find(needle, at + 1))
+            if (!cuts_a_control_token(at) && !cuts_a_control_token(at + needle.size())) return at;
+        return std::string::npos;
+    };
+    std::vector<vocab::Vocab::Span> spans;
+    size_t cursor = 0;
+    for (const std::string& content : content_texts(messages)) {
+        if (content.empty()) continue;
+        size_t at = find_from(content, cursor), length = content.size();
+        if (at == std::string::npos) {
+            const std::string_view t = trimmed(content);
+            at = t.empty() ? std::string::npos : find_from(t, cursor);
+            length = t.size();
+        }
+        if (at == std::string::npos) {
+            // Not found: harmless unless the content holds a control token's text.
+            const auto ids = vocab_.tokenize(content, false, true);
+            for (const vocab::TokenId id : ids)
+                if (vocab_.is_control(id))
+                    throw bad_request("a message contains the control token '" + vocab_.token(id).text +
+                                      "' as text, and the chat template changes the message so it cannot be kept "
+                                      "as text; remove it (or start the server with --parse-special-in-content)",
+                                      "messages");
+            continue;
+        }
+        spans.push_back({at, at + length});
+        cursor = at + length;
+    }
+    return spans;
+}
+
+std::vector<vocab::TokenId> ChatFormatter::tokenize(const std::string& text, const json& messages) const {
+    if (parse_special_in_content_) return vocab_.tokenize(text, true, true);
+    const auto spans = content_spans(text, messages);
+    return vocab_.tokenize(text, true, std::span<const vocab::Vocab::Span>(spans));
 }
 
 chat::OutputParserOptions ChatFormatter::prepare(ChatJob& job) const {
@@ -100,7 +178,7 @@ chat::OutputParserOptions ChatFormatter::prepare(ChatJob& job) const {
         tools = only;
     }
     const std::string text = render(job.messages, tools, true, job.template_kwargs);
-    job.gen.prompt = tokenize(text);
+    job.gen.prompt = tokenize(text, job.messages);
     parser.reasoning_starts_open = ends_with(text, "<think>\n") || ends_with(text, "<think>");
 
     try {

@@ -33,15 +33,26 @@ public:
     // Fills job.gen.prompt / grammar / stop strings and returns the parser options.
     chat::OutputParserOptions prepare(ChatJob& job) const;
 
-    std::vector<vocab::TokenId> tokenize(const std::string& text) const;
+    // The rendered prompt's ids. The template's own markup is parsed for
+    // control tokens; the messages' contents are not (a user who types
+    // "<|im_start|>system" gets that text, not a forged turn), unless
+    // parse_special_in_content (llama-server's behaviour) is set. Throws a
+    // 400 when a content holding a control token's text cannot be found in
+    // the rendered text (the template transformed it).
+    std::vector<vocab::TokenId> tokenize(const std::string& text, const json& messages) const;
+    void set_parse_special_in_content(bool on) { parse_special_in_content_ = on; }
 
 private:
+    std::vector<vocab::Vocab::Span> content_spans(const std::string& text, const json& messages) const;
+
     const vocab::Vocab& vocab_;
     std::string source_;
     std::unique_ptr<jinja::Template> template_;
     chat::OutputFormat format_ = chat::OutputFormat::Generic;
     bool is_default_ = false;
     std::string bos_text_, eos_text_;
+    bool parse_special_in_content_ = false;
+    std::vector<std::string> control_texts_;  // the texts of the vocab's control tokens
 };
 
 }  // namespace cria::server

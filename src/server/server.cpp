@@ -554,6 +554,7 @@ Server::Server(std::unique_ptr<Backend> backend, ServerConfig config) : impl_(st
     m.backend = std::move(backend);
     std::string tmpl = m.config.chat_template.empty() ? m.backend->chat_template() : m.config.chat_template;
     m.formatter = std::make_unique<ChatFormatter>(m.backend->vocab(), tmpl);
+    m.formatter->set_parse_special_in_content(m.config.parse_special_in_content);
     m.scheduler = std::make_unique<Scheduler>(*m.backend, m.config.scheduler);
     m.model_id = m.config.model_alias;
     if (m.model_id.empty()) m.model_id = std::filesystem::path(m.config.model_path).filename().string();

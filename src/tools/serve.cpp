@@ -46,6 +46,7 @@ struct ServeOptions {
     std::string slot_save_path;
     bool metrics = false;
     bool no_webui = false;
+    bool parse_special_in_content = false;
     int32_t n_predict = -1;
     int timeout = 600;
     int32_t max_queue = 64;
@@ -77,6 +78,9 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--slot-save-path", opt->slot_save_path, "Directory for POST /slots/N?action=save|restore");
     cmd.add_flag("--metrics", opt->metrics, "Enable GET /metrics (Prometheus)");
     cmd.add_flag("--no-webui", opt->no_webui, "Do not serve the chat page at /");
+    cmd.add_flag("--parse-special-in-content", opt->parse_special_in_content,
+                 "Turn control-token text in message contents into the tokens (llama-server's behaviour; "
+                 "default: contents are plain text, so users cannot forge turns)");
     cmd.add_option("--n-predict", opt->n_predict, "Default most tokens per reply (-1: until the context ends); also -n N");
     cmd.add_option("--timeout", opt->timeout, "Seconds a request may take, queue included");
     cmd.add_option("--max-tokens", opt->max_tokens_cap, "Server-wide cap on tokens per reply, whatever a request asks (-1: the slot's context)");
@@ -120,6 +124,7 @@ std::function<int()> setup(CLI::App& cmd) {
         config.slot_save_path = opt->slot_save_path;
         config.metrics = opt->metrics;
         config.webui = !opt->no_webui;
+        config.parse_special_in_content = opt->parse_special_in_content;
         config.request_timeout_s = opt->timeout;
         config.default_max_tokens = opt->n_predict;
         config.max_body_bytes = opt->max_body;

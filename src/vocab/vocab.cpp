@@ -1,6 +1,7 @@
 // Tokenizing and detokenizing: special-token partition, dispatch to the
 // algorithm of the vocab type, pieces and the detokenizer's space cleaning.
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -24,7 +25,15 @@ bool is_c_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 
 
 // Cuts special tokens out of the text, longest token text first; what is left
 // between them stays text. Control and unknown tokens only with parse_special.
-std::vector<Fragment> partition(const Vocab::Impl& v, std::string_view text, bool parse_special) {
+// Whether [begin, end) overlaps one of the sorted literal spans.
+bool overlaps_literal(std::span<const Vocab::Span> literal, size_t begin, size_t end) {
+    auto it = std::upper_bound(literal.begin(), literal.end(), begin,
+                               [](size_t b, const Vocab::Span& s) { return b < s.end; });
+    return it != literal.end() && it->begin < end;
+}
+
+std::vector<Fragment> partition(const Vocab::Impl& v, std::string_view text, bool parse_special,
+                                std::span<const Vocab::Span> literal = {}) {
     std::vector<Fragment> fragments;
     if (text.empty()) return fragments;
     fragments.push_back({kNoToken, 0, text.size()});
@@ -42,11 +51,17 @@ std::vector<Fragment> partition(const Vocab::Impl& v, std::string_view text, boo
             }
             size_t start = f.offset;
             size_t length = f.length;
+            size_t search = start;
+            const bool control = (t.attr & (attr::kControl | attr::kUnknown)) != 0;
             while (true) {
-                const size_t match = text.substr(0, start + length).find(t.text, start);
+                const size_t match = text.substr(0, start + length).find(t.text, search);
                 if (match == std::string_view::npos) {
                     next.push_back({kNoToken, start, length});
                     break;
+                }
+                if (control && overlaps_literal(literal, match, match + t.text.size())) {
+                    search = match + 1;  // a control token's text inside a literal span stays text
+                    continue;
                 }
                 any = true;
                 size_t left_length = match - start;
@@ -63,6 +78,7 @@ std::vector<Fragment> partition(const Vocab::Impl& v, std::string_view text, boo
                 if (right_length == 0) break;
                 start = right;
                 length = right_length;
+                search = start;
             }
         }
         if (any) fragments.swap(next);
@@ -72,12 +88,11 @@ std::vector<Fragment> partition(const Vocab::Impl& v, std::string_view text, boo
 
 }  // namespace
 
-std::vector<TokenId> Vocab::tokenize(std::string_view text, bool add_special, bool parse_special) const {
-    const Impl& v = *impl_;
-    if (v.type == VocabType::None) throw Error("this model has no vocabulary; it cannot tokenize text");
+// The ids of text already cut into special tokens and text fragments.
+static std::vector<TokenId> tokenize_fragments(const Vocab::Impl& v, std::string_view text, bool add_special,
+                                               const std::vector<Fragment>& fragments) {
     std::vector<TokenId> out;
     out.reserve(text.size() / 3 + 4);
-    const std::vector<Fragment> fragments = partition(v, text, parse_special);
 
     switch (v.type) {
         case VocabType::Spm: {
@@ -140,6 +155,23 @@ std::vector<TokenId> Vocab::tokenize(std::string_view text, bool add_special, bo
     }
     return out;
 }
+
+std::vector<TokenId> Vocab::tokenize(std::string_view text, bool add_special, bool parse_special) const {
+    const Impl& v = *impl_;
+    if (v.type == VocabType::None) throw Error("this model has no vocabulary; it cannot tokenize text");
+    return tokenize_fragments(v, text, add_special, partition(v, text, parse_special));
+}
+
+std::vector<TokenId> Vocab::tokenize(std::string_view text, bool add_special, std::span<const Span> literal) const {
+    const Impl& v = *impl_;
+    if (v.type == VocabType::None) throw Error("this model has no vocabulary; it cannot tokenize text");
+    for (size_t i = 0; i < literal.size(); ++i)
+        if (literal[i].begin > literal[i].end || literal[i].end > text.size() ||
+            (i > 0 && literal[i].begin < literal[i - 1].end))
+            throw Error("tokenize: literal spans must be sorted, not overlapping and inside the text");
+    return tokenize_fragments(v, text, add_special, partition(v, text, true, literal));
+}
+
 
 std::string Vocab::token_to_piece(TokenId id, bool special, int lstrip) const {
     const Impl& v = *impl_;

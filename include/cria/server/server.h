@@ -23,6 +23,9 @@ struct ServerConfig {
     bool metrics = false;               // enable GET /metrics
     bool webui = true;                  // serve the chat page at GET /
     size_t max_body_bytes = 8u << 20;   // larger request bodies get 413
+    // Parse message contents for control tokens as llama-server does ("<|im_start|>"
+    // typed by a user becomes the token). Off: contents are text.
+    bool parse_special_in_content = false;
     int read_timeout_s = 60;            // socket read / write timeouts
     int write_timeout_s = 600;
     int request_timeout_s = 600;        // a generation (queue included) is stopped after this

@@ -114,6 +114,14 @@ public:
     // (user-defined tokens are always matched). Any bytes are accepted;
     // invalid UTF-8 is handled as llama.cpp does (byte fallback or U+FFFD).
     std::vector<TokenId> tokenize(std::string_view text, bool add_special = true, bool parse_special = false) const;
+    // As above with parse_special, except inside `literal` (byte ranges
+    // [begin, end) of text, sorted, not overlapping): a control token's text
+    // there is text, never the token. For a rendered chat prompt whose
+    // message contents must not be able to forge the template's markup.
+    struct Span {
+        size_t begin = 0, end = 0;
+    };
+    std::vector<TokenId> tokenize(std::string_view text, bool add_special, std::span<const Span> literal) const;
 
     // One token's text. `special` renders control / unknown tokens, else
     // they give "". lstrip removes up to that many leading spaces.
