@@ -121,10 +121,15 @@ std::vector<std::unique_ptr<spec::Drafter>> RuntimeBackend::make_drafters(const 
     return spec::make_drafters(params, *ctx_, *vocab_, &drafter_resources_);
 }
 
+int32_t RuntimeBackend::max_embedding_tokens() const {
+    // One sequence of the model's training context (at most 2048), in micro-batches of 512.
+    const auto n_train = static_cast<int32_t>(model_->hparams().n_ctx_train);
+    return std::min<int32_t>(n_train > 0 ? n_train : 2048, 2048);
+}
+
 std::vector<float> RuntimeBackend::embed(std::span<const TokenId> tokens) {
     std::lock_guard lock(embed_mutex_);
-    const auto n_train = static_cast<int32_t>(model_->hparams().n_ctx_train);
-    const int32_t n_ctx = std::min<int32_t>(n_train > 0 ? n_train : 2048, 2048);
+    const int32_t n_ctx = max_embedding_tokens();
     if (tokens.empty()) throw Error("cannot embed an empty input");
     if (static_cast<int32_t>(tokens.size()) > n_ctx)
         throw Error("the input has " + std::to_string(tokens.size()) + " tokens, more than " + std::to_string(n_ctx));

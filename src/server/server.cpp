@@ -336,6 +336,10 @@ struct Server::Impl {
             json data = json::array();
             int64_t n_tokens = 0;
             for (size_t i = 0; i < job.inputs.size(); ++i) {
+                if (job.inputs[i].size() > static_cast<size_t>(backend->max_embedding_tokens()))
+                    throw bad_request("input " + std::to_string(i) + " has " + std::to_string(job.inputs[i].size()) +
+                                      " tokens, more than the " + std::to_string(backend->max_embedding_tokens()) +
+                                      " this model embeds at once", "input");
                 std::vector<float> v;
                 try {
                     v = backend->embed(job.inputs[i]);

@@ -636,3 +636,20 @@ TEST_F(HttpServer, SamplingFailuresCausedByTheRequestAre400) {
     EXPECT_NE(r->body.find("sampling failed"), std::string::npos) << r->body.substr(0, 300);
     EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);
 }
+
+TEST_F(HttpServer, EmbeddingInputsLongerThanTheModelTakesAre400) {
+    // An input over one micro-batch (512) is embedded; one longer than the
+    // model takes at once (stories260K: its 2048-token training context) is
+    // the request's fault, a 400 naming the limit (no longer a 501).
+    json ids = json::array();
+    for (int i = 0; i < 2100; ++i) ids.push_back(1 + i % 100);
+    auto r = post("/v1/embeddings", json{{"input", ids}}.dump());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_NE(r->body.find("2048"), std::string::npos) << r->body;
+    ids.erase(ids.begin() + 600, ids.end());
+    auto over_a_ubatch = post("/v1/embeddings", json{{"input", ids}}.dump());
+    ASSERT_TRUE(over_a_ubatch);
+    EXPECT_EQ(over_a_ubatch->status, 200);
+    EXPECT_EQ(json::parse(over_a_ubatch->body)["usage"]["prompt_tokens"], 600);
+}

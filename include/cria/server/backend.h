@@ -6,6 +6,7 @@
 // care whether the tokens go to the KV-cached runtime or to the slow
 // reference forward pass (which recomputes every sequence and is used when
 // no faster backend is available, and in tests).
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -84,6 +85,8 @@ public:
     virtual void set_capture_layers(const std::vector<uint32_t>& layers);
     virtual spec::FeaturesView features(size_t first_row, size_t n_rows, int32_t pos0) const;
 
+    // The most tokens embed() takes (longer inputs are the request's fault: 400).
+    virtual int32_t max_embedding_tokens() const { return INT32_MAX; }
     // Mean-pooled, L2-normalised embedding of a text's tokens. Backends that
     // cannot produce hidden states throw cria::Error.
     virtual std::vector<float> embed(std::span<const TokenId> tokens) = 0;

@@ -61,6 +61,7 @@ public:
     // Uses a second, small context with mean pooling, created on first use.
     void set_capture_layers(const std::vector<uint32_t>& layers) override;
     spec::FeaturesView features(size_t first_row, size_t n_rows, int32_t pos0) const override;
+    int32_t max_embedding_tokens() const override;
     std::vector<float> embed(std::span<const TokenId> tokens) override;
 
 private:
