@@ -15,6 +15,7 @@
 #include "cria/server/slot_files.h"
 #include "metrics.h"
 #include "responses.h"
+#include "server/request_origin.h"
 #include "sse.h"
 #include "webui.h"
 
@@ -64,6 +65,37 @@ struct Server::Impl {
                     const std::string& type = {}, const std::string& param = {}) {
         res.status = status;
         res.set_content(error_body(d, status, type, message, param), "application/json; charset=utf-8");
+    }
+
+    // Without a key, a browser page elsewhere must not drive the server:
+    // Origin and Host must be ours (request_origin.h) and bodies JSON.
+    // Answers the request (403 / 415 / a preflight) and returns true when
+    // it must not be routed.
+    bool refuse_cross_site(const httplib::Request& req, httplib::Response& res) {
+        const OriginPolicy policy{config.host, port, config.cors_origin};
+        const std::string origin = req.get_header_value("Origin");
+        const std::string why = cross_site_refusal(policy, origin, req.get_header_value("Host"));
+        if (!why.empty()) {
+            send_error(res, dialect_of(req.path), 403, why, dialect_of(req.path) == Dialect::OpenAI ? "permission_error" : "");
+            return true;
+        }
+        if (!origin.empty()) {
+            res.set_header("Access-Control-Allow-Origin", origin);
+            res.set_header("Vary", "Origin");
+        }
+        if (req.method == "OPTIONS") {  // a preflight from an allowed origin
+            res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            res.set_header("Access-Control-Allow-Headers", "Content-Type, Authorization, x-api-key, anthropic-version");
+            res.status = 204;
+            return true;
+        }
+        const std::string length = req.get_header_value("Content-Length");
+        const bool has_body = (!length.empty() && length != "0") || req.has_header("Transfer-Encoding");
+        if (req.method == "POST" && has_body && !is_json_content_type(req.get_header_value("Content-Type"))) {
+            send_error(res, dialect_of(req.path), 415, "request bodies must be JSON (Content-Type: application/json)");
+            return true;
+        }
+        return false;
     }
 
     bool authorized(const httplib::Request& req) const {
@@ -378,6 +410,7 @@ void Server::Impl::routes() {
 void Server::Impl::error_handlers() {
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         ++http_requests;
+        if (config.api_key.empty() && refuse_cross_site(req, res)) return httplib::Server::HandlerResponse::Handled;
         const bool page = req.path == "/" || req.path == "/index.html";
         const bool open_route = req.path == "/health" || ((req.method == "GET" || req.method == "HEAD") && page);
         if (open_route || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;

@@ -47,6 +47,7 @@ struct ServeOptions {
     bool metrics = false;
     bool no_webui = false;
     bool parse_special_in_content = false;
+    std::string cors_origin;
     int32_t n_predict = -1;
     int timeout = 600;
     int32_t max_queue = 64;
@@ -78,6 +79,9 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--slot-save-path", opt->slot_save_path, "Directory for POST /slots/N?action=save|restore");
     cmd.add_flag("--metrics", opt->metrics, "Enable GET /metrics (Prometheus)");
     cmd.add_flag("--no-webui", opt->no_webui, "Do not serve the chat page at /");
+    cmd.add_option("--cors-origin", opt->cors_origin,
+                   "Without --api-key, browser requests from other web origins are refused; allow this one too "
+                   "(e.g. https://app.example)");
     cmd.add_flag("--parse-special-in-content", opt->parse_special_in_content,
                  "Turn control-token text in message contents into the tokens (llama-server's behaviour; "
                  "default: contents are plain text, so users cannot forge turns)");
@@ -125,6 +129,7 @@ std::function<int()> setup(CLI::App& cmd) {
         config.metrics = opt->metrics;
         config.webui = !opt->no_webui;
         config.parse_special_in_content = opt->parse_special_in_content;
+        config.cors_origin = opt->cors_origin;
         config.request_timeout_s = opt->timeout;
         config.default_max_tokens = opt->n_predict;
         config.max_body_bytes = opt->max_body;

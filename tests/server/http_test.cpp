@@ -653,3 +653,50 @@ TEST_F(HttpServer, EmbeddingInputsLongerThanTheModelTakesAre400) {
     EXPECT_EQ(over_a_ubatch->status, 200);
     EXPECT_EQ(json::parse(over_a_ubatch->body)["usage"]["prompt_tokens"], 600);
 }
+
+TEST(HttpKeylessServer, RefusesOtherWebOriginsForeignHostsAndNonJsonBodies) {
+    // Without --api-key a page on another site must not drive the server:
+    // a cross-origin request is 403, a DNS-rebound Host is 403, a text/plain
+    // POST (no preflight needed) is 415; our own page, plain clients and the
+    // one --cors-origin work.
+    std::signal(SIGPIPE, SIG_IGN);
+    const auto path = cria::test::model_path("stories260K/stories260K.gguf").string();
+    RuntimeBackendParams bp;
+    bp.n_ctx = 256;
+    bp.n_threads = 1;
+    ServerConfig config;
+    config.port = 0;
+    config.model_path = path;
+    config.cors_origin = "https://app.example";
+    Server server(std::make_unique<RuntimeBackend>(path, bp), config);
+    server.start();
+    httplib::Client c("127.0.0.1", server.port());
+    const std::string ours = "http://127.0.0.1:" + std::to_string(server.port());
+    const std::string body = R"({"prompt":"Once","max_tokens":2,"temperature":0})";
+
+    auto plain = c.Post("/v1/completions", body, "application/json");  // an SDK: no Origin
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->status, 200);
+    auto evil = c.Post("/v1/completions", {{"Origin", "https://evil.example"}}, body, "application/json");
+    EXPECT_EQ(evil->status, 403) << evil->body;
+    EXPECT_EQ(c.Get("/v1/models", {{"Origin", "null"}})->status, 403);
+    auto text = c.Post("/v1/completions", body, "text/plain");
+    EXPECT_EQ(text->status, 415);
+    EXPECT_EQ(c.Post("/slots/0?action=erase", {{"Origin", "https://evil.example"}}, "x", "application/x-www-form-urlencoded")->status, 403);
+    auto rebound = c.Get("/v1/models", {{"Host", "attacker.example:" + std::to_string(server.port())}});
+    EXPECT_EQ(rebound->status, 403);
+
+    auto page = c.Post("/v1/completions", {{"Origin", ours}}, body, "application/json");
+    EXPECT_EQ(page->status, 200);
+    EXPECT_EQ(page->get_header_value("Access-Control-Allow-Origin"), ours);
+    auto localhost = c.Get("/v1/models", {{"Origin", "http://localhost:" + std::to_string(server.port())}});
+    EXPECT_EQ(localhost->status, 200);
+    auto allowed = c.Get("/v1/models", {{"Origin", "https://app.example"}});
+    EXPECT_EQ(allowed->status, 200);
+    auto preflight = c.Options("/v1/chat/completions", {{"Origin", "https://app.example"},
+                                                        {"Access-Control-Request-Method", "POST"}});
+    ASSERT_TRUE(preflight);
+    EXPECT_EQ(preflight->status, 204);
+    EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+    server.stop();
+}

@@ -26,6 +26,9 @@ struct ServerConfig {
     // Parse message contents for control tokens as llama-server does ("<|im_start|>"
     // typed by a user becomes the token). Off: contents are text.
     bool parse_special_in_content = false;
+    // Without api_key, browser requests from other origins are refused (403);
+    // this one origin ("https://app.example") is allowed too (--cors-origin).
+    std::string cors_origin;
     int read_timeout_s = 60;            // socket read / write timeouts
     int write_timeout_s = 600;
     int request_timeout_s = 600;        // a generation (queue included) is stopped after this
