@@ -68,7 +68,7 @@ struct Server::Impl {
     }
 
     // Without a key, a browser page elsewhere must not drive the server:
-    // Origin and Host must be ours (request_origin.h) and bodies JSON.
+    // Origin and Host must be ours (request_origin.h).
     // Answers the request (403 / 415 / a preflight) and returns true when
     // it must not be routed.
     bool refuse_cross_site(const httplib::Request& req, httplib::Response& res) {
@@ -89,13 +89,17 @@ struct Server::Impl {
             res.status = 204;
             return true;
         }
+        return false;
+    }
+
+    // Every route takes JSON bodies. Refused before the body is read: a form
+    // body would otherwise meet the HTTP library's own 8 KB form limit.
+    bool refuse_non_json_body(const httplib::Request& req, httplib::Response& res) {
         const std::string length = req.get_header_value("Content-Length");
         const bool has_body = (!length.empty() && length != "0") || req.has_header("Transfer-Encoding");
-        if (req.method == "POST" && has_body && !is_json_content_type(req.get_header_value("Content-Type"))) {
-            send_error(res, dialect_of(req.path), 415, "request bodies must be JSON (Content-Type: application/json)");
-            return true;
-        }
-        return false;
+        if (req.method != "POST" || !has_body || is_json_content_type(req.get_header_value("Content-Type"))) return false;
+        send_error(res, dialect_of(req.path), 415, "request bodies must be JSON (Content-Type: application/json)");
+        return true;
     }
 
     bool authorized(const httplib::Request& req) const {
@@ -411,6 +415,7 @@ void Server::Impl::error_handlers() {
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         ++http_requests;
         if (config.api_key.empty() && refuse_cross_site(req, res)) return httplib::Server::HandlerResponse::Handled;
+        if (refuse_non_json_body(req, res)) return httplib::Server::HandlerResponse::Handled;
         const bool page = req.path == "/" || req.path == "/index.html";
         const bool open_route = req.path == "/health" || ((req.method == "GET" || req.method == "HEAD") && page);
         if (open_route || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;

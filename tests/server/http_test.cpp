@@ -637,6 +637,17 @@ TEST_F(HttpServer, SamplingFailuresCausedByTheRequestAre400) {
     EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);
 }
 
+TEST_F(HttpServer, NonJsonBodiesAre415BeforeTheyAreRead) {
+    // A 20 KB form body used to meet the HTTP library's 8 KB form limit (a
+    // 413 naming 8 MiB); every route takes JSON only.
+    auto form = client().Post("/v1/chat/completions", std::string(20 * 1024, 'a'), "application/x-www-form-urlencoded");
+    ASSERT_TRUE(form);
+    EXPECT_EQ(form->status, 415);
+    EXPECT_NE(form->body.find("application/json"), std::string::npos);
+    EXPECT_EQ(client().Post("/v1/chat/completions", kChat, "text/plain")->status, 415);
+    EXPECT_EQ(client().Post("/v1/chat/completions", kChat, "application/json; charset=utf-8")->status, 200);
+}
+
 TEST_F(HttpServer, EmbeddingInputsLongerThanTheModelTakesAre400) {
     // An input over one micro-batch (512) is embedded; one longer than the
     // model takes at once (stories260K: its 2048-token training context) is
