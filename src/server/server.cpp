@@ -92,6 +92,35 @@ struct Server::Impl {
         return false;
     }
 
+    // Bodies the server will not read to the end are refused from their
+    // headers, before a thread waits for them: a Content-Length that is not
+    // a number or is over --max-body, chunked bodies (their size is known
+    // only at the end) and compressed ones (a small body can inflate to any
+    // size). The connection is closed after the answer.
+    bool refuse_unbounded_body(const httplib::Request& req, httplib::Response& res) {
+        const Dialect d = dialect_of(req.path);
+        const auto refuse = [&](int status, const std::string& why) {
+            send_error(res, d, status, why);
+            res.set_header("Connection", "close");
+            return true;
+        };
+        const std::string length = req.get_header_value("Content-Length");
+        if (!length.empty()) {
+            const bool digits = length.size() <= 19 && std::all_of(length.begin(), length.end(), [](char c) {
+                                    return c >= '0' && c <= '9';
+                                });
+            if (!digits) return refuse(400, "Content-Length must be a decimal number of bytes");
+            if (std::stoull(length) > config.max_body_bytes)
+                return refuse(413, "the request body is larger than " + std::to_string(config.max_body_bytes) +
+                                       " bytes (--max-body)");
+        }
+        if (req.has_header("Transfer-Encoding"))
+            return refuse(411, "chunked request bodies are not accepted: send Content-Length");
+        if (req.has_header("Content-Encoding") && req.get_header_value("Content-Encoding") != "identity")
+            return refuse(415, "compressed request bodies are not accepted");
+        return false;
+    }
+
     // Every route takes JSON bodies. Refused before the body is read: a form
     // body would otherwise meet the HTTP library's own 8 KB form limit.
     bool refuse_non_json_body(const httplib::Request& req, httplib::Response& res) {
@@ -415,7 +444,8 @@ void Server::Impl::error_handlers() {
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         ++http_requests;
         if (config.api_key.empty() && refuse_cross_site(req, res)) return httplib::Server::HandlerResponse::Handled;
-        if (refuse_non_json_body(req, res)) return httplib::Server::HandlerResponse::Handled;
+        if (refuse_unbounded_body(req, res) || refuse_non_json_body(req, res))
+            return httplib::Server::HandlerResponse::Handled;
         const bool page = req.path == "/" || req.path == "/index.html";
         const bool open_route = req.path == "/health" || ((req.method == "GET" || req.method == "HEAD") && page);
         if (open_route || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;

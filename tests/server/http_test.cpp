@@ -711,3 +711,44 @@ TEST(HttpKeylessServer, RefusesOtherWebOriginsForeignHostsAndNonJsonBodies) {
     EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
     server.stop();
 }
+
+namespace {
+
+// Sends raw request headers (and a few body bytes) and returns the status
+// line the server answers within 5 s ("" when it does not).
+std::string raw_status(int port, const std::string& headers) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return "";
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string reply;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+        const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-key\r\n"
+                                "Content-Type: application/json\r\n" + headers + "\r\n{}";
+        ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+        char buf[256];
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n > 0) reply.assign(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return reply.substr(0, reply.find("\r\n"));
+}
+
+}  // namespace
+
+TEST_F(HttpServer, BodiesThatCannotBeBoundedAreRefusedFromTheirHeaders) {
+    // These used to hold a thread with no answer (a Content-Length the body
+    // never reaches), or be read past --max-body (chunked, gzip).
+    EXPECT_EQ(raw_status(server_->port(), "Content-Length: 9223372036854775808\r\n"), "HTTP/1.1 413 Payload Too Large");
+    EXPECT_EQ(raw_status(server_->port(), "Content-Length: -5\r\n"), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(raw_status(server_->port(), "Content-Length: 99999999999999999999\r\n"), "HTTP/1.1 400 Bad Request");
+    EXPECT_EQ(raw_status(server_->port(), "Content-Length: 10000000\r\n"), "HTTP/1.1 413 Payload Too Large");
+    EXPECT_EQ(raw_status(server_->port(), "Transfer-Encoding: chunked\r\n"), "HTTP/1.1 411 Length Required");
+    EXPECT_EQ(raw_status(server_->port(), "Content-Encoding: gzip\r\nContent-Length: 2\r\n"),
+              "HTTP/1.1 415 Unsupported Media Type");
+    EXPECT_EQ(post("/v1/chat/completions", kChat)->status, 200);
+}
