@@ -56,6 +56,14 @@ struct FfnOptions {
 // x += [post_norm](down · (act(gate h) * up h)), h = rms_norm(x).
 void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 
+// The mixture-of-experts feed-forward block (llama.cpp's build_moe_ffn with
+// SwiGLU experts): h = rms_norm(x) (ffn_norm); router logits ffn_gate_inp h;
+// the top n_expert_used experts and their weights (HParams' gating,
+// renormalisation and scale); per selected expert e, silu(gate_e h) * up_e h
+// (silu(up_e h) without expert gates), times each matrix's per-expert scale
+// when loaded; x += sum over the ranks j of w_j down_{e_j}(...).
+void moe_ffn_block(Step& s, uint32_t layer);
+
 // Copies the residual stream of the output rows into in.features when
 // `layer` is one of in.capture_layers (call before each layer, and with
 // n_layer before the output head).

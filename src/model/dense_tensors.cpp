@@ -33,14 +33,21 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
             t.vector(name("post_ffw_norm.weight"), E, &lw.post_ffn_norm);
         }
         t.vector(name("ffn_norm.weight"), E, &lw.ffn_norm);
-        if (o.fused_gate_up) {
+        if (hp.n_expert > 0) {
+            const uint64_t X = hp.n_expert, Fe = hp.n_ff_exp;
+            t.linear(name("ffn_gate_inp"), E, X, &lw.gate_inp);
+            t.experts(name("ffn_gate_exps"), E, Fe, X, &lw.gate_exps,
+                      o.expert_gate_optional ? Need::Optional : Need::Required, ffn_scale);
+            t.experts(name("ffn_up_exps"), E, Fe, X, &lw.up_exps, Need::Required, ffn_scale);
+            t.experts(name("ffn_down_exps"), Fe, E, X, &lw.down_exps, Need::Required, ffn_scale);
+        } else if (o.fused_gate_up) {
             t.linear(name("ffn_up"), E, 2 * F, &lw.up, Need::Required, ffn_scale);
         } else {
             t.linear(name("ffn_gate"), E, F, &lw.gate, Need::Required, ffn_scale);
             t.linear(name("ffn_up"), E, F, &lw.up, Need::Required, ffn_scale);
             t.join({&lw.gate, &lw.up}, &lw.gate_up);
         }
-        t.linear(name("ffn_down"), F, E, &lw.down, Need::Required, ffn_scale);
+        if (hp.n_expert == 0) t.linear(name("ffn_down"), F, E, &lw.down, Need::Required, ffn_scale);
     }
 }
 

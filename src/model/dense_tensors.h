@@ -18,6 +18,10 @@ struct DenseTensorOptions {
     // bias, as llama.cpp's build_ffn) or ignored (the graphs of qwen2, gemma2,
     // gemma3 and phi3 pass none; the attention projections' are always used).
     bool ffn_scales = true;
+    // With experts (hp.n_expert > 0) the feed-forward matrices are the
+    // router ffn_gate_inp and the stacked experts ffn_{gate,up,down}_exps;
+    // llama (Mixtral) may omit the expert gate (then silu(up)).
+    bool expert_gate_optional = false;
     // A global tensor of n_rot/2 rope frequency divisors, and phi3's second
     // set for long contexts (empty names: none).
     const char* rope_factors = nullptr;

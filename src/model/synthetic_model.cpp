@@ -109,6 +109,11 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
     s.n_ff = 96;
     s.tied_output = arch != "phi3";
     if (is_one_of(arch, {"gemma2", "gemma3", "phi3"})) s.sliding_window = 8;
+    if (arch == "qwen3moe") {
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = 64;  // whole blocks for the quantised types
+    }
     return s;
 }
 
@@ -150,10 +155,14 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
-    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}))
+    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
+    const bool moe = spec.n_expert > 0;
+    if (moe && !is_one_of(arch, {"llama", "qwen3moe"}))
+        throw Error("synthetic model: '" + arch + "' has no experts");
+    if (arch == "qwen3moe" && !moe) throw Error("synthetic model: qwen3moe needs experts");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
-    const bool qk_norm = is_one_of(arch, {"qwen3", "gemma3"});
+    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3"});
     const bool post_norms = gemma;
     const bool fused = arch == "phi3";
 
@@ -172,6 +181,11 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     w.add_metadata(key("rope.dimension_count"), Value::u32(spec.head_dim));
     w.add_metadata(key("rope.freq_base"), Value::f32(spec.rope_freq_base));
     w.add_metadata(key("attention.layer_norm_rms_epsilon"), Value::f32(1e-6f));
+    if (moe) {
+        w.add_metadata(key("expert_count"), Value::u32(spec.n_expert));
+        w.add_metadata(key("expert_used_count"), Value::u32(spec.n_expert_used));
+        w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff_exp));
+    }
     if (spec.sliding_window) w.add_metadata(key("attention.sliding_window"), Value::u32(spec.sliding_window));
     if (arch == "gemma2") {
         w.add_metadata(key("attn_logit_softcapping"), Value::f32(50.0f));
@@ -207,13 +221,19 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         t.add(p + "attn_output.weight", spec.weight_type, {q, d});
         if (post_norms) t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
         t.add(p + "ffn_norm.weight", ElementType::F32, {d}, 1.0f);
-        if (fused) {
+        if (moe) {
+            const uint64_t x = spec.n_expert, fe = spec.n_ff_exp;
+            t.add(p + "ffn_gate_inp.weight", ElementType::F32, {d, x});
+            t.add(p + "ffn_gate_exps.weight", spec.weight_type, {d, fe, x});
+            t.add(p + "ffn_up_exps.weight", spec.weight_type, {d, fe, x});
+            t.add(p + "ffn_down_exps.weight", spec.weight_type, {fe, d, x});
+        } else if (fused) {
             t.add(p + "ffn_up.weight", spec.weight_type, {d, 2 * ff});
         } else {
             t.add(p + "ffn_gate.weight", spec.weight_type, {d, ff});
             t.add(p + "ffn_up.weight", spec.weight_type, {d, ff});
         }
-        t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
+        if (!moe) t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
         if (post_norms) t.add(p + "post_ffw_norm.weight", ElementType::F32, {d}, 1.0f);
     }
     t.add("output_norm.weight", ElementType::F32, {d}, 1.0f);

@@ -33,6 +33,16 @@ void TensorTable::linear(const std::string& base, uint64_t cols, uint64_t rows, 
     ignored(base + ".input_scale");
 }
 
+void TensorTable::experts(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert,
+                          ExpertLinear* dst, Need need, ScaleUse scale) {
+    entries_.push_back({base + ".weight", {cols, rows, n_expert}, need, Kind::ExpertMatrix, nullptr, &dst->w, nullptr});
+    if (scale == ScaleUse::Ignored)
+        ignored(base + ".scale");
+    else
+        vector(base + ".scale", n_expert, &dst->scale, Need::Optional);
+    ignored(base + ".input_scale");
+}
+
 void TensorTable::ignored(std::string name) {
     entries_.push_back({std::move(name), {}, Need::Optional, Kind::Ignored, nullptr, nullptr, nullptr});
 }
@@ -92,6 +102,11 @@ void load_tensors(const gguf::File& file, const TensorTable& table, const std::s
             case TensorTable::Kind::LookupMatrix:
                 *e.view = ops::TensorView::contiguous(t->type, file.tensor_data(*t).data(),
                                                       {static_cast<int64_t>(e.shape[0]), static_cast<int64_t>(e.shape[1])});
+                break;
+            case TensorTable::Kind::ExpertMatrix:
+                *e.view = ops::TensorView::contiguous(t->type, file.tensor_data(*t).data(),
+                                                      {static_cast<int64_t>(e.shape[0]), static_cast<int64_t>(e.shape[1]),
+                                                       static_cast<int64_t>(e.shape[2])});
                 break;
             case TensorTable::Kind::Ignored: break;
         }

@@ -35,6 +35,7 @@ public:
         LookupMatrix,  // viewed in place, rows looked up (token embedding: never packed)
         Bias,          // optional bias of a linear layer
         Scale,         // optional scalar multiplier of a linear layer's output
+        ExpertMatrix,  // [k, rows, n_expert], viewed in place (not packed)
         Ignored,       // accepted but not read (llama.cpp creates it; generation does not use it)
     };
     struct Entry {
@@ -62,6 +63,13 @@ public:
     // (accepted; llama.cpp's CPU path does not read it either).
     void linear(const std::string& base, uint64_t cols, uint64_t rows, Linear* dst, Need need = Need::Required,
                 ScaleUse scale = ScaleUse::AfterProduct);
+    // `base`.weight [cols, rows, n_expert] (one matrix per expert) with the
+    // optional per-expert `base`.scale [n_expert] (loaded when `scale` is not
+    // Ignored: it multiplies each expert's output) and `base`.input_scale
+    // (accepted, unread). Expert biases are not declared yet: a file with one
+    // is refused rather than run without it.
+    void experts(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert, ExpertLinear* dst,
+                 Need need = Need::Required, ScaleUse scale = ScaleUse::AfterProduct);
     void ignored(std::string name);
     void join(std::vector<Linear*> parts, Linear* target);
 

@@ -1,5 +1,6 @@
-// Every architecture (llama, qwen2, qwen3, gemma2, gemma3, phi3) on a random
-// synthetic fixture:
+// Every architecture (llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3) on a
+// random synthetic fixture (qwen3moe: 8 experts, 3 per token, so batches of
+// several tokens and sequences route to different experts):
 // - the fast path agrees with model::reference_forward (float64, no cache)
 //   for every KV cache type, with the tolerance stated per type below;
 // - chunked prefill (chunks of 1, 7 and 64) equals one-shot prefill;
@@ -26,7 +27,7 @@
 namespace cria::runtime {
 namespace {
 
-const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
+const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;
@@ -134,7 +135,12 @@ TEST_P(Architectures, AgreesWithReferenceForEveryKvType) {
         const auto tokens = random_tokens(f.model->hparams().n_vocab, 20, 11);
         const Rows ref = model::reference_forward(*f.file, tokens);
         const Rows got = decode_chunks(*f.model, tokens, tokens.size(), params(kv.type));
-        expect_agree(ref, got, kv.tol, 2 * kv.tol, GetParam() + " kv " + std::string(element_type_name(kv.type)));
+        // Routing is discontinuous: a lossy 8-bit cache can move a token's
+        // router logits across a tie and pick another expert, so a mixture
+        // of experts gets more room on the quantised caches.
+        const bool lossy_moe = f.model->hparams().n_expert > 0 && kv.type == ElementType::Q8_0;
+        const double tol = lossy_moe ? 3 * kv.tol : kv.tol;
+        expect_agree(ref, got, tol, 2 * tol, GetParam() + " kv " + std::string(element_type_name(kv.type)));
     }
 }
 

@@ -16,7 +16,7 @@
 namespace cria::model {
 
 struct SyntheticModelSpec {
-    std::string arch = "llama";  // llama, qwen2, qwen3, gemma2, gemma3, phi3
+    std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
     uint32_t n_embd = 64;
@@ -29,6 +29,11 @@ struct SyntheticModelSpec {
     bool tied_output = true;
     float rope_freq_base = 10000.0f;
     uint32_t sliding_window = 0;  // gemma2/gemma3/phi3: 0 = no sliding window key
+    // Mixture of experts (llama, qwen3moe): n_expert > 0 writes a router and
+    // stacked experts of width n_ff_exp instead of the dense feed-forward.
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
+    uint32_t n_ff_exp = 0;
 
     ElementType weight_type = ElementType::F32;  // 2-D projection matrices
     ElementType embd_type = ElementType::F32;    // token embedding (and tied output)

@@ -102,6 +102,23 @@ struct QkvProjection {
 // RoPE with the layer's parameters, then attention() above.
 Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
 
+// The mixture-of-experts feed-forward of one layer on one normed position
+// (llama.cpp's build_moe_ffn with SwiGLU experts): router logits, gating
+// (softmax / sigmoid / softmax over the selected), the top n_expert_used by
+// score (ties to the lower id), optional renormalisation and scale, then the
+// weighted sum of the selected experts' silu(gate h) * up h through down
+// (silu(up h) without expert gates), each matrix times its per-expert
+// `.scale` when the table loaded one. Experts are dequantised once, here.
+struct MoeFfn {
+    MoeFfn(const HParams& hp, const LayerWeights& lw);
+    Vec operator()(const Vec& h) const;
+
+    const HParams& hp;
+    const LayerWeights& lw;
+    Linear router;
+    std::vector<Matrix> gate, up, down;  // one per expert; gate empty without expert gates
+};
+
 double softcap(double x, double cap);  // tanh(x / cap) * cap; cap 0: x
 double gelu_tanh(double x);            // GELU, tanh approximation (ggml_gelu)
 double silu(double x);

@@ -22,6 +22,12 @@ Logits llama(const Input& in) {
         const Linear wo(lw.wo);
         for (size_t t = 0; t < n; ++t) add_to(x[t], wo(attn[t]));
 
+        // With experts: x += the weighted sum of the routed experts (MoeFfn).
+        if (hp.n_expert > 0) {
+            const MoeFfn moe(hp, lw);
+            for (size_t t = 0; t < n; ++t) add_to(x[t], moe(rms_norm(x[t], lw.ffn_norm, eps)));
+            continue;
+        }
         // Feed-forward (SwiGLU): x += down · (silu(gate h) * up h), h = rms_norm(x).
         const Linear gate(lw.gate), up(lw.up), down(lw.down);
         for (size_t t = 0; t < n; ++t) {
