@@ -215,6 +215,26 @@ void moe_ffn_block(Step& s, uint32_t layer) {
             for (int64_t r = 0; r < E; ++r) ot[r] = j == 0 ? wj * y[r] : ot[r] + wj * y[r];
         }
     }
+    // The shared expert: out += [sigmoid(gate_inp_shexp · h)] * down_s(silu(gate_s h) * up_s h).
+    if (lw.up_shexp.present()) {
+        const int64_t Fs = hp.n_ff_shexp;
+        const TensorView sg = view(ws.gate, Fs, n), su = view(ws.up, Fs, n);
+        linear(s, lw.gate_shexp, h, sg);
+        linear(s, lw.up_shexp, h, su);
+        s.ops.swiglu(sg, su, sg);
+        const TensorView shared = view(ws.expert_out, E, n);  // free again: the routed sum is in ws.o
+        linear(s, lw.down_shexp, sg, shared);
+        if (lw.gate_inp_shexp.present()) {
+            const TensorView z = view(ws.router, 1, n);
+            linear(s, lw.gate_inp_shexp, h, z);
+            for (int64_t t = 0; t < n; ++t) {
+                const float g = 1.0f / (1.0f + std::exp(-ws.router[static_cast<size_t>(t)]));
+                float* y = ws.expert_out.data() + t * E;
+                for (int64_t r = 0; r < E; ++r) y[r] *= g;
+            }
+        }
+        s.ops.add(view(ws.o, E, n), shared, view(ws.o, E, n));
+    }
     s.ops.add(x, view(ws.o, E, n), x);
 }
 

@@ -40,6 +40,12 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
                       o.expert_gate_optional ? Need::Optional : Need::Required, ffn_scale);
             t.experts(name("ffn_up_exps"), E, Fe, X, &lw.up_exps, Need::Required, ffn_scale);
             t.experts(name("ffn_down_exps"), Fe, E, X, &lw.down_exps, Need::Required, ffn_scale);
+            if (const uint64_t Fs = hp.n_ff_shexp; Fs > 0) {
+                if (o.shared_expert_gate) t.linear(name("ffn_gate_inp_shexp"), E, 1, &lw.gate_inp_shexp);
+                t.linear(name("ffn_gate_shexp"), E, Fs, &lw.gate_shexp, Need::Required, ffn_scale);
+                t.linear(name("ffn_up_shexp"), E, Fs, &lw.up_shexp, Need::Required, ffn_scale);
+                t.linear(name("ffn_down_shexp"), Fs, E, &lw.down_shexp, Need::Required, ffn_scale);
+            }
         } else if (o.fused_gate_up) {
             t.linear(name("ffn_up"), E, 2 * F, &lw.up, Need::Required, ffn_scale);
         } else {

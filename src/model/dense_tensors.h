@@ -22,6 +22,9 @@ struct DenseTensorOptions {
     // router ffn_gate_inp and the stacked experts ffn_{gate,up,down}_exps;
     // llama (Mixtral) may omit the expert gate (then silu(up)).
     bool expert_gate_optional = false;
+    // With a shared expert (hp.n_ff_shexp > 0): ffn_{gate,up,down}_shexp,
+    // and its scalar gate ffn_gate_inp_shexp [n_embd] when `shared_expert_gate`.
+    bool shared_expert_gate = false;
     // A global tensor of n_rot/2 rope frequency divisors, and phi3's second
     // set for long contexts (empty names: none).
     const char* rope_factors = nullptr;

@@ -109,8 +109,8 @@ void Workspace::reserve(const Model& model, int64_t n) {
     qkv.resize(size(model.widest_joined_output()));
     attn.resize(size(int64_t{hp.n_head} * hp.head_dim_v));
     o.resize(size(hp.n_embd));
-    gate.resize(size(hp.n_ff));
-    up.resize(size(hp.n_ff));
+    gate.resize(size(std::max(hp.n_ff, hp.n_ff_shexp)));
+    up.resize(size(std::max(hp.n_ff, hp.n_ff_shexp)));
     out_rows.resize(size(hp.n_embd));
     if (hp.n_expert > 0) {
         const int64_t k = hp.n_expert_used;

@@ -109,10 +109,11 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
     s.n_ff = 96;
     s.tied_output = arch != "phi3";
     if (is_one_of(arch, {"gemma2", "gemma3", "phi3"})) s.sliding_window = 8;
-    if (arch == "qwen3moe") {
+    if (arch == "qwen2moe" || arch == "qwen3moe") {
         s.n_expert = 8;
         s.n_expert_used = 3;
         s.n_ff_exp = 64;  // whole blocks for the quantised types
+        if (arch == "qwen2moe") s.n_ff_shexp = 96;
     }
     return s;
 }
@@ -155,12 +156,12 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
-    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"}))
+    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool moe = spec.n_expert > 0;
-    if (moe && !is_one_of(arch, {"llama", "qwen3moe"}))
+    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe"}))
         throw Error("synthetic model: '" + arch + "' has no experts");
-    if (arch == "qwen3moe" && !moe) throw Error("synthetic model: qwen3moe needs experts");
+    if (is_one_of(arch, {"qwen2moe", "qwen3moe"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
     const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3"});
     const bool post_norms = gemma;
@@ -185,6 +186,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         w.add_metadata(key("expert_count"), Value::u32(spec.n_expert));
         w.add_metadata(key("expert_used_count"), Value::u32(spec.n_expert_used));
         w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff_exp));
+        if (spec.n_ff_shexp) w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
     }
     if (spec.sliding_window) w.add_metadata(key("attention.sliding_window"), Value::u32(spec.sliding_window));
     if (arch == "gemma2") {
@@ -209,7 +211,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
             t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
         }
-        if (arch == "qwen2") {
+        if (is_one_of(arch, {"qwen2", "qwen2moe"})) {
             t.add(p + "attn_q.bias", ElementType::F32, {q});
             t.add(p + "attn_k.bias", ElementType::F32, {kv});
             t.add(p + "attn_v.bias", ElementType::F32, {kv});
@@ -227,6 +229,12 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "ffn_gate_exps.weight", spec.weight_type, {d, fe, x});
             t.add(p + "ffn_up_exps.weight", spec.weight_type, {d, fe, x});
             t.add(p + "ffn_down_exps.weight", spec.weight_type, {fe, d, x});
+            if (const uint64_t fs = spec.n_ff_shexp; fs > 0) {
+                t.add(p + "ffn_gate_inp_shexp.weight", ElementType::F32, {d});
+                t.add(p + "ffn_gate_shexp.weight", spec.weight_type, {d, fs});
+                t.add(p + "ffn_up_shexp.weight", spec.weight_type, {d, fs});
+                t.add(p + "ffn_down_shexp.weight", spec.weight_type, {fs, d});
+            }
         } else if (fused) {
             t.add(p + "ffn_up.weight", spec.weight_type, {d, 2 * ff});
         } else {

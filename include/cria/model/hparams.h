@@ -86,6 +86,10 @@ struct HParams {
     ExpertGating expert_gating = ExpertGating::Softmax;
     bool expert_weights_norm = false;
     float expert_weights_scale = 0.0f;
+    // A shared expert beside the routed ones (qwen2moe): a SwiGLU block of
+    // width n_ff_shexp that every token goes through, its output times
+    // sigmoid(ffn_gate_inp_shexp · h) when the file has that gate. 0: none.
+    uint32_t n_ff_shexp = 0;
 
     bool has_qk_norm = false;    // qwen3, gemma3: RMSNorm over each Q and K head
     bool fused_qkv = false;      // the file has one attn_qkv matrix instead of attn_q/k/v (phi3)

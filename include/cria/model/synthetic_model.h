@@ -16,7 +16,7 @@
 namespace cria::model {
 
 struct SyntheticModelSpec {
-    std::string arch = "llama";  // llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3
+    std::string arch = "llama";  // llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, phi3
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
     uint32_t n_embd = 64;
@@ -34,6 +34,7 @@ struct SyntheticModelSpec {
     uint32_t n_expert = 0;
     uint32_t n_expert_used = 0;
     uint32_t n_ff_exp = 0;
+    uint32_t n_ff_shexp = 0;  // qwen2moe: the shared expert's width (with its gate)
 
     ElementType weight_type = ElementType::F32;  // 2-D projection matrices
     ElementType embd_type = ElementType::F32;    // token embedding (and tied output)

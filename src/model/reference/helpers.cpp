@@ -278,6 +278,17 @@ Vec MoeFfn::operator()(const Vec& h) const {
         const Vec y = apply_expert(down, lw.down_exps, e, a);
         for (size_t i = 0; i < out.size(); ++i) out[i] += w[j] * y[i];
     }
+    if (lw.up_shexp.present()) {  // the shared expert, gated by sigmoid(gate_inp_shexp · h) when present
+        Vec g = Linear(lw.gate_shexp)(h);
+        const Vec u = Linear(lw.up_shexp)(h);
+        for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
+        Vec y = Linear(lw.down_shexp)(g);
+        if (lw.gate_inp_shexp.present()) {
+            const double z = Linear(lw.gate_inp_shexp)(h)[0];
+            for (double& v : y) v /= 1.0 + std::exp(-z);
+        }
+        add_to(out, y);
+    }
     return out;
 }
 
