@@ -87,8 +87,14 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     const TensorView kh = TensorView::contiguous(ElementType::F32, ws.k.data(), {hp.head_dim, hp.n_head_kv, n});
     const TensorView vh = TensorView::contiguous(ElementType::F32, ws.v.data(), {hp.head_dim_v, hp.n_head_kv, n});
     if (o.qk_norm) {
-        s.ops.rms_norm(qh, lw.q_norm.data(), hp.norm_rms_eps, qh);
-        s.ops.rms_norm(kh, lw.k_norm.data(), hp.norm_rms_eps, kh);
+        if (static_cast<int64_t>(lw.q_norm.size()) == nq && nq != hp.head_dim) {
+            // olmoe: over the whole Q and K vectors, before the split into heads.
+            s.ops.rms_norm(q, lw.q_norm.data(), hp.norm_rms_eps, q);
+            s.ops.rms_norm(k, lw.k_norm.data(), hp.norm_rms_eps, k);
+        } else {
+            s.ops.rms_norm(qh, lw.q_norm.data(), hp.norm_rms_eps, qh);
+            s.ops.rms_norm(kh, lw.k_norm.data(), hp.norm_rms_eps, kh);
+        }
     }
     const ops::RopeParams rope = s.model.rope_params(layer, s.in.long_rope);
     s.ops.rope(qh, s.in.positions, rope, qh);

@@ -39,7 +39,7 @@ void finish_linear(Step& s, const Linear& lin, const ops::TensorView& y);
 // joined at load): whichever the weights hold. Biases and scales are applied
 // when the file has them.
 struct AttentionOptions {
-    bool qk_norm = false;    // qwen3, gemma3: RMSNorm over each q and k head
+    bool qk_norm = false;    // qwen3, gemma3: RMSNorm over each q and k head (olmoe: over the whole vectors)
     bool post_norm = false;  // gemma2/3: RMSNorm of the block's output before the residual add
 };
 

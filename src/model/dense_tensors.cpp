@@ -1,5 +1,8 @@
 #include "model/dense_tensors.h"
 
+#include <string>
+#include <utility>
+
 namespace cria::model {
 
 void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const DenseTensorOptions& o) {
@@ -17,6 +20,15 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
         t.vector(name("attn_norm.weight"), E, &lw.attn_norm);
         if (hp.fused_qkv) {
             t.linear(name("attn_qkv"), E, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v(), &lw.wqkv);
+        } else if (o.plain_qkv) {
+            const std::pair<const char*, std::pair<uint64_t, Linear*>> parts[] = {
+                {"attn_q", {hp.n_embd_q(), &lw.wq}}, {"attn_k", {hp.n_embd_k(), &lw.wk}}, {"attn_v", {hp.n_embd_v(), &lw.wv}}};
+            for (const auto& [base, p] : parts) {
+                const std::string b = name(base);
+                t.matrix(b + ".weight", E, p.first, &p.second->w);
+                for (const char* suffix : {".bias", ".scale", ".input_scale"}) t.ignored(b + suffix);
+            }
+            t.join({&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv);
         } else {
             t.linear(name("attn_q"), E, hp.n_embd_q(), &lw.wq);
             t.linear(name("attn_k"), E, hp.n_embd_k(), &lw.wk);
@@ -25,8 +37,8 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
         }
         t.linear(name("attn_output"), uint64_t{hp.n_head} * hp.head_dim_v, E, &lw.wo);
         if (o.qk_norm) {
-            t.vector(name("attn_q_norm.weight"), hp.head_dim, &lw.q_norm);
-            t.vector(name("attn_k_norm.weight"), hp.head_dim, &lw.k_norm);
+            t.vector(name("attn_q_norm.weight"), o.qk_norm_full ? hp.n_embd_q() : hp.head_dim, &lw.q_norm);
+            t.vector(name("attn_k_norm.weight"), o.qk_norm_full ? hp.n_embd_k() : hp.head_dim, &lw.k_norm);
         }
         if (o.post_norms) {
             t.vector(name("post_attention_norm.weight"), E, &lw.post_attn_norm);

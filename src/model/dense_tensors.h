@@ -12,6 +12,10 @@ namespace cria::model {
 
 struct DenseTensorOptions {
     bool qk_norm = false;      // attn_q_norm / attn_k_norm [head_dim]
+    bool qk_norm_full = false; // ... over the whole vectors instead: [n_embd_q] / [n_embd_k] (olmoe)
+    // attn_q/k/v are plain matrices: the file's biases and `.scale` tensors
+    // of them are accepted and not used (olmoe's graph).
+    bool plain_qkv = false;
     bool post_norms = false;   // post_attention_norm / post_ffw_norm [n_embd]
     bool fused_gate_up = false;  // ffn_up holds [gate; up] (2 n_ff rows), no ffn_gate
     // Whether the feed-forward matrices' `.scale` tensors are used (after the

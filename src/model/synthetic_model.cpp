@@ -115,6 +115,11 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
         s.n_ff_exp = 64;  // whole blocks for the quantised types
         if (arch == "qwen2moe") s.n_ff_shexp = 96;
     }
+    if (arch == "olmoe") {  // experts as wide as feed_forward_length
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = s.n_ff;
+    }
     return s;
 }
 
@@ -156,14 +161,16 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
-    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "gemma2", "gemma3", "phi3"}))
+    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "gemma2", "gemma3", "phi3"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool moe = spec.n_expert > 0;
-    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe"}))
+    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe"}))
         throw Error("synthetic model: '" + arch + "' has no experts");
-    if (is_one_of(arch, {"qwen2moe", "qwen3moe"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
+    if (arch == "olmoe" && spec.n_ff_exp != spec.n_ff) throw Error("synthetic model: olmoe's experts are n_ff wide");
+    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
-    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3"});
+    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe"});
+    const bool qk_norm_full = arch == "olmoe";  // over the whole Q and K vectors
     const bool post_norms = gemma;
     const bool fused = arch == "phi3";
 
@@ -185,7 +192,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     if (moe) {
         w.add_metadata(key("expert_count"), Value::u32(spec.n_expert));
         w.add_metadata(key("expert_used_count"), Value::u32(spec.n_expert_used));
-        w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff_exp));
+        if (arch != "olmoe") w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff_exp));
         if (spec.n_ff_shexp) w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
     }
     if (spec.sliding_window) w.add_metadata(key("attention.sliding_window"), Value::u32(spec.sliding_window));
@@ -217,8 +224,8 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "attn_v.bias", ElementType::F32, {kv});
         }
         if (qk_norm) {
-            t.add(p + "attn_q_norm.weight", ElementType::F32, {hd}, 1.0f);
-            t.add(p + "attn_k_norm.weight", ElementType::F32, {hd}, 1.0f);
+            t.add(p + "attn_q_norm.weight", ElementType::F32, {qk_norm_full ? q : hd}, 1.0f);
+            t.add(p + "attn_k_norm.weight", ElementType::F32, {qk_norm_full ? kv : hd}, 1.0f);
         }
         t.add(p + "attn_output.weight", spec.weight_type, {q, d});
         if (post_norms) t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);

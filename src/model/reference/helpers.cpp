@@ -187,9 +187,9 @@ Rows self_attention(const Input& in, uint32_t layer, const Rows& x) {
     Rows q(n), k(n), v(n);
     for (size_t t = 0; t < n; ++t) {
         Qkv p = qkv(rms_norm(x[t], lw.attn_norm, eps));
-        if (!lw.q_norm.empty()) {
-            rms_norm_heads(p.q, hp.head_dim, lw.q_norm, eps);
-            rms_norm_heads(p.k, hp.head_dim, lw.k_norm, eps);
+        if (!lw.q_norm.empty()) {  // over each head, or over the whole vector (olmoe): the weight's width
+            rms_norm_heads(p.q, static_cast<uint32_t>(lw.q_norm.size()), lw.q_norm, eps);
+            rms_norm_heads(p.k, static_cast<uint32_t>(lw.k_norm.size()), lw.k_norm, eps);
         }
         rope(p.q, hp.head_dim, static_cast<int64_t>(t), r);
         rope(p.k, hp.head_dim, static_cast<int64_t>(t), r);

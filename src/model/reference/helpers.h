@@ -98,7 +98,8 @@ struct QkvProjection {
 
 // The attention of one layer over every position, before the output
 // projection: Q, K, V of rms_norm(x) (attn_norm), an RMSNorm over each Q and
-// K head when the table loaded attn_q_norm / attn_k_norm (qwen3, gemma3),
+// K head when the table loaded attn_q_norm / attn_k_norm (qwen3, gemma3; over
+// the whole Q and K vectors when the weights are that wide: olmoe),
 // RoPE with the layer's parameters, then attention() above.
 Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
 
