@@ -192,6 +192,7 @@ void moe_ffn_block(Step& s, uint32_t layer) {
     rp.gating = op_gating(hp.expert_gating);
     rp.norm_weights = hp.expert_weights_norm;
     rp.weights_scale = hp.expert_weights_scale;
+    rp.selection_bias = lw.exp_probs_b.empty() ? nullptr : lw.exp_probs_b.data();
     const int32_t* ids = ws.expert_ids.data();
     s.ops.moe_route(router, rp, ws.expert_ids.data(), view(ws.expert_weights, k, n));
 

@@ -48,6 +48,7 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
         if (hp.n_expert > 0) {
             const uint64_t X = hp.n_expert, Fe = hp.n_ff_exp;
             t.linear(name("ffn_gate_inp"), E, X, &lw.gate_inp);
+            if (o.expert_selection_bias) t.vector(name("exp_probs_b.bias"), X, &lw.exp_probs_b);
             t.experts(name("ffn_gate_exps"), E, Fe, X, &lw.gate_exps,
                       o.expert_gate_optional ? Need::Optional : Need::Required, ffn_scale);
             t.experts(name("ffn_up_exps"), E, Fe, X, &lw.up_exps, Need::Required, ffn_scale);

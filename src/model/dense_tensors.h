@@ -29,6 +29,8 @@ struct DenseTensorOptions {
     // With a shared expert (hp.n_ff_shexp > 0): ffn_{gate,up,down}_shexp,
     // and its scalar gate ffn_gate_inp_shexp [n_embd] when `shared_expert_gate`.
     bool shared_expert_gate = false;
+    // exp_probs_b.bias [n_expert]: added to the gate scores for selection only.
+    bool expert_selection_bias = false;
     // A global tensor of n_rot/2 rope frequency divisors, and phi3's second
     // set for long contexts (empty names: none).
     const char* rope_factors = nullptr;

@@ -115,7 +115,7 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
         s.n_ff_exp = 64;  // whole blocks for the quantised types
         if (arch == "qwen2moe") s.n_ff_shexp = 96;
     }
-    if (arch == "olmoe") {  // experts as wide as feed_forward_length
+    if (arch == "olmoe" || arch == "minimax-m2") {  // experts as wide as feed_forward_length
         s.n_expert = 8;
         s.n_expert_used = 3;
         s.n_ff_exp = s.n_ff;
@@ -161,16 +161,18 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
-    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "gemma2", "gemma3", "phi3"}))
+    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "gemma2", "gemma3",
+                     "phi3"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool moe = spec.n_expert > 0;
-    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe"}))
+    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2"}))
         throw Error("synthetic model: '" + arch + "' has no experts");
-    if (arch == "olmoe" && spec.n_ff_exp != spec.n_ff) throw Error("synthetic model: olmoe's experts are n_ff wide");
-    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
+    if (is_one_of(arch, {"olmoe", "minimax-m2"}) && spec.n_ff_exp != spec.n_ff)
+        throw Error("synthetic model: " + arch + "'s experts are n_ff wide");
+    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
-    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe"});
-    const bool qk_norm_full = arch == "olmoe";  // over the whole Q and K vectors
+    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe", "minimax-m2"});
+    const bool qk_norm_full = is_one_of(arch, {"olmoe", "minimax-m2"});  // over the whole Q and K vectors
     const bool post_norms = gemma;
     const bool fused = arch == "phi3";
 
@@ -193,6 +195,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         w.add_metadata(key("expert_count"), Value::u32(spec.n_expert));
         w.add_metadata(key("expert_used_count"), Value::u32(spec.n_expert_used));
         if (arch != "olmoe") w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff_exp));
+        if (arch == "minimax-m2") w.add_metadata(key("expert_gating_func"), Value::u32(2));  // sigmoid
         if (spec.n_ff_shexp) w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
     }
     if (spec.sliding_window) w.add_metadata(key("attention.sliding_window"), Value::u32(spec.sliding_window));
@@ -233,6 +236,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         if (moe) {
             const uint64_t x = spec.n_expert, fe = spec.n_ff_exp;
             t.add(p + "ffn_gate_inp.weight", ElementType::F32, {d, x});
+            if (arch == "minimax-m2") t.add(p + "exp_probs_b.bias", ElementType::F32, {x});
             t.add(p + "ffn_gate_exps.weight", spec.weight_type, {d, fe, x});
             t.add(p + "ffn_up_exps.weight", spec.weight_type, {d, fe, x});
             t.add(p + "ffn_down_exps.weight", spec.weight_type, {fe, d, x});

@@ -83,6 +83,7 @@ struct LayerWeights {
     Linear gate_up;
     // Mixture of experts (instead of gate/up/down): the router and the experts.
     Linear gate_inp;                            // [n_embd, n_expert]
+    std::vector<float> exp_probs_b;             // [n_expert] selection bias (exp_probs_b.bias), or empty
     ExpertLinear gate_exps, up_exps, down_exps;  // gate_exps may be absent (then silu(up))
     // The shared expert (HParams::n_ff_shexp > 0) and its optional scalar gate ([n_embd, 1]).
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;

@@ -16,7 +16,7 @@
 namespace cria::model {
 
 struct SyntheticModelSpec {
-    std::string arch = "llama";  // llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, gemma2, gemma3, phi3
+    std::string arch = "llama";  // llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, minimax-m2, gemma2, gemma3, phi3
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
     uint32_t n_embd = 64;

@@ -246,9 +246,12 @@ Vec MoeFfn::operator()(const Vec& h) const {
             break;
         case ExpertGating::SoftmaxWeight: pi = logits; break;
     }
+    Vec score = pi;  // selection: the gate scores plus exp_probs_b when loaded (never in the weights)
+    if (!lw.exp_probs_b.empty())
+        for (size_t e = 0; e < X; ++e) score[e] += lw.exp_probs_b[e];
     std::vector<size_t> order(X);
     for (size_t e = 0; e < X; ++e) order[e] = e;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pi[a] > pi[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
     Vec w(K);
     for (size_t j = 0; j < K; ++j) w[j] = pi[order[j]];
     if (hp.expert_gating == ExpertGating::SoftmaxWeight) {

@@ -106,7 +106,7 @@ Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
 // The mixture-of-experts feed-forward of one layer on one normed position
 // (llama.cpp's build_moe_ffn with SwiGLU experts): router logits, gating
 // (softmax / sigmoid / softmax over the selected), the top n_expert_used by
-// score (ties to the lower id), optional renormalisation and scale, then the
+// score (plus the exp_probs_b selection bias when loaded; ties to the lower id), optional renormalisation and scale, then the
 // weighted sum of the selected experts' silu(gate h) * up h through down
 // (silu(up h) without expert gates), each matrix times its per-expert
 // `.scale` when the table loaded one. Experts are dequantised once, here.
