@@ -294,7 +294,7 @@ void dense_transformer(Step& s, float* logits, float* hidden, bool scale_embeddi
     for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
         capture(s, l);
         attention_block(s, l, attention);
-        if (s.hp.n_expert > 0)
+        if (s.hp.is_moe(l))
             moe_ffn_block(s, l);
         else
             ffn_block(s, l, ffn);

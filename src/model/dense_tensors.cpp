@@ -35,7 +35,8 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
             t.linear(name("attn_v"), E, hp.n_embd_v(), &lw.wv);
             t.join({&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv);
         }
-        t.linear(name("attn_output"), uint64_t{hp.n_head} * hp.head_dim_v, E, &lw.wo);
+        t.linear(name("attn_output"), uint64_t{hp.n_head} * hp.head_dim_v, E, &lw.wo, Need::Required,
+                 ScaleUse::AfterProduct, o.attn_output_bias);
         if (o.qk_norm) {
             t.vector(name("attn_q_norm.weight"), o.qk_norm_full ? hp.n_embd_q() : hp.head_dim, &lw.q_norm);
             t.vector(name("attn_k_norm.weight"), o.qk_norm_full ? hp.n_embd_k() : hp.head_dim, &lw.k_norm);
@@ -45,10 +46,12 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
             t.vector(name("post_ffw_norm.weight"), E, &lw.post_ffn_norm);
         }
         t.vector(name("ffn_norm.weight"), E, &lw.ffn_norm);
-        if (hp.n_expert > 0) {
+        if (hp.is_moe(l)) {
             const uint64_t X = hp.n_expert, Fe = hp.n_ff_exp;
             t.linear(name("ffn_gate_inp"), E, X, &lw.gate_inp);
-            if (o.expert_selection_bias) t.vector(name("exp_probs_b.bias"), X, &lw.exp_probs_b);
+            if (o.expert_selection_bias || o.expert_selection_bias_optional)
+                t.vector(name("exp_probs_b.bias"), X, &lw.exp_probs_b,
+                         o.expert_selection_bias ? Need::Required : Need::Optional);
             t.experts(name("ffn_gate_exps"), E, Fe, X, &lw.gate_exps,
                       o.expert_gate_optional ? Need::Optional : Need::Required, ffn_scale);
             t.experts(name("ffn_up_exps"), E, Fe, X, &lw.up_exps, Need::Required, ffn_scale);
@@ -66,7 +69,7 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
             t.linear(name("ffn_up"), E, F, &lw.up, Need::Required, ffn_scale);
             t.join({&lw.gate, &lw.up}, &lw.gate_up);
         }
-        if (hp.n_expert == 0) t.linear(name("ffn_down"), F, E, &lw.down, Need::Required, ffn_scale);
+        if (!hp.is_moe(l)) t.linear(name("ffn_down"), F, E, &lw.down, Need::Required, ffn_scale);
     }
 }
 

@@ -115,6 +115,13 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
         s.n_ff_exp = 64;  // whole blocks for the quantised types
         if (arch == "qwen2moe") s.n_ff_shexp = 96;
     }
+    if (arch == "ernie4_5-moe") {  // a dense first layer, then experts with an ungated shared one
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = 64;
+        s.n_ff_shexp = 96;
+        s.n_layer_dense_lead = 1;
+    }
     if (arch == "olmoe" || arch == "minimax-m2") {  // experts as wide as feed_forward_length
         s.n_expert = 8;
         s.n_expert_used = 3;
@@ -161,15 +168,15 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
-    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "gemma2", "gemma3",
-                     "phi3"}))
+    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe",
+                     "gemma2", "gemma3", "phi3"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool moe = spec.n_expert > 0;
-    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2"}))
+    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe"}))
         throw Error("synthetic model: '" + arch + "' has no experts");
     if (is_one_of(arch, {"olmoe", "minimax-m2"}) && spec.n_ff_exp != spec.n_ff)
         throw Error("synthetic model: " + arch + "'s experts are n_ff wide");
-    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
+    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
     const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe", "minimax-m2"});
     const bool qk_norm_full = is_one_of(arch, {"olmoe", "minimax-m2"});  // over the whole Q and K vectors
@@ -196,6 +203,10 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         w.add_metadata(key("expert_used_count"), Value::u32(spec.n_expert_used));
         if (arch != "olmoe") w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff_exp));
         if (arch == "minimax-m2") w.add_metadata(key("expert_gating_func"), Value::u32(2));  // sigmoid
+        if (arch == "ernie4_5-moe") {
+            w.add_metadata(key("leading_dense_block_count"), Value::u32(spec.n_layer_dense_lead));
+            w.add_metadata(key("interleave_moe_layer_step"), Value::u32(1));
+        }
         if (spec.n_ff_shexp) w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
     }
     if (spec.sliding_window) w.add_metadata(key("attention.sliding_window"), Value::u32(spec.sliding_window));
@@ -233,15 +244,15 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         t.add(p + "attn_output.weight", spec.weight_type, {q, d});
         if (post_norms) t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
         t.add(p + "ffn_norm.weight", ElementType::F32, {d}, 1.0f);
-        if (moe) {
+        if (moe && l >= spec.n_layer_dense_lead) {
             const uint64_t x = spec.n_expert, fe = spec.n_ff_exp;
             t.add(p + "ffn_gate_inp.weight", ElementType::F32, {d, x});
-            if (arch == "minimax-m2") t.add(p + "exp_probs_b.bias", ElementType::F32, {x});
+            if (is_one_of(arch, {"minimax-m2", "ernie4_5-moe"})) t.add(p + "exp_probs_b.bias", ElementType::F32, {x});
             t.add(p + "ffn_gate_exps.weight", spec.weight_type, {d, fe, x});
             t.add(p + "ffn_up_exps.weight", spec.weight_type, {d, fe, x});
             t.add(p + "ffn_down_exps.weight", spec.weight_type, {fe, d, x});
             if (const uint64_t fs = spec.n_ff_shexp; fs > 0) {
-                t.add(p + "ffn_gate_inp_shexp.weight", ElementType::F32, {d});
+                if (arch == "qwen2moe") t.add(p + "ffn_gate_inp_shexp.weight", ElementType::F32, {d});
                 t.add(p + "ffn_gate_shexp.weight", spec.weight_type, {d, fs});
                 t.add(p + "ffn_up_shexp.weight", spec.weight_type, {d, fs});
                 t.add(p + "ffn_down_shexp.weight", spec.weight_type, {fs, d});
@@ -252,7 +263,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "ffn_gate.weight", spec.weight_type, {d, ff});
             t.add(p + "ffn_up.weight", spec.weight_type, {d, ff});
         }
-        if (!moe) t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
+        if (!moe || l < spec.n_layer_dense_lead) t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
         if (post_norms) t.add(p + "post_ffw_norm.weight", ElementType::F32, {d}, 1.0f);
     }
     t.add("output_norm.weight", ElementType::F32, {d}, 1.0f);

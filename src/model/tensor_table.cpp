@@ -21,9 +21,12 @@ void TensorTable::lookup_matrix(std::string name, uint64_t cols, uint64_t rows, 
 }
 
 void TensorTable::linear(const std::string& base, uint64_t cols, uint64_t rows, Linear* dst, Need need,
-                         ScaleUse scale) {
+                         ScaleUse scale, bool use_bias) {
     matrix(base + ".weight", cols, rows, &dst->w, need);
-    entries_.push_back({base + ".bias", {rows}, Need::Optional, Kind::Bias, &dst->bias, nullptr, nullptr});
+    if (use_bias)
+        entries_.push_back({base + ".bias", {rows}, Need::Optional, Kind::Bias, &dst->bias, nullptr, nullptr});
+    else
+        ignored(base + ".bias");
     if (scale == ScaleUse::Ignored) {
         ignored(base + ".scale");
     } else {

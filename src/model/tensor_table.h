@@ -61,8 +61,9 @@ public:
     // `base`.weight [cols, rows] with the optional `base`.bias [rows],
     // `base`.scale [1] (used as `scale` says) and `base`.input_scale [1]
     // (accepted; llama.cpp's CPU path does not read it either).
+    // use_bias false: the file's `.bias` is accepted and not applied (graphs that skip it).
     void linear(const std::string& base, uint64_t cols, uint64_t rows, Linear* dst, Need need = Need::Required,
-                ScaleUse scale = ScaleUse::AfterProduct);
+                ScaleUse scale = ScaleUse::AfterProduct, bool use_bias = true);
     // `base`.weight [cols, rows, n_expert] (one matrix per expert) with the
     // optional per-expert `base`.scale [n_expert] (loaded when `scale` is not
     // Ignored: it multiplies each expert's output) and `base`.input_scale

@@ -99,7 +99,7 @@ bool supported(const Reference& ref) {
 // (architecture, moe).
 const std::vector<std::pair<std::string, bool>> kMustCheck{
     {"llama", false}, {"qwen2", false}, {"qwen3", false},   {"gemma2", false},
-    {"gemma3", false}, {"phi3", false}, {"llama", true},    {"qwen2moe", true}, {"qwen3moe", true}, {"olmoe", true}, {"minimax-m2", true},
+    {"gemma3", false}, {"phi3", false}, {"llama", true},    {"qwen2moe", true}, {"qwen3moe", true}, {"olmoe", true}, {"minimax-m2", true}, {"ernie4_5-moe", true},
 };
 
 #define SKIP_WITHOUT_FIXTURES()                                                                         \

@@ -1,5 +1,5 @@
 // Every architecture (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe,
-// minimax-m2, gemma2, gemma3, phi3) on a random synthetic fixture (the MoE ones: 8 experts, 3 per token,
+// minimax-m2, ernie4_5-moe, gemma2, gemma3, phi3) on a random synthetic fixture (the MoE ones: 8 experts, 3 per token,
 // so batches of several tokens and sequences route to different experts;
 // qwen2moe with its gated shared expert):
 // - the fast path agrees with model::reference_forward (float64, no cache)
@@ -28,7 +28,7 @@
 namespace cria::runtime {
 namespace {
 
-const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "gemma2", "gemma3", "phi3"};
+const std::vector<std::string> kArchs = {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3", "phi3"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;

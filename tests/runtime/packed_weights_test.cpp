@@ -122,7 +122,7 @@ TEST_P(PackedWeights, SameLogitsAsTheFileLayout) {
 TEST(PackedWeightsArchitectures, SameLogitsAsTheFileLayout) {
     if (matmul::preferred_packing(ElementType::Q8_0, cpu::best_isa()) == matmul::Packing::None)
         GTEST_SKIP() << "this CPU's kernels read Q8_0 rows unpacked";
-    for (const char* arch : {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "gemma2", "gemma3", "phi3"}) {
+    for (const char* arch : {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3", "phi3"}) {
         model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny(arch);
         spec.weight_type = spec.embd_type = ElementType::Q8_0;
         spec.stddev = 0.08f;

@@ -90,12 +90,16 @@ struct HParams {
     // width n_ff_shexp that every token goes through, its output times
     // sigmoid(ffn_gate_inp_shexp · h) when the file has that gate. 0: none.
     uint32_t n_ff_shexp = 0;
+    // The first n_layer_dense_lead layers keep a dense feed-forward block
+    // (leading_dense_block_count); the others are mixtures of experts.
+    uint32_t n_layer_dense_lead = 0;
 
     bool has_qk_norm = false;    // qwen3, gemma3: RMSNorm over each Q and K head
     bool fused_qkv = false;      // the file has one attn_qkv matrix instead of attn_q/k/v (phi3)
     bool fused_gate_up = false;  // phi3: ffn_up holds [gate; up] (2 * n_ff rows), no ffn_gate
     bool tied_output = false;    // output projection shares the token embedding
 
+    bool is_moe(uint32_t layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
     bool is_swa(uint32_t layer) const { return layer < swa_layers.size() && swa_layers[layer]; }
     uint32_t n_gqa() const { return n_head / n_head_kv; }
     uint32_t n_embd_q() const { return n_head * head_dim; }

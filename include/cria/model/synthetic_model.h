@@ -16,7 +16,7 @@
 namespace cria::model {
 
 struct SyntheticModelSpec {
-    std::string arch = "llama";  // llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, minimax-m2, gemma2, gemma3, phi3
+    std::string arch = "llama";  // llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe, gemma2, gemma3, phi3
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
     uint32_t n_embd = 64;
@@ -34,7 +34,8 @@ struct SyntheticModelSpec {
     uint32_t n_expert = 0;
     uint32_t n_expert_used = 0;
     uint32_t n_ff_exp = 0;
-    uint32_t n_ff_shexp = 0;  // qwen2moe: the shared expert's width (with its gate)
+    uint32_t n_ff_shexp = 0;  // the shared expert's width (qwen2moe: with its gate; ernie4_5-moe)
+    uint32_t n_layer_dense_lead = 0;  // ernie4_5-moe: leading layers with a dense feed-forward
 
     ElementType weight_type = ElementType::F32;  // 2-D projection matrices
     ElementType embd_type = ElementType::F32;    // token embedding (and tied output)

@@ -9,12 +9,12 @@
 
 namespace cria::model {
 namespace archs {
-extern const ArchDefinition kLlama, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kOlmoe, kMinimaxM2, kGemma2, kGemma3, kPhi3;
+extern const ArchDefinition kLlama, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kOlmoe, kMinimaxM2, kErnie45Moe, kGemma2, kGemma3, kPhi3;
 }
 
 namespace {
-constexpr std::array<const ArchDefinition*, 10> kArchitectures{
-    &archs::kLlama, &archs::kQwen2, &archs::kQwen3, &archs::kQwen2Moe, &archs::kQwen3Moe, &archs::kOlmoe, &archs::kMinimaxM2,
+constexpr std::array<const ArchDefinition*, 11> kArchitectures{
+    &archs::kLlama, &archs::kQwen2, &archs::kQwen3, &archs::kQwen2Moe, &archs::kQwen3Moe, &archs::kOlmoe, &archs::kMinimaxM2, &archs::kErnie45Moe,
     &archs::kGemma2, &archs::kGemma3, &archs::kPhi3,
 };
 }  // namespace

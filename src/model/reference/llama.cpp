@@ -23,7 +23,7 @@ Logits llama(const Input& in) {
         for (size_t t = 0; t < n; ++t) add_to(x[t], wo(attn[t]));
 
         // With experts: x += the weighted sum of the routed experts (MoeFfn).
-        if (hp.n_expert > 0) {
+        if (hp.is_moe(l)) {
             const MoeFfn moe(hp, lw);
             for (size_t t = 0; t < n; ++t) add_to(x[t], moe(rms_norm(x[t], lw.ffn_norm, eps)));
             continue;
