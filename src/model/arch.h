@@ -39,6 +39,10 @@ struct ArchDefinition {
     // the logits of every position, from the weights `declare_tensors` loads
     // (unpacked). The oracle the fast path is tested against.
     std::vector<std::vector<float>> (*reference_forward)(const reference::Input& in);
+    // Whether files with experts (expert_count > 0) are accepted: then
+    // read_hparams sets the expert width and routing (HParams::n_ff_exp...)
+    // and the tensor table declares the expert tensors.
+    bool supports_experts = false;
 };
 
 // The definition registered under `name`, or null.

@@ -88,8 +88,14 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     const TensorView kh = TensorView::contiguous(ElementType::F32, ws.k.data(), {hp.head_dim, hp.n_head_kv, n});
     const TensorView vh = TensorView::contiguous(ElementType::F32, ws.v.data(), {hp.head_dim_v, hp.n_head_kv, n});
     if (o.qk_norm) {
-        s.ops.rms_norm(qh, lw.q_norm.data(), hp.norm_rms_eps, qh);
-        s.ops.rms_norm(kh, lw.k_norm.data(), hp.norm_rms_eps, kh);
+        if (static_cast<int64_t>(lw.q_norm.size()) == nq && nq != hp.head_dim) {
+            // olmoe: over the whole Q and K vectors, before the split into heads.
+            s.ops.rms_norm(q, lw.q_norm.data(), hp.norm_rms_eps, q);
+            s.ops.rms_norm(k, lw.k_norm.data(), hp.norm_rms_eps, k);
+        } else {
+            s.ops.rms_norm(qh, lw.q_norm.data(), hp.norm_rms_eps, qh);
+            s.ops.rms_norm(kh, lw.k_norm.data(), hp.norm_rms_eps, kh);
+        }
     }
     if (hp.uses_rope(layer)) {
         const ops::RopeParams rope = s.model.rope_params(layer, s.in.long_rope);
@@ -150,6 +156,100 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
     s.ops.add(x, out, x);
 }
 
+namespace {
+
+ops::MoeGating op_gating(ExpertGating g) {
+    switch (g) {
+        case ExpertGating::Softmax: return ops::MoeGating::Softmax;
+        case ExpertGating::Sigmoid: return ops::MoeGating::Sigmoid;
+        case ExpertGating::SoftmaxWeight: return ops::MoeGating::SoftmaxWeight;
+    }
+    return ops::MoeGating::Softmax;
+}
+
+// out[:, j, t] *= scale[ids[t * k + j]]: an expert's `.scale` on its outputs.
+void scale_experts(const std::vector<float>& scale, const int32_t* ids, int64_t rows, int64_t k, int64_t n,
+                   float* out) {
+    if (scale.empty()) return;
+    for (int64_t i = 0; i < k * n; ++i) {
+        const float sc = scale[static_cast<size_t>(ids[i])];
+        float* y = out + i * rows;
+        for (int64_t r = 0; r < rows; ++r) y[r] *= sc;
+    }
+}
+
+}  // namespace
+
+void moe_ffn_block(Step& s, uint32_t layer) {
+    const HParams& hp = s.hp;
+    const LayerWeights& lw = s.w.layers[layer];
+    Workspace& ws = s.ws;
+    const int64_t n = s.n, E = hp.n_embd, F = hp.n_ff_exp, k = hp.n_expert_used;
+
+    const TensorView x = view(ws.x, E, n);
+    const TensorView h = view(ws.h, E, n);
+    s.ops.rms_norm(x, lw.ffn_norm.data(), hp.norm_rms_eps, h);
+
+    const TensorView router = view(ws.router, hp.n_expert, n);
+    linear(s, lw.gate_inp, h, router);
+    ops::MoeRouteParams rp;
+    rp.n_used = k;
+    rp.gating = op_gating(hp.expert_gating);
+    rp.norm_weights = hp.expert_weights_norm;
+    rp.weights_scale = hp.expert_weights_scale;
+    rp.selection_bias = lw.exp_probs_b.empty() ? nullptr : lw.exp_probs_b.data();
+    const int32_t* ids = ws.expert_ids.data();
+    s.ops.moe_route(router, rp, ws.expert_ids.data(), view(ws.expert_weights, k, n));
+
+    const TensorView hx = TensorView::contiguous(ElementType::F32, ws.h.data(), {E, 1, n});
+    const TensorView gate = TensorView::contiguous(ElementType::F32, ws.expert_gate.data(), {F, k, n});
+    const TensorView up = TensorView::contiguous(ElementType::F32, ws.expert_up.data(), {F, k, n});
+    s.ops.matmul_id(lw.up_exps.w, hx, ids, k, up);
+    scale_experts(lw.up_exps.scale, ids, F, k, n, ws.expert_up.data());
+    if (lw.gate_exps.present()) {
+        s.ops.matmul_id(lw.gate_exps.w, hx, ids, k, gate);
+        scale_experts(lw.gate_exps.scale, ids, F, k, n, ws.expert_gate.data());
+        s.ops.swiglu(gate, up, gate);
+    } else {
+        s.ops.silu(up, gate);
+    }
+    const TensorView down = TensorView::contiguous(ElementType::F32, ws.expert_out.data(), {E, k, n});
+    s.ops.matmul_id(lw.down_exps.w, gate, ids, k, down);
+    scale_experts(lw.down_exps.scale, ids, E, k, n, ws.expert_out.data());
+
+    // out[:, t] = sum_j w[j, t] down[:, j, t], summed in rank order as
+    // llama.cpp does, then added to the residual stream.
+    for (int64_t t = 0; t < n; ++t) {
+        float* ot = ws.o.data() + t * E;
+        for (int64_t j = 0; j < k; ++j) {
+            const float wj = ws.expert_weights[static_cast<size_t>(t * k + j)];
+            const float* y = ws.expert_out.data() + (t * k + j) * E;
+            for (int64_t r = 0; r < E; ++r) ot[r] = j == 0 ? wj * y[r] : ot[r] + wj * y[r];
+        }
+    }
+    // The shared expert: out += [sigmoid(gate_inp_shexp · h)] * down_s(silu(gate_s h) * up_s h).
+    if (lw.up_shexp.present()) {
+        const int64_t Fs = hp.n_ff_shexp;
+        const TensorView sg = view(ws.gate, Fs, n), su = view(ws.up, Fs, n);
+        linear(s, lw.gate_shexp, h, sg);
+        linear(s, lw.up_shexp, h, su);
+        s.ops.swiglu(sg, su, sg);
+        const TensorView shared = view(ws.expert_out, E, n);  // free again: the routed sum is in ws.o
+        linear(s, lw.down_shexp, sg, shared);
+        if (lw.gate_inp_shexp.present()) {
+            const TensorView z = view(ws.router, 1, n);
+            linear(s, lw.gate_inp_shexp, h, z);
+            for (int64_t t = 0; t < n; ++t) {
+                const float g = 1.0f / (1.0f + std::exp(-ws.router[static_cast<size_t>(t)]));
+                float* y = ws.expert_out.data() + t * E;
+                for (int64_t r = 0; r < E; ++r) y[r] *= g;
+            }
+        }
+        s.ops.add(view(ws.o, E, n), shared, view(ws.o, E, n));
+    }
+    s.ops.add(x, view(ws.o, E, n), x);
+}
+
 void capture(Step& s, uint32_t layer) {
     const ForwardInput& in = s.in;
     if (in.features == nullptr) return;
@@ -201,7 +301,10 @@ void dense_transformer(Step& s, float* logits, float* hidden, bool scale_embeddi
     for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
         capture(s, l);
         attention_block(s, l, attention);
-        ffn_block(s, l, ffn);
+        if (s.hp.is_moe(l))
+            moe_ffn_block(s, l);
+        else
+            ffn_block(s, l, ffn);
     }
     capture(s, s.hp.n_layer);
     output_head(s, logits, hidden);

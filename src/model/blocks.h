@@ -39,7 +39,7 @@ void finish_linear(Step& s, const Linear& lin, const ops::TensorView& y);
 // joined at load): whichever the weights hold. Biases and scales are applied
 // when the file has them.
 struct AttentionOptions {
-    bool qk_norm = false;    // qwen3, gemma3: RMSNorm over each q and k head
+    bool qk_norm = false;    // qwen3, gemma3: RMSNorm over each q and k head (olmoe: over the whole vectors)
     bool post_norm = false;  // gemma2/3: RMSNorm of the block's output before the residual add
     bool pre_norm = true;    // false (exaone4): the projections read the residual stream itself
 };
@@ -60,6 +60,14 @@ struct FfnOptions {
 // x += rs · [post_norm](down · (act(gate h) * up h)), h = rms_norm(x) (x
 // without pre_norm); rs as in attention_block.
 void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
+
+// The mixture-of-experts feed-forward block (llama.cpp's build_moe_ffn with
+// SwiGLU experts): h = rms_norm(x) (ffn_norm); router logits ffn_gate_inp h;
+// the top n_expert_used experts and their weights (HParams' gating,
+// renormalisation and scale); per selected expert e, silu(gate_e h) * up_e h
+// (silu(up_e h) without expert gates), times each matrix's per-expert scale
+// when loaded; x += sum over the ranks j of w_j down_{e_j}(...).
+void moe_ffn_block(Step& s, uint32_t layer);
 
 // Copies the residual stream of the output rows into in.features when
 // `layer` is one of in.capture_layers (call before each layer, and with

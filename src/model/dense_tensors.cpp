@@ -1,5 +1,8 @@
 #include "model/dense_tensors.h"
 
+#include <string>
+#include <utility>
+
 namespace cria::model {
 
 void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const DenseTensorOptions& o) {
@@ -17,30 +20,56 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
         if (o.pre_norms) t.vector(name("attn_norm.weight"), E, &lw.attn_norm);
         if (hp.fused_qkv) {
             t.linear(name("attn_qkv"), E, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v(), &lw.wqkv);
+        } else if (o.plain_qkv) {
+            const std::pair<const char*, std::pair<uint64_t, Linear*>> parts[] = {
+                {"attn_q", {hp.n_embd_q(), &lw.wq}}, {"attn_k", {hp.n_embd_k(), &lw.wk}}, {"attn_v", {hp.n_embd_v(), &lw.wv}}};
+            for (const auto& [base, p] : parts) {
+                const std::string b = name(base);
+                t.matrix(b + ".weight", E, p.first, &p.second->w);
+                for (const char* suffix : {".bias", ".scale", ".input_scale"}) t.ignored(b + suffix);
+            }
+            t.join({&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv);
         } else {
             t.linear(name("attn_q"), E, hp.n_embd_q(), &lw.wq);
             t.linear(name("attn_k"), E, hp.n_embd_k(), &lw.wk);
             t.linear(name("attn_v"), E, hp.n_embd_v(), &lw.wv);
             t.join({&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv);
         }
-        t.linear(name("attn_output"), uint64_t{hp.n_head} * hp.head_dim_v, E, &lw.wo);
+        t.linear(name("attn_output"), uint64_t{hp.n_head} * hp.head_dim_v, E, &lw.wo, Need::Required,
+                 ScaleUse::AfterProduct, o.attn_output_bias);
         if (o.qk_norm) {
-            t.vector(name("attn_q_norm.weight"), hp.head_dim, &lw.q_norm);
-            t.vector(name("attn_k_norm.weight"), hp.head_dim, &lw.k_norm);
+            t.vector(name("attn_q_norm.weight"), o.qk_norm_full ? hp.n_embd_q() : hp.head_dim, &lw.q_norm);
+            t.vector(name("attn_k_norm.weight"), o.qk_norm_full ? hp.n_embd_k() : hp.head_dim, &lw.k_norm);
         }
         if (o.post_norms) {
             t.vector(name("post_attention_norm.weight"), E, &lw.post_attn_norm);
             t.vector(name("post_ffw_norm.weight"), E, &lw.post_ffn_norm);
         }
         if (o.pre_norms) t.vector(name(o.ffn_norm), E, &lw.ffn_norm);
-        if (o.fused_gate_up) {
+        if (hp.is_moe(l)) {
+            const uint64_t X = hp.n_expert, Fe = hp.n_ff_exp;
+            t.linear(name("ffn_gate_inp"), E, X, &lw.gate_inp);
+            if (o.expert_selection_bias || o.expert_selection_bias_optional)
+                t.vector(name("exp_probs_b.bias"), X, &lw.exp_probs_b,
+                         o.expert_selection_bias ? Need::Required : Need::Optional);
+            t.experts(name("ffn_gate_exps"), E, Fe, X, &lw.gate_exps,
+                      o.expert_gate_optional ? Need::Optional : Need::Required, ffn_scale);
+            t.experts(name("ffn_up_exps"), E, Fe, X, &lw.up_exps, Need::Required, ffn_scale);
+            t.experts(name("ffn_down_exps"), Fe, E, X, &lw.down_exps, Need::Required, ffn_scale);
+            if (const uint64_t Fs = hp.n_ff_shexp; Fs > 0) {
+                if (o.shared_expert_gate) t.linear(name("ffn_gate_inp_shexp"), E, 1, &lw.gate_inp_shexp);
+                t.linear(name("ffn_gate_shexp"), E, Fs, &lw.gate_shexp, Need::Required, ffn_scale);
+                t.linear(name("ffn_up_shexp"), E, Fs, &lw.up_shexp, Need::Required, ffn_scale);
+                t.linear(name("ffn_down_shexp"), Fs, E, &lw.down_shexp, Need::Required, ffn_scale);
+            }
+        } else if (o.fused_gate_up) {
             t.linear(name("ffn_up"), E, 2 * F, &lw.up, Need::Required, ffn_scale);
         } else {
             t.linear(name("ffn_gate"), E, F, &lw.gate, Need::Required, ffn_scale);
             t.linear(name("ffn_up"), E, F, &lw.up, Need::Required, ffn_scale);
             t.join({&lw.gate, &lw.up}, &lw.gate_up);
         }
-        t.linear(name("ffn_down"), F, E, &lw.down, Need::Required, ffn_scale);
+        if (!hp.is_moe(l)) t.linear(name("ffn_down"), F, E, &lw.down, Need::Required, ffn_scale);
     }
 }
 

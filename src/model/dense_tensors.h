@@ -12,6 +12,10 @@ namespace cria::model {
 
 struct DenseTensorOptions {
     bool qk_norm = false;      // attn_q_norm / attn_k_norm [head_dim]
+    bool qk_norm_full = false; // ... over the whole vectors instead: [n_embd_q] / [n_embd_k] (olmoe)
+    // attn_q/k/v are plain matrices: the file's biases and `.scale` tensors
+    // of them are accepted and not used (olmoe's graph).
+    bool plain_qkv = false;
     bool post_norms = false;   // post_attention_norm / post_ffw_norm [n_embd]
     bool pre_norms = true;     // attn_norm / ffn_norm [n_embd] (exaone4 has post norms only)
     // The tensor of the feed-forward block's input norm (seed_oss names it
@@ -23,6 +27,17 @@ struct DenseTensorOptions {
     // gemma3, phi3, smollm3, seed_oss, granite and exaone4 pass none; the
     // attention projections' are always used).
     bool ffn_scales = true;
+    // With experts (hp.n_expert > 0) the feed-forward matrices are the
+    // router ffn_gate_inp and the stacked experts ffn_{gate,up,down}_exps;
+    // llama (Mixtral) may omit the expert gate (then silu(up)).
+    bool expert_gate_optional = false;
+    // With a shared expert (hp.n_ff_shexp > 0): ffn_{gate,up,down}_shexp,
+    // and its scalar gate ffn_gate_inp_shexp [n_embd] when `shared_expert_gate`.
+    bool shared_expert_gate = false;
+    // exp_probs_b.bias [n_expert]: added to the gate scores for selection only.
+    bool expert_selection_bias = false;
+    bool expert_selection_bias_optional = false;  // ... which files may omit (ernie4_5-moe)
+    bool attn_output_bias = true;  // false: attn_output.bias is accepted and not applied (ernie4_5-moe)
     // A global tensor of n_rot/2 rope frequency divisors, and phi3's second
     // set for long contexts (empty names: none).
     const char* rope_factors = nullptr;

@@ -82,9 +82,16 @@ void read_common(const HParamsKeys& keys, HParams& hp) {
     hp.n_layer = require_positive(keys, "block_count", keys.require_u32("block_count"));
     if (hp.n_layer > 512) keys.fail("'" + keys.key("block_count") + "' is larger than 512");
     hp.n_ctx_train = require_positive(keys, "context_length", keys.require_u32("context_length"));
-    if (const uint32_t experts = keys.u32("expert_count", 0); experts > 0)
-        keys.fail("'" + hp.arch_name + "' with experts (expert_count = " + std::to_string(experts) +
-                  ") is not supported yet");
+    hp.n_expert = keys.u32("expert_count", 0);
+    if (hp.n_expert > 0) {
+        hp.n_expert_used = keys.u32("expert_used_count", 0);
+        if (hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert)
+            keys.fail("'" + keys.key("expert_used_count") + "' must be in [1, expert_count = " +
+                      std::to_string(hp.n_expert) + "]");
+        if (const uint32_t groups = keys.u32("expert_group_count", 0); groups > 1)
+            keys.fail("expert groups ('" + keys.key("expert_group_count") + "' = " + std::to_string(groups) +
+                      ") are not supported yet");
+    }
     hp.n_ff = require_positive(keys, "feed_forward_length",
                                uniform_per_layer(keys, "feed_forward_length", hp.n_layer, 0));
     hp.n_head = require_positive(keys, "attention.head_count",
@@ -137,7 +144,11 @@ HParams read_hparams(const gguf::File& file) {
     }
     const HParamsKeys keys(file);
     read_common(keys, hp);
+    if (hp.n_expert > 0 && !def->supports_experts)
+        keys.fail("'" + hp.arch_name + "' with experts (expert_count = " + std::to_string(hp.n_expert) +
+                  ") is not supported yet");
     def->read_hparams(keys, hp);
+    if (hp.n_expert > 0 && hp.n_ff_exp == 0) keys.fail("the expert width of '" + hp.arch_name + "' is unknown");
     if (hp.n_swa == 0) hp.swa_layers.assign(hp.n_layer, false);
     hp.fused_qkv = file.find_tensor("blk.0.attn_qkv.weight") != nullptr;
     check_rope_factors(file, hp.rope_factors_tensor, hp.n_rot);
@@ -156,6 +167,11 @@ std::vector<std::string> supported_architectures() {
     std::vector<std::string> out;
     for (std::string_view n : architecture_names()) out.emplace_back(n);
     return out;
+}
+
+bool architecture_supports_experts(const std::string& name) {
+    const ArchDefinition* def = find_architecture(name);
+    return def != nullptr && def->supports_experts;
 }
 
 }  // namespace cria::model

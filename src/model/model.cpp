@@ -109,9 +109,18 @@ void Workspace::reserve(const Model& model, int64_t n) {
     qkv.resize(size(model.widest_joined_output()));
     attn.resize(size(int64_t{hp.n_head} * hp.head_dim_v));
     o.resize(size(hp.n_embd));
-    gate.resize(size(hp.n_ff));
-    up.resize(size(hp.n_ff));
+    gate.resize(size(std::max(hp.n_ff, hp.n_ff_shexp)));
+    up.resize(size(std::max(hp.n_ff, hp.n_ff_shexp)));
     out_rows.resize(size(hp.n_embd));
+    if (hp.n_expert > 0) {
+        const int64_t k = hp.n_expert_used;
+        router.resize(size(hp.n_expert));
+        expert_weights.resize(size(k));
+        expert_ids.resize(size(k));
+        expert_gate.resize(size(k * hp.n_ff_exp));
+        expert_up.resize(size(k * hp.n_ff_exp));
+        expert_out.resize(size(k * hp.n_embd));
+    }
     capacity_ = n;
 }
 

@@ -110,6 +110,24 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
     s.tied_output = arch != "phi3";
     if (is_one_of(arch, {"gemma2", "gemma3", "phi3"})) s.sliding_window = 8;
     if (arch == "smollm3") s.n_layer = 4;  // layer 3 applies no rope
+    if (arch == "qwen2moe" || arch == "qwen3moe") {
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = 64;  // whole blocks for the quantised types
+        if (arch == "qwen2moe") s.n_ff_shexp = 96;
+    }
+    if (arch == "ernie4_5-moe") {  // a dense first layer, then experts with an ungated shared one
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = 64;
+        s.n_ff_shexp = 96;
+        s.n_layer_dense_lead = 1;
+    }
+    if (arch == "olmoe" || arch == "minimax-m2") {  // experts as wide as feed_forward_length
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = s.n_ff;
+    }
     return s;
 }
 
@@ -152,11 +170,18 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
     if (spec.n_nextn && arch != "exaone4") throw Error("synthetic model: MTP layers are written for exaone4 only");
-    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "seed_oss", "mistral3",
-                          "granite", "exaone4"}))
+    if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2",
+                          "gemma3", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "exaone4"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
+    const bool moe = spec.n_expert > 0;
+    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe"}))
+        throw Error("synthetic model: '" + arch + "' has no experts");
+    if (is_one_of(arch, {"olmoe", "minimax-m2"}) && spec.n_ff_exp != spec.n_ff)
+        throw Error("synthetic model: " + arch + "'s experts are n_ff wide");
+    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
-    const bool qk_norm = is_one_of(arch, {"qwen3", "gemma3", "exaone4"});
+    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe", "minimax-m2", "exaone4"});
+    const bool qk_norm_full = is_one_of(arch, {"olmoe", "minimax-m2"});  // over the whole Q and K vectors
     const bool post_norms = gemma || arch == "exaone4";
     const bool pre_norms = arch != "exaone4";  // exaone4 is post-norm only
     const bool fused = arch == "phi3";
@@ -177,6 +202,17 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     w.add_metadata(key("rope.dimension_count"), Value::u32(spec.head_dim));
     w.add_metadata(key("rope.freq_base"), Value::f32(spec.rope_freq_base));
     w.add_metadata(key("attention.layer_norm_rms_epsilon"), Value::f32(1e-6f));
+    if (moe) {
+        w.add_metadata(key("expert_count"), Value::u32(spec.n_expert));
+        w.add_metadata(key("expert_used_count"), Value::u32(spec.n_expert_used));
+        if (arch != "olmoe") w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff_exp));
+        if (arch == "minimax-m2") w.add_metadata(key("expert_gating_func"), Value::u32(2));  // sigmoid
+        if (arch == "ernie4_5-moe") {
+            w.add_metadata(key("leading_dense_block_count"), Value::u32(spec.n_layer_dense_lead));
+            w.add_metadata(key("interleave_moe_layer_step"), Value::u32(1));
+        }
+        if (spec.n_ff_shexp) w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
+    }
     if (spec.sliding_window) w.add_metadata(key("attention.sliding_window"), Value::u32(spec.sliding_window));
     if (arch == "gemma2") {
         w.add_metadata(key("attn_logit_softcapping"), Value::f32(50.0f));
@@ -206,14 +242,14 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
             t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
         }
-        if (is_one_of(arch, {"qwen2", "seed_oss"})) {
+        if (is_one_of(arch, {"qwen2", "qwen2moe", "seed_oss"})) {
             t.add(p + "attn_q.bias", ElementType::F32, {q});
             t.add(p + "attn_k.bias", ElementType::F32, {kv});
             t.add(p + "attn_v.bias", ElementType::F32, {kv});
         }
         if (qk_norm) {
-            t.add(p + "attn_q_norm.weight", ElementType::F32, {hd}, 1.0f);
-            t.add(p + "attn_k_norm.weight", ElementType::F32, {hd}, 1.0f);
+            t.add(p + "attn_q_norm.weight", ElementType::F32, {qk_norm_full ? q : hd}, 1.0f);
+            t.add(p + "attn_k_norm.weight", ElementType::F32, {qk_norm_full ? kv : hd}, 1.0f);
         }
         t.add(p + "attn_output.weight", spec.weight_type, {q, d});
         if (post_norms) t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
@@ -221,13 +257,26 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             const char* ffn_norm = arch == "seed_oss" ? "post_attention_norm.weight" : "ffn_norm.weight";
             t.add(p + ffn_norm, ElementType::F32, {d}, 1.0f);
         }
-        if (fused) {
+        if (moe && l >= spec.n_layer_dense_lead) {
+            const uint64_t x = spec.n_expert, fe = spec.n_ff_exp;
+            t.add(p + "ffn_gate_inp.weight", ElementType::F32, {d, x});
+            if (is_one_of(arch, {"minimax-m2", "ernie4_5-moe"})) t.add(p + "exp_probs_b.bias", ElementType::F32, {x});
+            t.add(p + "ffn_gate_exps.weight", spec.weight_type, {d, fe, x});
+            t.add(p + "ffn_up_exps.weight", spec.weight_type, {d, fe, x});
+            t.add(p + "ffn_down_exps.weight", spec.weight_type, {fe, d, x});
+            if (const uint64_t fs = spec.n_ff_shexp; fs > 0) {
+                if (arch == "qwen2moe") t.add(p + "ffn_gate_inp_shexp.weight", ElementType::F32, {d});
+                t.add(p + "ffn_gate_shexp.weight", spec.weight_type, {d, fs});
+                t.add(p + "ffn_up_shexp.weight", spec.weight_type, {d, fs});
+                t.add(p + "ffn_down_shexp.weight", spec.weight_type, {fs, d});
+            }
+        } else if (fused) {
             t.add(p + "ffn_up.weight", spec.weight_type, {d, 2 * ff});
         } else {
             t.add(p + "ffn_gate.weight", spec.weight_type, {d, ff});
             t.add(p + "ffn_up.weight", spec.weight_type, {d, ff});
         }
-        t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
+        if (!moe || l < spec.n_layer_dense_lead) t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
         if (post_norms) t.add(p + "post_ffw_norm.weight", ElementType::F32, {d}, 1.0f);
     };
     for (uint32_t l = 0; l < spec.n_layer; ++l) add_layer(l);

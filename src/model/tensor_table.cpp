@@ -21,15 +21,28 @@ void TensorTable::lookup_matrix(std::string name, uint64_t cols, uint64_t rows, 
 }
 
 void TensorTable::linear(const std::string& base, uint64_t cols, uint64_t rows, Linear* dst, Need need,
-                         ScaleUse scale) {
+                         ScaleUse scale, bool use_bias) {
     matrix(base + ".weight", cols, rows, &dst->w, need);
-    entries_.push_back({base + ".bias", {rows}, Need::Optional, Kind::Bias, &dst->bias, nullptr, nullptr});
+    if (use_bias)
+        entries_.push_back({base + ".bias", {rows}, Need::Optional, Kind::Bias, &dst->bias, nullptr, nullptr});
+    else
+        ignored(base + ".bias");
     if (scale == ScaleUse::Ignored) {
         ignored(base + ".scale");
     } else {
         dst->bias_before_scale = scale == ScaleUse::AfterBias;
         entries_.push_back({base + ".scale", {1}, Need::Optional, Kind::Scale, nullptr, nullptr, dst});
     }
+    ignored(base + ".input_scale");
+}
+
+void TensorTable::experts(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert,
+                          ExpertLinear* dst, Need need, ScaleUse scale) {
+    entries_.push_back({base + ".weight", {cols, rows, n_expert}, need, Kind::ExpertMatrix, nullptr, &dst->w, nullptr});
+    if (scale == ScaleUse::Ignored)
+        ignored(base + ".scale");
+    else
+        vector(base + ".scale", n_expert, &dst->scale, Need::Optional);
     ignored(base + ".input_scale");
 }
 
@@ -92,6 +105,11 @@ void load_tensors(const gguf::File& file, const TensorTable& table, const std::s
             case TensorTable::Kind::LookupMatrix:
                 *e.view = ops::TensorView::contiguous(t->type, file.tensor_data(*t).data(),
                                                       {static_cast<int64_t>(e.shape[0]), static_cast<int64_t>(e.shape[1])});
+                break;
+            case TensorTable::Kind::ExpertMatrix:
+                *e.view = ops::TensorView::contiguous(t->type, file.tensor_data(*t).data(),
+                                                      {static_cast<int64_t>(e.shape[0]), static_cast<int64_t>(e.shape[1]),
+                                                       static_cast<int64_t>(e.shape[2])});
                 break;
             case TensorTable::Kind::Ignored: break;
         }

@@ -35,6 +35,7 @@ public:
         LookupMatrix,  // viewed in place, rows looked up (token embedding: never packed)
         Bias,          // optional bias of a linear layer
         Scale,         // optional scalar multiplier of a linear layer's output
+        ExpertMatrix,  // [k, rows, n_expert], viewed in place (not packed)
         Ignored,       // accepted but not read (llama.cpp creates it; generation does not use it)
     };
     struct Entry {
@@ -60,8 +61,16 @@ public:
     // `base`.weight [cols, rows] with the optional `base`.bias [rows],
     // `base`.scale [1] (used as `scale` says) and `base`.input_scale [1]
     // (accepted; llama.cpp's CPU path does not read it either).
+    // use_bias false: the file's `.bias` is accepted and not applied (graphs that skip it).
     void linear(const std::string& base, uint64_t cols, uint64_t rows, Linear* dst, Need need = Need::Required,
-                ScaleUse scale = ScaleUse::AfterProduct);
+                ScaleUse scale = ScaleUse::AfterProduct, bool use_bias = true);
+    // `base`.weight [cols, rows, n_expert] (one matrix per expert) with the
+    // optional per-expert `base`.scale [n_expert] (loaded when `scale` is not
+    // Ignored: it multiplies each expert's output) and `base`.input_scale
+    // (accepted, unread). Expert biases are not declared yet: a file with one
+    // is refused rather than run without it.
+    void experts(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert, ExpertLinear* dst,
+                 Need need = Need::Required, ScaleUse scale = ScaleUse::AfterProduct);
     void ignored(std::string name);
     void join(std::vector<Linear*> parts, Linear* target);
 

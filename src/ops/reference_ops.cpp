@@ -13,6 +13,7 @@
 #include "cria/core/float16.h"
 #include "cria/quant/quantize.h"
 #include "ops/checks.h"
+#include "ops/moe_detail.h"
 #include "ops/softmax_detail.h"
 
 namespace cria::ops {
@@ -289,6 +290,40 @@ void ReferenceOps::matmul(const TensorView& w, const TensorView& x, const Tensor
             reinterpret_cast<float*>(out.row(j))[r] = static_cast<float>(s);
         }
     }
+}
+
+}  // namespace cria::ops
+
+namespace cria::ops {
+
+// Routing in double: the same steps as CpuOps (moe_detail.h).
+void ReferenceOps::moe_route(const TensorView& logits, const MoeRouteParams& p, int32_t* ids,
+                             const TensorView& weights) {
+    check_moe_route(logits, p, ids, weights);
+    const int64_t n_expert = logits.ne[0];
+    std::vector<double> pi(static_cast<size_t>(n_expert)), sel(pi.size());
+    std::vector<int32_t> order(pi.size());
+    for (int64_t t = 0; t < logits.ne[1]; ++t)
+        moe_detail::route_token<double>(logits.row_f32(t), n_expert, p, pi.data(), sel.data(), order.data(),
+                                        ids + t * p.n_used, weights.row_f32(t));
+}
+
+// The definition of mul_mat_id: each (token, slot) multiplied by its expert's matrix, in double.
+void ReferenceOps::matmul_id(const TensorView& w, const TensorView& x, const int32_t* ids, int64_t n_used,
+                             const TensorView& out) {
+    check_matmul_id(w, x, ids, n_used, out);
+    for (int64_t t = 0; t < x.ne[2]; ++t)
+        for (int64_t j = 0; j < n_used; ++j) {
+            const int64_t e = ids[t * n_used + j];
+            const float* xv = reinterpret_cast<const float*>(x.row(j % x.ne[1], t));
+            float* y = reinterpret_cast<float*>(out.row(j, t));
+            for (int64_t r = 0; r < w.ne[1]; ++r) {
+                const std::vector<double> wr = row_values(w, w.row(r, e));
+                double s = 0;
+                for (int64_t i = 0; i < w.ne[0]; ++i) s += wr[static_cast<size_t>(i)] * xv[i];
+                y[r] = static_cast<float>(s);
+            }
+        }
 }
 
 }  // namespace cria::ops

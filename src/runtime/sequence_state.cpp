@@ -93,6 +93,8 @@ uint64_t hparams_hash(const model::HParams& hp) {
         if (v != 0.0f) f.add_value(std::bit_cast<uint32_t>(v));
     for (bool b : {hp.has_qk_norm, hp.fused_qkv, hp.scale_embeddings, hp.has_post_norms})
         f.add_value(static_cast<uint8_t>(b));
+    if (hp.n_expert > 0)  // (dense models keep the hash they had)
+        for (uint32_t v : {hp.n_expert, hp.n_expert_used, hp.n_ff_exp}) f.add_value(v);
     return f.h;
 }
 

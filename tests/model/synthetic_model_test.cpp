@@ -15,8 +15,8 @@ namespace cria::model {
 namespace {
 
 TEST(SyntheticModel, TinyFixturesLoadWithTheirHyperparameters) {
-    for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3", "seed_oss", "mistral3",
-                             "granite", "exaone4"}) {
+    for (const char* arch : {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3",
+                             "phi3", "smollm3", "seed_oss", "mistral3", "granite", "exaone4"}) {
         SCOPED_TRACE(arch);
         const SyntheticModelSpec spec = SyntheticModelSpec::tiny(arch);
         const std::string path = (test::temp_dir() / (std::string(arch) + ".gguf")).string();

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cria/core/error.h"
@@ -36,8 +37,6 @@ using Rows = std::vector<std::vector<float>>;
 constexpr double kMaxNmse = 1e-4;
 
 // The families whose fixtures must have been checked (none silently skipped).
-constexpr const char* kDenseFamilies[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "smollm3",
-                                          "seed_oss", "mistral3", "granite", "exaone4"};
 
 struct Reference {
     std::string arch;
@@ -89,12 +88,23 @@ std::vector<fs::path> fixture_jsons() {
     return out;
 }
 
-// Mixture-of-experts variants of a dense family (llama with experts) come
-// with the MoE work; until then they must be refused like any unsupported file.
+// A fixture is checked when its architecture is registered and, for a
+// mixture-of-experts fixture, accepts experts (llama does: Mixtral); the
+// others must be refused like any unsupported file.
 bool supported(const Reference& ref) {
     const auto names = model::supported_architectures();
-    return !ref.moe && std::find(names.begin(), names.end(), ref.arch) != names.end();
+    if (std::find(names.begin(), names.end(), ref.arch) == names.end()) return false;
+    return !ref.moe || model::architecture_supports_experts(ref.arch);
 }
+
+// The fixtures that must all have been checked (none silently skipped):
+// (architecture, moe).
+const std::vector<std::pair<std::string, bool>> kMustCheck{
+    {"llama", false},   {"qwen2", false},   {"qwen3", false},    {"gemma2", false},     {"gemma3", false},
+    {"phi3", false},    {"smollm3", false}, {"seed_oss", false}, {"mistral3", false},   {"granite", false},
+    {"exaone4", false}, {"llama", true},    {"qwen2moe", true},  {"qwen3moe", true},    {"olmoe", true},
+    {"minimax-m2", true}, {"ernie4_5-moe", true},
+};
 
 #define SKIP_WITHOUT_FIXTURES()                                                                         \
     if (test::arch_fixtures_dir().empty())                                                              \
@@ -103,16 +113,16 @@ bool supported(const Reference& ref) {
 
 TEST(ArchFixtures, EverySupportedArchitectureMatchesLlamaCpp) {
     SKIP_WITHOUT_FIXTURES();
-    std::set<std::string> checked;
+    std::set<std::pair<std::string, bool>> checked;
     for (const fs::path& json : fixture_jsons()) {
         const Reference ref = read_reference(json);
         if (!supported(ref)) continue;
         expect_matches(fs::path(json).replace_extension(".gguf"), ref);
-        checked.insert(ref.arch);
+        checked.insert({ref.arch, ref.moe});
     }
-    // The dense families must all have been checked (none silently skipped).
-    for (const char* arch : kDenseFamilies)
-        EXPECT_TRUE(checked.contains(arch)) << "no fixture of '" << arch << "' was checked";
+    for (const auto& must : kMustCheck)
+        EXPECT_TRUE(checked.contains(must))
+            << "no " << (must.second ? "mixture-of-experts " : "") << "fixture of '" << must.first << "' was checked";
 }
 
 // The oracle itself, checked from outside: model::reference_forward (float64,
@@ -122,7 +132,7 @@ TEST(ArchFixtures, EverySupportedArchitectureMatchesLlamaCpp) {
 // n_ctx_orig 128), as for the fast path.
 TEST(ArchFixtures, ReferenceForwardMatchesLlamaCpp) {
     SKIP_WITHOUT_FIXTURES();
-    std::set<std::string> checked;
+    std::set<std::pair<std::string, bool>> checked;
     for (const fs::path& json : fixture_jsons()) {
         const Reference ref = read_reference(json);
         if (!supported(ref)) continue;
@@ -132,10 +142,11 @@ TEST(ArchFixtures, ReferenceForwardMatchesLlamaCpp) {
         const double e = nmse(ref.prefill_all, model::reference_forward(*file, ref.tokens));
         EXPECT_LE(e, kMaxNmse);
         std::printf("[ nmse     ] %s (reference forward): %.3g\n", path.filename().string().c_str(), e);
-        checked.insert(ref.arch);
+        checked.insert({ref.arch, ref.moe});
     }
-    for (const char* arch : kDenseFamilies)
-        EXPECT_TRUE(checked.contains(arch)) << "no fixture of '" << arch << "' was checked";
+    for (const auto& must : kMustCheck)
+        EXPECT_TRUE(checked.contains(must))
+            << "no " << (must.second ? "mixture-of-experts " : "") << "fixture of '" << must.first << "' was checked";
 }
 
 TEST(ArchFixtures, UnsupportedArchitecturesAreRefusedClearly) {

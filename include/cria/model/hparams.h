@@ -26,6 +26,11 @@ enum class RopeOrder { Normal, NeoX };
 // GeGLU with GELU's tanh approximation (gelu(gate) * up), as ggml_gelu computes it.
 enum class FfnActivation { Silu, GeluTanh };
 
+// How a mixture-of-experts router turns its logits into expert weights
+// (llama.cpp's expert_gating_func): softmax over all experts, sigmoid of
+// each, or the raw logits with a softmax over the selected ones (gpt-oss).
+enum class ExpertGating { Softmax, Sigmoid, SoftmaxWeight };
+
 struct HParams {
     std::string arch_name;      // general.architecture (a registered architecture)
 
@@ -80,11 +85,32 @@ struct HParams {
     bool has_post_norms = false;   // gemma2/3: RMSNorm after attention and after the FFN, before the residual add
     FfnActivation ffn_activation = FfnActivation::Silu;
 
+    // Mixture of experts (n_expert > 0; only architectures that declare
+    // support for experts accept it): each token's feed-forward block is the
+    // weighted sum of n_expert_used of n_expert SwiGLU experts of width
+    // n_ff_exp, picked by a router (ffn_gate_inp). Routing as llama.cpp's
+    // build_moe_ffn: gating, optional renormalisation of the k weights, and a
+    // scale (0: not set). Expert groups (group_count > 1) are refused for now.
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
+    uint32_t n_ff_exp = 0;
+    ExpertGating expert_gating = ExpertGating::Softmax;
+    bool expert_weights_norm = false;
+    float expert_weights_scale = 0.0f;
+    // A shared expert beside the routed ones (qwen2moe): a SwiGLU block of
+    // width n_ff_shexp that every token goes through, its output times
+    // sigmoid(ffn_gate_inp_shexp · h) when the file has that gate. 0: none.
+    uint32_t n_ff_shexp = 0;
+    // The first n_layer_dense_lead layers keep a dense feed-forward block
+    // (leading_dense_block_count); the others are mixtures of experts.
+    uint32_t n_layer_dense_lead = 0;
+
     bool has_qk_norm = false;    // qwen3, gemma3: RMSNorm over each Q and K head
     bool fused_qkv = false;      // the file has one attn_qkv matrix instead of attn_q/k/v (phi3)
     bool fused_gate_up = false;  // phi3: ffn_up holds [gate; up] (2 * n_ff rows), no ffn_gate
     bool tied_output = false;    // output projection shares the token embedding
 
+    bool is_moe(uint32_t layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
     bool is_swa(uint32_t layer) const { return layer < swa_layers.size() && swa_layers[layer]; }
     bool uses_rope(uint32_t layer) const { return layer >= nope_layers.size() || !nope_layers[layer]; }
     uint32_t n_gqa() const { return n_head / n_head_kv; }
@@ -110,5 +136,7 @@ bool long_rope_for_context(const HParams& hp, uint32_t n_ctx);
 
 // The registered architectures (general.architecture names), in order.
 std::vector<std::string> supported_architectures();
+// Whether `name` is registered and accepts files with experts (expert_count > 0).
+bool architecture_supports_experts(const std::string& name);
 
 }  // namespace cria::model

@@ -57,6 +57,18 @@ struct Linear {
     int64_t n_out() const { return w.ne[1]; }
 };
 
+// The matrices of a layer's experts: one [k, rows] matrix per expert,
+// stacked as GGUF's `*_exps` tensors ([k, rows, n_expert], a view into the
+// file, not packed yet) and the file's optional per-expert `.scale` (one
+// multiplier of each expert's output), loaded when the architecture's graph
+// applies it.
+struct ExpertLinear {
+    ops::TensorView w;
+    std::vector<float> scale;  // n_expert values, or empty
+
+    bool present() const { return w.data != nullptr; }
+};
+
 // The weights of one layer. Matrices are views into the file (no copies);
 // small vectors (norms) are F32 copies so kernels can take float*. An
 // architecture's tensor table (archs/*.cpp) says which of them it loads.
@@ -69,6 +81,12 @@ struct LayerWeights {
     // only): wqkv.w = [wq; wk; wv] (then wq.w, wk.w, wv.w are empty; their
     // biases and scales stay, applied to each part) and gate_up.w = [gate; up].
     Linear gate_up;
+    // Mixture of experts (instead of gate/up/down): the router and the experts.
+    Linear gate_inp;                            // [n_embd, n_expert]
+    std::vector<float> exp_probs_b;             // [n_expert] selection bias (exp_probs_b.bias), or empty
+    ExpertLinear gate_exps, up_exps, down_exps;  // gate_exps may be absent (then silu(up))
+    // The shared expert (HParams::n_ff_shexp > 0) and its optional scalar gate ([n_embd, 1]).
+    Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
 };
 
 struct Weights {
@@ -113,6 +131,10 @@ public:
     int64_t capacity() const { return capacity_; }
 
     std::vector<float> x, h, q, k, v, qkv, attn, o, gate, up, ffn, out_rows;
+    // Mixture of experts: router logits, expert weights and ids per token,
+    // the experts' gate/up/activation ([n_ff_exp, k, n]) and outputs ([n_embd, k, n]).
+    std::vector<float> router, expert_weights, expert_gate, expert_up, expert_out;
+    std::vector<int32_t> expert_ids;
 
 private:
     int64_t capacity_ = 0;

@@ -59,6 +59,24 @@ struct AttentionParams {
     const int32_t* positions = nullptr;  // position of each query token (null: n_kv - n_tokens + t)
 };
 
+// Mixture-of-experts routing (llama.cpp's build_moe_ffn, steps 2-8): from
+// the router logits of each token, the ids of the experts it uses and the
+// weight of each. Gating: Softmax (pi = softmax(l) over all experts), Sigmoid
+// (pi = sigmoid(l)), SoftmaxWeight (pi = l; the weights are the softmax over
+// the k selected, gpt-oss). Selection is by pi + selection_bias (the bias
+// never reaches the weights); the top k in descending order, ties to the
+// lower expert id (llama.cpp's argsort leaves tie order unspecified).
+enum class MoeGating { Softmax, Sigmoid, SoftmaxWeight };
+
+struct MoeRouteParams {
+    int64_t n_used = 0;                     // k experts per token (1 <= k <= n_expert)
+    MoeGating gating = MoeGating::Softmax;
+    bool norm_weights = false;              // w /= max(sum w, 6.103515625e-5)
+    float weights_scale = 0.0f;             // w *= scale unless it is 0 ("not set") or 1
+    const float* selection_bias = nullptr;  // n_expert values added for selection only (exp_probs_b), or null
+    uint32_t group_count = 0;               // expert groups: > 1 is not supported yet (throws)
+};
+
 class Ops {
 public:
     virtual ~Ops() = default;
@@ -112,6 +130,21 @@ public:
     // out = W x: W [k, rows] of any weight type the matmul module supports,
     // x F32 [k, n], out F32 [rows, n].
     virtual void matmul(const TensorView& w, const TensorView& x, const TensorView& out) = 0;
+
+    // Top-k expert routing (MoeRouteParams above). logits: F32 [n_expert,
+    // n_tokens]; ids: n_used * n_tokens expert ids, token-major (ids[t *
+    // n_used + j] is token t's rank-j expert); weights: F32 [n_used, n_tokens].
+    virtual void moe_route(const TensorView& logits, const MoeRouteParams& params, int32_t* ids,
+                           const TensorView& weights) = 0;
+
+    // The indexed product of the experts (ggml_mul_mat_id): w holds one
+    // matrix per expert, [k, rows, n_expert] of any type matmul supports; x is
+    // F32 [k, n_x, n_tokens] with n_x 1 (every slot reads the token's vector)
+    // or n_used (slot j reads its own); ids as moe_route writes them (n_used
+    // per token). out: F32 [rows, n_used, n_tokens] with out[:, j, t] =
+    // w[:, :, ids[t * n_used + j]] x[:, j % n_x, t].
+    virtual void matmul_id(const TensorView& w, const TensorView& x, const int32_t* ids, int64_t n_used,
+                           const TensorView& out) = 0;
 };
 
 }  // namespace cria::ops

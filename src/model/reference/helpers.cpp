@@ -189,9 +189,9 @@ Rows self_attention(const Input& in, uint32_t layer, const Rows& x) {
     Rows q(n), k(n), v(n);
     for (size_t t = 0; t < n; ++t) {
         Qkv p = qkv(lw.attn_norm.empty() ? x[t] : rms_norm(x[t], lw.attn_norm, eps));  // exaone4: no input norm
-        if (!lw.q_norm.empty()) {
-            rms_norm_heads(p.q, hp.head_dim, lw.q_norm, eps);
-            rms_norm_heads(p.k, hp.head_dim, lw.k_norm, eps);
+        if (!lw.q_norm.empty()) {  // over each head, or over the whole vector (olmoe): the weight's width
+            rms_norm_heads(p.q, static_cast<uint32_t>(lw.q_norm.size()), lw.q_norm, eps);
+            rms_norm_heads(p.k, static_cast<uint32_t>(lw.k_norm.size()), lw.k_norm, eps);
         }
         if (hp.uses_rope(layer)) {
             rope(p.q, hp.head_dim, static_cast<int64_t>(t), r);
@@ -202,6 +202,101 @@ Rows self_attention(const Input& in, uint32_t layer, const Rows& x) {
         v[t] = std::move(p.v);
     }
     return attention(hp, layer, q, k, v);
+}
+
+namespace {
+
+// Expert e of a stacked [cols, rows, n_expert] tensor, dequantised.
+std::vector<Matrix> expert_matrices(const ExpertLinear& experts) {
+    std::vector<Matrix> out;
+    if (!experts.present()) return out;
+    const ops::TensorView& w = experts.w;
+    for (int64_t e = 0; e < w.ne[2]; ++e)
+        out.emplace_back(ops::TensorView::contiguous(w.type, w.row(0, e), {w.ne[0], w.ne[1]}));
+    return out;
+}
+
+Vec apply_expert(const std::vector<Matrix>& m, const ExpertLinear& lin, size_t e, const Vec& x) {
+    Vec y = m[e] * x;
+    if (!lin.scale.empty())
+        for (double& v : y) v *= lin.scale[e];
+    return y;
+}
+
+}  // namespace
+
+MoeFfn::MoeFfn(const HParams& hp_, const LayerWeights& lw_)
+    : hp(hp_),
+      lw(lw_),
+      router(lw_.gate_inp),
+      gate(expert_matrices(lw_.gate_exps)),
+      up(expert_matrices(lw_.up_exps)),
+      down(expert_matrices(lw_.down_exps)) {}
+
+Vec MoeFfn::operator()(const Vec& h) const {
+    const size_t X = hp.n_expert, K = hp.n_expert_used;
+    const Vec logits = router(h);
+    Vec pi(X);
+    switch (hp.expert_gating) {
+        case ExpertGating::Softmax: {
+            const double max = *std::max_element(logits.begin(), logits.end());
+            double sum = 0;
+            for (size_t e = 0; e < X; ++e) sum += pi[e] = std::exp(logits[e] - max);
+            for (double& p : pi) p /= sum;
+            break;
+        }
+        case ExpertGating::Sigmoid:
+            for (size_t e = 0; e < X; ++e) pi[e] = 1.0 / (1.0 + std::exp(-logits[e]));
+            break;
+        case ExpertGating::SoftmaxWeight: pi = logits; break;
+    }
+    Vec score = pi;  // selection: the gate scores plus exp_probs_b when loaded (never in the weights)
+    if (!lw.exp_probs_b.empty())
+        for (size_t e = 0; e < X; ++e) score[e] += lw.exp_probs_b[e];
+    std::vector<size_t> order(X);
+    for (size_t e = 0; e < X; ++e) order[e] = e;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
+    Vec w(K);
+    for (size_t j = 0; j < K; ++j) w[j] = pi[order[j]];
+    if (hp.expert_gating == ExpertGating::SoftmaxWeight) {
+        const double max = *std::max_element(w.begin(), w.end());
+        double sum = 0;
+        for (double& v : w) sum += v = std::exp(v - max);
+        for (double& v : w) v /= sum;
+    }
+    if (hp.expert_weights_norm) {
+        double sum = 0;
+        for (double v : w) sum += v;
+        for (double& v : w) v /= std::max(sum, 6.103515625e-5);
+    }
+    if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
+        for (double& v : w) v *= hp.expert_weights_scale;
+
+    Vec out(hp.n_embd, 0.0);
+    for (size_t j = 0; j < K; ++j) {
+        const size_t e = order[j];
+        Vec a = apply_expert(up, lw.up_exps, e, h);
+        if (!gate.empty()) {
+            const Vec g = apply_expert(gate, lw.gate_exps, e, h);
+            for (size_t i = 0; i < a.size(); ++i) a[i] *= silu(g[i]);
+        } else {
+            for (double& v : a) v = silu(v);
+        }
+        const Vec y = apply_expert(down, lw.down_exps, e, a);
+        for (size_t i = 0; i < out.size(); ++i) out[i] += w[j] * y[i];
+    }
+    if (lw.up_shexp.present()) {  // the shared expert, gated by sigmoid(gate_inp_shexp · h) when present
+        Vec g = Linear(lw.gate_shexp)(h);
+        const Vec u = Linear(lw.up_shexp)(h);
+        for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
+        Vec y = Linear(lw.down_shexp)(g);
+        if (lw.gate_inp_shexp.present()) {
+            const double z = Linear(lw.gate_inp_shexp)(h)[0];
+            for (double& v : y) v /= 1.0 + std::exp(-z);
+        }
+        add_to(out, y);
+    }
+    return out;
 }
 
 }  // namespace cria::model::reference

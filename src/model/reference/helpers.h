@@ -99,9 +99,27 @@ struct QkvProjection {
 // The attention of one layer over every position, before the output
 // projection: Q, K, V of rms_norm(x) (attn_norm; x itself when the table
 // loaded none, exaone4), an RMSNorm over each Q and K head when the table
-// loaded attn_q_norm / attn_k_norm (qwen3, gemma3), RoPE with the layer's
+// loaded attn_q_norm / attn_k_norm (qwen3, gemma3; over the whole Q and K
+// vectors when the weights are that wide: olmoe), RoPE with the layer's
 // parameters (none on the layers hp.nope_layers marks), then attention().
 Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
+
+// The mixture-of-experts feed-forward of one layer on one normed position
+// (llama.cpp's build_moe_ffn with SwiGLU experts): router logits, gating
+// (softmax / sigmoid / softmax over the selected), the top n_expert_used by
+// score (plus the exp_probs_b selection bias when loaded; ties to the lower id), optional renormalisation and scale, then the
+// weighted sum of the selected experts' silu(gate h) * up h through down
+// (silu(up h) without expert gates), each matrix times its per-expert
+// `.scale` when the table loaded one. Experts are dequantised once, here.
+struct MoeFfn {
+    MoeFfn(const HParams& hp, const LayerWeights& lw);
+    Vec operator()(const Vec& h) const;
+
+    const HParams& hp;
+    const LayerWeights& lw;
+    Linear router;
+    std::vector<Matrix> gate, up, down;  // one per expert; gate empty without expert gates
+};
 
 double softcap(double x, double cap);  // tanh(x / cap) * cap; cap 0: x
 double gelu_tanh(double x);            // GELU, tanh approximation (ggml_gelu)
