@@ -40,16 +40,16 @@ const Spec kQwen3Moe{"Qwen3MoeForCausalLM", true, "mlp.experts.", {"gate_proj", 
 const Spec kMixtral{"MixtralForCausalLM", false, "block_sparse_moe.experts.", {"w1", "w3", "w2"},
                     "block_sparse_moe.gate", "LlamaForCausalLM"};
 
-json config_for(const Spec& s, bool moe) {
+json config_for(const Spec& s, bool moe, uint64_t ff = kFf) {
     json c = {{"architectures", {moe ? s.hf_class : s.dense_class}}, {"vocab_size", kVocab}, {"hidden_size", kEmbd},
               {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
               {"max_position_embeddings", 256}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000.0},
               {"tie_word_embeddings", false}};
-    c["intermediate_size"] = moe && s.hf_class == "Qwen3MoeForCausalLM" ? 96 : kFf;
+    c["intermediate_size"] = moe && s.hf_class == "Qwen3MoeForCausalLM" ? 96 : ff;
     if (moe) {
         if (s.hf_class == "Qwen3MoeForCausalLM") {
             c["num_experts"] = kExperts;
-            c["moe_intermediate_size"] = kFf;
+            c["moe_intermediate_size"] = ff;
             c["norm_topk_prob"] = true;
         } else {
             c["num_local_experts"] = kExperts;
@@ -81,24 +81,24 @@ std::vector<Tensor> shared_tensors(const Spec& s) {
     return t;
 }
 
-std::array<Tensor, 3> dense_mlp(int layer) {
+std::array<Tensor, 3> dense_mlp(int layer, uint64_t ff = kFf) {
     const std::string p = "model.layers." + std::to_string(layer) + ".mlp.";
     const uint32_t seed = 100 + 10 * static_cast<uint32_t>(layer);
-    return {random_f32(p + "gate_proj.weight", {kFf, kEmbd}, seed, 0.2f),
-            random_f32(p + "up_proj.weight", {kFf, kEmbd}, seed + 1, 0.2f),
-            random_f32(p + "down_proj.weight", {kEmbd, kFf}, seed + 2, 0.2f)};
+    return {random_f32(p + "gate_proj.weight", {ff, kEmbd}, seed, 0.2f),
+            random_f32(p + "up_proj.weight", {ff, kEmbd}, seed + 1, 0.2f),
+            random_f32(p + "down_proj.weight", {kEmbd, ff}, seed + 2, 0.2f)};
 }
 
 // The MoE checkpoint: a router per layer and kExperts experts. With
 // `copies_of_dense`, every expert is the dense MLP of dense_mlp(); otherwise
 // each expert is random. Experts are listed last layer first and in reverse
 // expert order, so that the stacking cannot rely on the file's order.
-std::vector<Tensor> moe_tensors(const Spec& s, bool copies_of_dense) {
+std::vector<Tensor> moe_tensors(const Spec& s, bool copies_of_dense, uint64_t ff = kFf) {
     std::vector<Tensor> t = shared_tensors(s);
     for (int l = 1; l >= 0; --l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         t.push_back(random_f32(p + s.router + ".weight", {kExperts, kEmbd}, 200 + static_cast<uint32_t>(l)));
-        const auto dense = dense_mlp(l);
+        const auto dense = dense_mlp(l, ff);
         for (int e = static_cast<int>(kExperts) - 1; e >= 0; --e)
             for (int w = 0; w < 3; ++w) {
                 Tensor x = copies_of_dense ? dense[w]
@@ -275,6 +275,41 @@ TEST(ConvertMoe, IncompleteOrInconsistentExpertsAreErrors) {
     too_many_used["num_experts_per_tok"] = 5;
     expect_error("too-many-used", too_many_used, moe_tensors(kMixtral, false), "num_experts_per_tok");
 }
+
+// The same names, shapes and types as the files llama.cpp itself wrote for
+// these architectures (the arch fixtures: 64 wide, 4 experts of 64), apart
+// from the vocabulary size and the optional tensors llama.cpp creates for
+// every slot (biases, .scale/.input_scale) that these checkpoints do not have.
+void check_fixture_layout(const Spec& s, const std::string& fixture_name) {
+    const auto dir_fixtures = test::arch_fixtures_dir();
+    if (dir_fixtures.empty()) GTEST_SKIP() << "arch fixtures not found";
+    auto fixture = gguf::File::open((dir_fixtures / fixture_name).string());
+    auto f = convert_dir(test_checkpoint::make_dir(s.hf_class + "-fixture-dims", config_for(s, true, 64),
+                                                   moe_tensors(s, false, 64)));
+    size_t n_matched = 0;
+    for (const gguf::TensorInfo& want : fixture->tensors()) {
+        const gguf::TensorInfo* got = f->find_tensor(want.name);
+        const bool optional = want.name.ends_with(".scale") || want.name.ends_with(".input_scale") ||
+                              want.name.ends_with(".bias") || want.name == "rope_freqs.weight";
+        if (optional) continue;
+        ASSERT_NE(got, nullptr) << want.name << " is missing";
+        ++n_matched;
+        auto ne = want.ne;
+        if (want.name == "token_embd.weight" || want.name == "output.weight") ne[1] = kVocab;
+        EXPECT_EQ(got->ne, ne) << want.name;
+        EXPECT_EQ(got->n_dims, want.n_dims) << want.name;
+        EXPECT_EQ(got->type, want.type) << want.name;
+    }
+    EXPECT_EQ(n_matched, f->tensors().size());
+    const std::string A = fixture->architecture();
+    EXPECT_EQ(f->architecture(), A);
+    for (const std::string key : {".expert_count", ".expert_used_count", ".attention.head_count",
+                                  ".attention.head_count_kv", ".attention.key_length", ".embedding_length", ".block_count"})
+        EXPECT_EQ(f->get_u32(A + key), fixture->get_u32(A + key)) << key;
+}
+
+TEST(ConvertMoe, Qwen3MoeMatchesLlamaCppFixtureLayout) { check_fixture_layout(kQwen3Moe, "qwen3moe-moe.gguf"); }
+TEST(ConvertMoe, MixtralMatchesLlamaCppFixtureLayout) { check_fixture_layout(kMixtral, "llama-moe.gguf"); }
 
 }  // namespace
 }  // namespace cria::convert
