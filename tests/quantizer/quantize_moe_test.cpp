@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
@@ -78,6 +79,40 @@ TEST(QuantizeMoe, Mxfp4MoeEqualsReferenceQuantizer) {
         }
         EXPECT_EQ(n_mxfp4, 6) << name;  // gate/up/down experts of 2 layers
     }
+}
+
+TEST(QuantizeMoe, Q4_K_MOnA64WideMoeFallsBackPerLayer) {
+    // 64-wide rows fit no 256-block: every K-quant falls back (q4_K -> q5_0,
+    // q6_K -> q8_0), after the mix chose per layer: with 2 layers
+    // use_more_bits holds for layer 1 only, so ffn_down_exps and attn_v of
+    // layer 1 were q6_K. The output rule gives q8_0 directly.
+    const std::string in = fixture("qwen3moe-moe.gguf");
+    if (in.empty()) GTEST_SKIP() << "arch fixtures not found";
+    const std::string out = (test::temp_dir() / "moe-q4km.gguf").string();
+    QuantizeOptions o;
+    o.mix.file_type = FileType::MOSTLY_Q4_K_M;
+    const QuantizeSummary summary = quantize_model(in, out, o);
+    auto src = gguf::File::open(in);
+    auto q = gguf::File::open(out);
+    const std::map<std::string, E> want = {
+        {"output.weight", E::Q8_0},           {"token_embd.weight", E::Q5_0},
+        {"blk.0.ffn_down_exps.weight", E::Q5_0}, {"blk.1.ffn_down_exps.weight", E::Q8_0},
+        {"blk.0.attn_v.weight", E::Q5_0},     {"blk.1.attn_v.weight", E::Q8_0},
+        {"blk.1.ffn_gate_exps.weight", E::Q5_0}, {"blk.1.ffn_up_exps.weight", E::Q5_0},
+        {"blk.1.attn_k.weight", E::Q5_0},     {"blk.1.ffn_gate_inp.weight", E::F32}};
+    for (const auto& [name, type] : want) {
+        const gguf::TensorInfo& t = *q->find_tensor(name);
+        EXPECT_EQ(t.type, type) << name << ": " << element_type_name(t.type);
+        if (type == E::F32) continue;
+        const gguf::TensorInfo& s = *src->find_tensor(name);
+        const auto values = f32_values(*src, s);
+        const auto got = q->tensor_data(t);
+        std::vector<uint8_t> ref(got.size());
+        quant::quantize_rows(type, values.data(), ref.data(), static_cast<int64_t>(s.n_elements() / s.ne[0]),
+                             static_cast<int64_t>(s.ne[0]));
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), ref.begin(), ref.end())) << name;
+    }
+    EXPECT_GT(summary.n_fallback, 0);
 }
 
 TEST(QuantizeMoe, EachExpertUsesItsOwnImatrixSlice) {
