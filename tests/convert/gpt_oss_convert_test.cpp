@@ -304,6 +304,20 @@ TEST(ConvertGptOss, BrokenMxfp4PairsAreErrors) {
     check("wrong-experts", wrong_experts, "need [4, n]");
 }
 
+TEST(ConvertGptOss, O200kPreTokenizerIsGpt4o) {
+    auto dir = test_checkpoint::make_dir("gpt-oss-o200k", gpt_oss_config(true), gpt_oss_tensors(true));
+    json tj;
+    std::ifstream(dir / "tokenizer.json") >> tj;
+    tj["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] =
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+        "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"
+        "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    std::ofstream(dir / "tokenizer.json") << tj.dump();
+    auto f = convert_dir(dir, ElementType::F16);
+    EXPECT_EQ(f->get_string("tokenizer.ggml.pre"), "gpt-4o");
+}
+
 // The same names, shapes and types as the gpt-oss file llama.cpp itself wrote
 // (the arch fixture, 64 wide with 4 experts of 64), apart from the vocabulary
 // size and the per-tensor .scale/.input_scale tensors llama.cpp creates for
