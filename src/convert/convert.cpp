@@ -288,9 +288,11 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
     for (const auto& [hf_name, entry] : ckpt.tensors()) {
         const StTensor& t = *entry.tensor;
         std::smatch lm;
-        if (family == Family::GptOss && std::regex_match(hf_name, lm, layer_re)) {
+        if ((family == Family::GptOss || family == Family::Qwen3Moe) && std::regex_match(hf_name, lm, layer_re)) {
             std::vector<Planned> parts;
-            if (plan_gpt_oss_tensor(ckpt, hf_name, layer_index(hf_name, lm[1].str()), lm[2].str(), n_expert, parts)) {
+            const int layer = layer_index(hf_name, lm[1].str());
+            if (family == Family::GptOss ? plan_gpt_oss_tensor(ckpt, hf_name, layer, lm[2].str(), n_expert, parts)
+                                         : plan_fused_experts(ckpt, hf_name, layer, lm[2].str(), n_expert, parts)) {
                 for (Planned& q : parts) {
                     q.role = role_of(q.name);
                     plan.push_back(std::move(q));
@@ -381,6 +383,13 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
         if (a.role != b.role) return a.role < b.role;
         return a.is_bias < b.is_bias;
     });
+
+    // Two checkpoint tensors for one GGUF tensor (say fused and per-expert
+    // copies of the same experts) would make an ambiguous file.
+    for (size_t i = 0; i < plan.size(); ++i)
+        for (size_t j = i + 1; j < plan.size() && plan[j].layer == plan[i].layer; ++j)
+            if (plan[j].name == plan[i].name)
+                throw Error("convert: the checkpoint gives tensor '" + plan[i].name + "' twice");
 
     // gguf-py's parameter counts: expert tensors ("_exps.") count once per
     // expert in the size label ("8x7.2B": experts x (shared + one expert)).

@@ -1,5 +1,6 @@
 #include "expert_tensors.h"
 
+#include <algorithm>
 #include <regex>
 
 #include "cria/core/error.h"
@@ -54,6 +55,38 @@ std::vector<Planned> ExpertStacker::finish() const {
         out.push_back(std::move(p));
     }
     return out;
+}
+
+bool plan_fused_experts(const Checkpoint& ckpt, const std::string& hf_name, int layer, const std::string& member,
+                        uint32_t n_expert, std::vector<Planned>& plan) {
+    const bool gate_up = member == "mlp.experts.gate_up_proj" || member == "mlp.experts.gate_up_proj.weight";
+    const bool down = member == "mlp.experts.down_proj" || member == "mlp.experts.down_proj.weight";
+    if (!gate_up && !down) return false;
+    const StTensor& t = *ckpt.find(hf_name)->tensor;
+    if (t.shape.size() != 3 || t.shape[0] != n_expert || t.shape[1] == 0 || t.shape[2] == 0 ||
+        (gate_up && t.shape[1] % 2 != 0))
+        throw Error("convert: fused expert tensor '" + hf_name + "' must be [" + std::to_string(n_expert) +
+                    (gate_up ? ", 2 x F, n_embd]" : ", n_embd, F]"));
+    const uint64_t rows = t.shape[1], cols = t.shape[2], parts = gate_up ? 2 : 1;
+    const char* roles[2] = {gate_up ? "ffn_gate_exps" : "ffn_down_exps", "ffn_up_exps"};
+    for (uint64_t part = 0; part < parts; ++part) {
+        Planned p;
+        p.name = "blk." + std::to_string(layer) + "." + roles[part] + ".weight";
+        p.source = hf_name;
+        p.shape = {cols, rows / parts, n_expert};
+        p.layer = layer;
+        if (gate_up)  // each expert's first half of the rows is the gate, the second the up projection
+            p.transform = [rows, cols, part, n_expert](std::vector<float>& w) {
+                const uint64_t half = rows / 2 * cols;
+                std::vector<float> r(n_expert * half);
+                for (uint64_t e = 0; e < n_expert; ++e)
+                    std::copy_n(w.begin() + static_cast<ptrdiff_t>(e * 2 * half + part * half), half,
+                                r.begin() + static_cast<ptrdiff_t>(e * half));
+                w.swap(r);
+            };
+        plan.push_back(std::move(p));
+    }
+    return true;
 }
 
 }  // namespace cria::convert

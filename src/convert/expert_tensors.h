@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint.h"
 #include "cria/convert/safetensors.h"
 #include "planned_tensor.h"
 
@@ -50,5 +51,14 @@ private:
     uint32_t n_expert_;
     std::map<std::pair<int, std::string>, Group> groups_;
 };
+
+// Checkpoints saved with the experts already fused (transformers 5:
+// mlp.experts.gate_up_proj [E, 2F, n_embd], gate rows first then up rows, and
+// mlp.experts.down_proj [E, n_embd, F], with or without ".weight") map to the
+// same stacked tensors, as Qwen2MoeModel.modify_tensors does. `member` is the
+// name after "model.layers.<layer>."; returns false for any other member.
+// Throws cria::Error for shapes that do not fit.
+bool plan_fused_experts(const Checkpoint& ckpt, const std::string& hf_name, int layer, const std::string& member,
+                        uint32_t n_expert, std::vector<Planned>& plan);
 
 }  // namespace cria::convert

@@ -276,6 +276,46 @@ TEST(ConvertMoe, IncompleteOrInconsistentExpertsAreErrors) {
     expect_error("too-many-used", too_many_used, moe_tensors(kMixtral, false), "num_experts_per_tok");
 }
 
+// transformers 5 saves Qwen3-MoE experts fused: gate_up_proj [E, 2F, n_embd]
+// (gate rows, then up rows) and down_proj [E, n_embd, F]. Same GGUF as the
+// per-expert checkpoint, byte for byte.
+TEST(ConvertMoe, Qwen3MoeFusedExpertsEqualPerExpert) {
+    const auto per_expert = moe_tensors(kQwen3Moe, false);
+    std::vector<Tensor> fused;
+    for (const Tensor& t : per_expert)
+        if (t.name.find(".experts.") == std::string::npos) fused.push_back(t);
+    for (int l = 0; l < 2; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".mlp.experts.";
+        std::vector<float> gate_up, down;
+        for (uint64_t e = 0; e < kExperts; ++e) {
+            for (const char* w : {"gate_proj", "up_proj"}) {
+                const auto v = by_name(per_expert, p + std::to_string(e) + "." + w + ".weight").floats();
+                gate_up.insert(gate_up.end(), v.begin(), v.end());
+            }
+            const auto v = by_name(per_expert, p + std::to_string(e) + ".down_proj.weight").floats();
+            down.insert(down.end(), v.begin(), v.end());
+        }
+        fused.push_back(test_checkpoint::f32(p + "gate_up_proj", {kExperts, 2 * kFf, kEmbd}, gate_up));
+        fused.push_back(test_checkpoint::f32(p + "down_proj" + (l == 0 ? ".weight" : ""), {kExperts, kEmbd, kFf}, down));
+    }
+    auto a = convert_dir(test_checkpoint::make_dir("qwen3moe-per-expert", config_for(kQwen3Moe, true), per_expert));
+    auto b = convert_dir(test_checkpoint::make_dir("qwen3moe-fused", config_for(kQwen3Moe, true), fused));
+    ASSERT_EQ(a->tensors().size(), b->tensors().size());
+    for (size_t i = 0; i < a->tensors().size(); ++i) {
+        const auto& x = a->tensors()[i];
+        const gguf::TensorInfo* y = b->find_tensor(x.name);
+        ASSERT_NE(y, nullptr) << x.name;
+        EXPECT_EQ(x.ne, y->ne) << x.name;
+        const auto bx = a->tensor_data(x), by = b->tensor_data(*y);
+        EXPECT_TRUE(std::equal(bx.begin(), bx.end(), by.begin(), by.end())) << x.name;
+    }
+    // Both forms at once would give each expert tensor twice.
+    auto both = per_expert;
+    both.push_back(test_checkpoint::f32("model.layers.0.mlp.experts.down_proj", {kExperts, kEmbd, kFf},
+                                        std::vector<float>(kExperts * kEmbd * kFf, 0.0f)));
+    expect_error("qwen3moe-both", config_for(kQwen3Moe, true), both, "gives tensor 'blk.0.ffn_down_exps.weight' twice");
+}
+
 // The same names, shapes and types as the files llama.cpp itself wrote for
 // these architectures (the arch fixtures: 64 wide, 4 experts of 64), apart
 // from the vocabulary size and the optional tensors llama.cpp creates for
