@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "checkpoint_writer.h"
 #include "cria/convert/convert.h"
@@ -346,6 +347,88 @@ void check_fixture_layout(const Spec& s, const std::string& fixture_name) {
     for (const std::string key : {".expert_count", ".expert_used_count", ".attention.head_count",
                                   ".attention.head_count_kv", ".attention.key_length", ".embedding_length", ".block_count"})
         EXPECT_EQ(f->get_u32(A + key), fixture->get_u32(A + key)) << key;
+}
+
+// End to end against llama.cpp's logits: llama.cpp's qwen3moe fixture written
+// back as the Hugging Face checkpoint it stands for (per-expert tensors, HF
+// names; its `.scale` multipliers folded into their matrices, the vocabulary
+// padded with zero rows to the 4096 tokens of the bundled tokenizer), then
+// converted. The float64 reference forward pass over the converted file must
+// give llama.cpp's logits for the fixture's 48 tokens.
+TEST(ConvertMoe, Qwen3MoeFromLlamaCppFixtureGivesItsLogits) {
+    const auto dir_fixtures = test::arch_fixtures_dir();
+    if (dir_fixtures.empty()) GTEST_SKIP() << "arch fixtures not found";
+    auto fx = gguf::File::open((dir_fixtures / "qwen3moe-moe.gguf").string());
+    json want;
+    std::ifstream(dir_fixtures / "qwen3moe-moe.json") >> want;
+    const uint64_t n_vocab = want["n_vocab"].get<uint64_t>(), ff = fx->get_u32("qwen3moe.expert_feed_forward_length").value();
+    auto values = [&](const std::string& name) { return floats(*fx, name); };
+    auto scaled = [&](const std::string& name, float s) {
+        auto v = values(name);
+        for (float& x : v) x *= s;
+        return v;
+    };
+    std::vector<Tensor> t;
+    for (const auto& [gguf_name, hf_name] : {std::pair{"token_embd.weight", "model.embed_tokens.weight"},
+                                             std::pair{"output.weight", "lm_head.weight"}}) {
+        auto v = values(gguf_name);
+        v.resize(kVocab * kEmbd, 0.0f);
+        t.push_back(test_checkpoint::f32(hf_name, {kVocab, kEmbd}, v));
+    }
+    t.push_back(test_checkpoint::f32("model.norm.weight", {kEmbd}, values("output_norm.weight")));
+    for (int l = 0; l < 2; ++l) {
+        const std::string b = "blk." + std::to_string(l) + ".", p = "model.layers." + std::to_string(l) + ".";
+        for (const auto& [g, h] : {std::pair{"attn_norm", "input_layernorm"}, std::pair{"ffn_norm", "post_attention_layernorm"},
+                                   std::pair{"attn_q_norm", "self_attn.q_norm"}, std::pair{"attn_k_norm", "self_attn.k_norm"}}) {
+            const gguf::TensorInfo& info = *fx->find_tensor(b + g + ".weight");
+            t.push_back(test_checkpoint::f32(p + h + ".weight", {info.ne[0]}, values(b + g + ".weight")));
+        }
+        for (const auto& [g, h] : {std::pair{"attn_q", "self_attn.q_proj"}, std::pair{"attn_k", "self_attn.k_proj"},
+                                   std::pair{"attn_v", "self_attn.v_proj"}, std::pair{"attn_output", "self_attn.o_proj"}}) {
+            const gguf::TensorInfo& info = *fx->find_tensor(b + g + ".weight");
+            const float s = fx->find_tensor(b + g + ".scale") ? values(b + g + ".scale")[0] : 1.0f;
+            t.push_back(test_checkpoint::f32(p + h + ".weight", {info.ne[1], info.ne[0]}, scaled(b + g + ".weight", s)));
+            if (fx->find_tensor(b + g + ".bias"))
+                t.push_back(test_checkpoint::f32(p + h + ".bias", {info.ne[1]}, values(b + g + ".bias")));
+        }
+        t.push_back(test_checkpoint::f32(p + "mlp.gate.weight", {kExperts, kEmbd}, values(b + "ffn_gate_inp.weight")));
+        for (const auto& [g, h] : {std::pair{"ffn_gate_exps", "gate_proj"}, std::pair{"ffn_up_exps", "up_proj"},
+                                   std::pair{"ffn_down_exps", "down_proj"}}) {
+            const gguf::TensorInfo& info = *fx->find_tensor(b + g + ".weight");
+            const auto w = values(b + g + ".weight");
+            const auto s = fx->find_tensor(b + g + ".scale") ? values(b + g + ".scale") : std::vector<float>(kExperts, 1.0f);
+            const uint64_t per = info.ne[0] * info.ne[1];
+            for (uint64_t e = 0; e < kExperts; ++e) {
+                std::vector<float> m(w.begin() + static_cast<ptrdiff_t>(e * per), w.begin() + static_cast<ptrdiff_t>((e + 1) * per));
+                for (float& x : m) x *= s[e];
+                t.push_back(test_checkpoint::f32(p + "mlp.experts." + std::to_string(e) + "." + h + ".weight",
+                                                 {info.ne[1], info.ne[0]}, m));
+            }
+        }
+    }
+    json config = config_for(kQwen3Moe, true, ff);
+    config["max_position_embeddings"] = fx->get_u32("qwen3moe.context_length").value();
+    config["rms_norm_eps"] = fx->get_f32("qwen3moe.attention.layer_norm_rms_epsilon").value();
+    config["rope_theta"] = fx->get_f32("qwen3moe.rope.freq_base").value();
+    config["num_experts_per_tok"] = fx->get_u32("qwen3moe.expert_used_count").value();
+    config["attention_bias"] = true;
+    auto f = convert_dir(test_checkpoint::make_dir("qwen3moe-from-fixture", config, t));
+
+    const std::vector<int32_t> tokens = want["tokens"].get<std::vector<int32_t>>();
+    const auto got = model::reference_forward(*f, tokens);
+    const auto& ref = want["logits_prefill_all"];
+    ASSERT_EQ(got.size(), ref.size());
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+        for (uint64_t v = 0; v < n_vocab; ++v) {
+            const double r = ref[i][v].get<double>();
+            err += (got[i][v] - r) * (got[i][v] - r);
+            norm += r * r;
+        }
+    const double nmse = err / norm;
+    RecordProperty("nmse", std::to_string(nmse));
+    std::printf("qwen3moe converted from llama.cpp's fixture: NMSE %.3g against llama.cpp's logits\n", nmse);
+    EXPECT_LT(nmse, 1e-4);
 }
 
 TEST(ConvertMoe, Qwen3MoeMatchesLlamaCppFixtureLayout) { check_fixture_layout(kQwen3Moe, "qwen3moe-moe.gguf"); }
