@@ -84,9 +84,11 @@ struct Mix {
 const std::set<int> kMoreBits16 = {0, 1, 4, 7, 10, 13, 14, 15};
 
 // Checks every tensor of `tensors` against `want`.
-void check(const std::vector<gguf::TensorInfo>& tensors, const ModelFacts& facts, FileType ft, const Mix& want) {
+void check(const std::vector<gguf::TensorInfo>& tensors, const ModelFacts& facts, FileType ft, const Mix& want,
+           bool has_imatrix = false) {
     MixOptions options;
     options.file_type = ft;
+    options.has_imatrix = has_imatrix;
     const auto plans = plan_tensor_types(tensors, facts, options);
     ASSERT_EQ(plans.size(), tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -180,6 +182,28 @@ TEST(TypeMixMoe, EightExpertsBumpAttention) {
     // Legacy types keep their rules: attn_v/attn_k bumped, the rest q4_0.
     check(moe_tensors(32, 8, false), mixtral, FileType::MOSTLY_Q4_0,
           {E::Q4_0, E::Q6_K, E::Q4_0, E::Q8_0, E::Q4_0, E::Q4_0, {E::Q8_0}, {E::Q4_0}});
+}
+
+TEST(TypeMixMoe, NonLinearAndLowBitMixes) {
+    // IQ4_XS with n_gqa = 4: attn_v q5_K; ffn_down_exps of the first eighth
+    // q5_K unless an imatrix is given.
+    check(moe_tensors(16, 128, false), kQwen3Moe, FileType::MOSTLY_IQ4_XS,
+          {E::IQ4_XS, E::Q6_K, E::IQ4_XS, E::IQ4_XS, E::IQ4_XS, E::IQ4_XS, {E::Q5_K}, {E::IQ4_XS, E::Q5_K, {0, 1}}});
+    check(moe_tensors(16, 128, false), kQwen3Moe, FileType::MOSTLY_IQ4_XS,
+          {E::IQ4_XS, E::Q6_K, E::IQ4_XS, E::IQ4_XS, E::IQ4_XS, E::IQ4_XS, {E::Q5_K}, {E::IQ4_XS}}, true);
+    // Eight experts: attn_v/attn_k q8_0 over the gqa rule, attn_output q5_K.
+    const ModelFacts mixtral{"llama", 32, 16, 4, 8};
+    check(moe_tensors(32, 8, false), mixtral, FileType::MOSTLY_IQ4_NL,
+          {E::IQ4_NL, E::Q6_K, E::IQ4_NL, E::Q8_0, E::Q5_K, E::IQ4_NL, {E::Q8_0}, {E::IQ4_NL, E::Q5_K, {0, 1, 2, 3}}});
+    // Q2_K_S: attn_v q4_K (n_gqa >= 4), ffn_down_exps q4_K for the first eighth;
+    // attn_output stays q2_K (Q2_K_S is not in the 8-expert list either).
+    check(moe_tensors(16, 128, false), kQwen3Moe, FileType::MOSTLY_Q2_K_S,
+          {E::Q2_K, E::Q6_K, E::Q2_K, E::Q2_K, E::Q2_K, E::Q2_K, {E::Q4_K}, {E::Q2_K, E::Q4_K, {0, 1}}}, true);
+    check(moe_tensors(32, 8, false), mixtral, FileType::MOSTLY_Q2_K_S,
+          {E::Q2_K, E::Q6_K, E::Q2_K, E::Q8_0, E::Q2_K, E::Q2_K, {E::Q8_0}, {E::Q2_K, E::Q4_K, {0, 1, 2, 3}}}, true);
+    // Q5_0 with an imatrix guards the first eighth of ffn_down_exps with q5_1.
+    check(moe_tensors(16, 128, false), kQwen3Moe, FileType::MOSTLY_Q5_0,
+          {E::Q5_0, E::Q6_K, E::Q5_0, E::Q5_0, E::Q5_0, E::Q5_0, {E::Q5_0}, {E::Q5_0, E::Q5_1, {0, 1}}}, true);
 }
 
 TEST(TypeMixMoe, SharedExpertsCountAsFfnDown) {
