@@ -585,6 +585,7 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
                 return *buffer;
             }
             if (!p.stacked.empty()) {
+                values.reserve(p.shape[0] * p.shape[1] * p.shape[2]);
                 for (const std::string& src : p.stacked) {
                     const Checkpoint::Entry& e = *ckpt.find(src);
                     const std::vector<float> part = e.file->to_f32(*e.tensor);
