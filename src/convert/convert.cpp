@@ -83,7 +83,6 @@ private:
     json j_;
 };
 
-
 // Hugging Face block member -> (GGUF name, order within the block).
 struct Role {
     const char* hf;
@@ -258,7 +257,8 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
     const bool tied = cfg.boolean("tie_word_embeddings", gemma);
 
     // Experts: llama.cpp reads num_local_experts or num_experts, num_experts_per_tok or num_experts_per_token.
-    const uint32_t n_expert = cfg.first_u32({"num_local_experts", "num_experts"}).value_or(0);
+    const std::optional<uint32_t> n_expert_key = cfg.first_u32({"num_local_experts", "num_experts"});
+    const uint32_t n_expert = n_expert_key.value_or(0);
     const std::optional<uint32_t> n_expert_used = cfg.first_u32({"num_experts_per_tok", "num_experts_per_token"});
     if ((family == Family::Qwen3Moe || family == Family::GptOss || hf_class == "MixtralForCausalLM") &&
         (n_expert == 0 || !n_expert_used || *n_expert_used == 0 || *n_expert_used > n_expert))
@@ -434,9 +434,9 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
     auto u32 = [&](const std::string& k, uint32_t v) { add(A + "." + k, Value::u32(v)); };
     auto f32 = [&](const std::string& k, float v) { add(A + "." + k, Value::f32(v)); };
     const bool has_head_dim = cfg.has("head_dim");
-    // TextModel's expert keys, right after the norm epsilon.
+    // TextModel's expert keys, right after the norm epsilon, whenever config.json has them.
     auto add_expert_counts = [&] {
-        if (n_expert > 0) u32("expert_count", n_expert);
+        if (n_expert_key) u32("expert_count", *n_expert_key);
         if (n_expert_used) u32("expert_used_count", *n_expert_used);
     };
     auto scaling_number = [&](const char* key) {
