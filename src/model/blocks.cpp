@@ -247,6 +247,7 @@ void moe_ffn_block(Step& s, uint32_t layer) {
         }
         s.ops.add(view(ws.o, E, n), shared, view(ws.o, E, n));
     }
+    if (hp.residual_scale != 0.0f) s.ops.scale(view(ws.o, E, n), hp.residual_scale, view(ws.o, E, n));
     s.ops.add(x, view(ws.o, E, n), x);
 }
 

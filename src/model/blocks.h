@@ -66,7 +66,8 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 // the top n_expert_used experts and their weights (HParams' gating,
 // renormalisation and scale); per selected expert e, silu(gate_e h) * up_e h
 // (silu(up_e h) without expert gates), times each matrix's per-expert scale
-// when loaded; x += sum over the ranks j of w_j down_{e_j}(...).
+// when loaded; x += rs · sum over the ranks j of w_j down_{e_j}(...), rs as
+// in attention_block.
 void moe_ffn_block(Step& s, uint32_t layer);
 
 // Copies the residual stream of the output rows into in.features when

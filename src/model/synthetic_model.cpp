@@ -123,6 +123,12 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
         s.n_ff_shexp = 96;
         s.n_layer_dense_lead = 1;
     }
+    if (arch == "granitemoe") {  // experts as wide as feed_forward_length, with an ungated shared expert
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = s.n_ff;
+        s.n_ff_shexp = 64;
+    }
     if (arch == "olmoe" || arch == "minimax-m2") {  // experts as wide as feed_forward_length
         s.n_expert = 8;
         s.n_expert_used = 3;
@@ -171,12 +177,13 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     const std::string& arch = spec.arch;
     if (spec.n_nextn && arch != "exaone4") throw Error("synthetic model: MTP layers are written for exaone4 only");
     if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2",
-                          "gemma3", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "exaone4"}))
+                          "gemma3", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe", "exaone4"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool moe = spec.n_expert > 0;
-    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe"}))
+    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "granite",
+                                 "granitemoe", "mistral3"}))
         throw Error("synthetic model: '" + arch + "' has no experts");
-    if (is_one_of(arch, {"olmoe", "minimax-m2"}) && spec.n_ff_exp != spec.n_ff)
+    if (moe && is_one_of(arch, {"olmoe", "minimax-m2", "granite", "granitemoe", "mistral3"}) && spec.n_ff_exp != spec.n_ff)
         throw Error("synthetic model: " + arch + "'s experts are n_ff wide");
     if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
@@ -218,7 +225,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         w.add_metadata(key("attn_logit_softcapping"), Value::f32(50.0f));
         w.add_metadata(key("final_logit_softcapping"), Value::f32(30.0f));
     }
-    if (arch == "granite") {
+    if (is_one_of(arch, {"granite", "granitemoe"})) {
         w.add_metadata(key("logit_scale"), Value::f32(2.0f));
         w.add_metadata(key("residual_scale"), Value::f32(0.5f));
         w.add_metadata(key("embedding_scale"), Value::f32(3.0f));
