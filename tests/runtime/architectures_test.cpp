@@ -7,7 +7,7 @@
 // - chunked prefill (chunks of 1, 7 and 64) equals one-shot prefill;
 // - four sequences in one batch equal four separate runs;
 // - cache operations (remove, copy, shift) equal recomputation.
-// The fixtures have a sliding window of 8 on gemma2/gemma3/phi3, and the
+// The fixtures have a sliding window of 8 on gemma2/gemma3/phi3/muse-glimmer, and the
 // sequences are longer than that, so the window (and its cache) is exercised.
 
 #include <gtest/gtest.h>
@@ -30,7 +30,8 @@ namespace {
 
 const std::vector<std::string> kArchs = {"llama",      "qwen2",    "qwen3",    "qwen2moe", "qwen3moe", "olmoe",
                                          "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3", "phi3",  "smollm3",
-                                         "seed_oss",   "mistral3", "granite",  "exaone4", "granitemoe"};
+                                         "seed_oss",   "mistral3", "granite",  "exaone4", "granitemoe",
+                                         "muse-glimmer"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;

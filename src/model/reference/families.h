@@ -20,5 +20,8 @@ Logits llama(const Input& in);
 Logits gemma(const Input& in);
 // phi3: fused QKV and gate/up matrices, LongRoPE factors.
 Logits phi3(const Input& in);
+// muse-glimmer: normed embeddings, gated attention output, post norms
+// (epsilon 1e-8), rope on the sliding-window layers only, soft-capped logits.
+Logits muse_glimmer(const Input& in);
 
 }  // namespace cria::model::reference
