@@ -108,6 +108,7 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     ap.causal = true;
     ap.window = hp.is_swa(layer) ? hp.n_swa : 0;
     ap.softcap = hp.attn_softcap;
+    ap.sinks = lw.attn_sinks.empty() ? nullptr : lw.attn_sinks.data();
     ap.positions = s.in.positions;
     const TensorView attn = TensorView::contiguous(ElementType::F32, ws.attn.data(), {hp.head_dim_v, hp.n_head, n});
     s.memory.attend(layer, qh, kh, vh, ap, attn);

@@ -48,7 +48,8 @@ struct AttentionOptions {
 // x += rs · [post_norm](Wo · ([sigmoid(Wg h) ⊙] attention(rope(Wq h), rope(Wk h), Wv h))),
 // h = rms_norm(x) (x without pre_norm). Rope is skipped on the layers
 // hp.nope_layers marks; rs is hp.residual_scale when set (granite), else 1;
-// the post norm's epsilon is hp.post_norm_eps when set.
+// the post norm's epsilon is hp.post_norm_eps when set. The layer's attention
+// sinks join the softmax when the table loaded them.
 void attention_block(Step& s, uint32_t layer, const AttentionOptions& options);
 
 // Gate and up come from ffn_gate/ffn_up, or from one product when the file

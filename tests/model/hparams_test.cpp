@@ -147,6 +147,30 @@ TEST(HParams, MuseGlimmerSlidesAndRopesByItsPattern) {
     }
 }
 
+TEST(HParams, GraniteSwaReadsItsLayerPatterns) {
+    const HParams hp = hparams_of(SyntheticModelSpec::tiny("granite_swa"));
+    EXPECT_EQ(hp.n_swa, 8u);
+    EXPECT_EQ(hp.swa_layers, (std::vector<bool>{true, false, true, false}));
+    EXPECT_EQ(hp.nope_layers, (std::vector<bool>{false, false, false, true}));  // attention.rope_pattern
+    EXPECT_FLOAT_EQ(hp.rope_freq_base_swa, hp.rope_freq_base);  // every layer ropes alike
+    EXPECT_FLOAT_EQ(hp.logit_multiplier, 0.5f);
+    EXPECT_FLOAT_EQ(hp.residual_scale, 0.5f);
+
+    SyntheticModelSpec spec = SyntheticModelSpec::tiny("granite_swa");
+    spec.name = "granite-swa-scalar";
+    spec.swa_pattern = 1;  // a scalar is copied to every layer (not a period)
+    EXPECT_EQ(hparams_of(spec).swa_layers, (std::vector<bool>(4, true)));
+
+    spec.name = "granite-swa-no-pattern";
+    spec.swa_pattern = 0;  // the key is required
+    try {
+        hparams_of(spec);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("granite_swa.attention.sliding_window_pattern"), std::string::npos) << e.what();
+    }
+}
+
 TEST(HParams, Exaone4SlidesOnlyWithA64LayerTrunk) {
     SyntheticModelSpec spec = SyntheticModelSpec::tiny("exaone4");
     spec.sliding_window = 8;

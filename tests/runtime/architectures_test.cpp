@@ -7,7 +7,7 @@
 // - chunked prefill (chunks of 1, 7 and 64) equals one-shot prefill;
 // - four sequences in one batch equal four separate runs;
 // - cache operations (remove, copy, shift) equal recomputation.
-// The fixtures have a sliding window of 8 on gemma2/gemma3/phi3/muse-glimmer, and the
+// The fixtures have a sliding window of 8 on gemma2/gemma3/phi3/muse-glimmer/granite_swa, and the
 // sequences are longer than that, so the window (and its cache) is exercised.
 
 #include <gtest/gtest.h>
@@ -31,7 +31,7 @@ namespace {
 const std::vector<std::string> kArchs = {"llama",      "qwen2",    "qwen3",    "qwen2moe", "qwen3moe", "olmoe",
                                          "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3", "phi3",  "smollm3",
                                          "seed_oss",   "mistral3", "granite",  "exaone4", "granitemoe",
-                                         "muse-glimmer"};
+                                         "muse-glimmer", "granite_swa"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;
@@ -296,16 +296,17 @@ INSTANTIATE_TEST_SUITE_P(All, Architectures, ::testing::ValuesIn(kArchs),
                              return name;
                          });
 
-// The dense families that also accept experts (granite: Granite MoE with
-// its ungated shared expert; mistral3: Mixtral's layout) against the float64
-// reference on the same tiny model with 8 experts, 3 per token.
+// The dense families that also accept experts (granite and granite_swa:
+// Granite MoE with its ungated shared expert; mistral3: Mixtral's layout)
+// against the float64 reference on the same tiny model with 8 experts, 3 per
+// token, all at once and one token at a time.
 TEST(ArchitecturesWithExperts, AgreeWithReference) {
-    for (const char* arch : {"granite", "mistral3"}) {
+    for (const char* arch : {"granite", "mistral3", "granite_swa"}) {
         model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny(arch);
         spec.n_expert = 8;
         spec.n_expert_used = 3;
         spec.n_ff_exp = spec.n_ff;
-        if (std::string(arch) == "granite") spec.n_ff_shexp = 64;
+        if (std::string(arch) != "mistral3") spec.n_ff_shexp = 64;
         spec.stddev = 0.08f;
         spec.seed = 7;
         const auto path = (test::temp_dir() / (std::string("runtime-") + arch + "-experts.gguf")).string();

@@ -17,7 +17,7 @@ namespace cria::model {
 
 struct SyntheticModelSpec {
     // llama, qwen2, qwen3, gemma2, gemma3, phi3, smollm3, seed_oss, mistral3, granite, exaone4,
-    // qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe, granitemoe, muse-glimmer
+    // qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe, granitemoe, muse-glimmer, granite_swa
     std::string arch = "llama";
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
@@ -31,8 +31,8 @@ struct SyntheticModelSpec {
     uint32_t n_ctx = 2048;
     bool tied_output = true;
     float rope_freq_base = 10000.0f;
-    uint32_t sliding_window = 0;  // gemma2/gemma3/phi3/muse-glimmer: 0 = no sliding window key
-    // muse-glimmer: attention.sliding_window_pattern as a bool per layer
+    uint32_t sliding_window = 0;  // gemma2/gemma3/phi3/muse-glimmer/granite_swa: 0 = no sliding window key
+    // muse-glimmer, granite_swa: attention.sliding_window_pattern as a bool per layer
     // (-1: every other layer slides, layer 0 first), a scalar (> 0), or absent (0).
     int32_t swa_pattern = -1;
     // Mixture of experts (llama, qwen3moe, granite, mistral3...): n_expert > 0 writes a router and
