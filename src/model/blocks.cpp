@@ -108,13 +108,24 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     ap.causal = true;
     ap.window = hp.is_swa(layer) ? hp.n_swa : 0;
     ap.softcap = hp.attn_softcap;
+    ap.sinks = lw.attn_sinks.empty() ? nullptr : lw.attn_sinks.data();
     ap.positions = s.in.positions;
     const TensorView attn = TensorView::contiguous(ElementType::F32, ws.attn.data(), {hp.head_dim_v, hp.n_head, n});
     s.memory.attend(layer, qh, kh, vh, ap, attn);
 
+    const int64_t n_attn = static_cast<int64_t>(hp.n_head) * hp.head_dim_v;
+    if (o.output_gate) {
+        // ws.q is free once attended, and as wide (the gate is [n_head * head_dim]; the
+        // architecture checks head_dim_v == head_dim); h still holds the block's input.
+        const TensorView g = view(ws.q, n_attn, n);
+        linear(s, lw.attn_gate, h, g);
+        for (int64_t i = 0; i < n_attn * n; ++i) ws.q[static_cast<size_t>(i)] = 1.0f / (1.0f + std::exp(-ws.q[static_cast<size_t>(i)]));
+        s.ops.mul(view(ws.attn, n_attn, n), g, view(ws.attn, n_attn, n));
+    }
     const TensorView out = view(ws.o, hp.n_embd, n);
-    linear(s, lw.wo, view(ws.attn, static_cast<int64_t>(hp.n_head) * hp.head_dim_v, n), out);
-    if (o.post_norm) s.ops.rms_norm(out, lw.post_attn_norm.data(), hp.norm_rms_eps, out);
+    linear(s, lw.wo, view(ws.attn, n_attn, n), out);
+    const float post_eps = hp.post_norm_eps != 0.0f ? hp.post_norm_eps : hp.norm_rms_eps;
+    if (o.post_norm) s.ops.rms_norm(out, lw.post_attn_norm.data(), post_eps, out);
     if (hp.residual_scale != 0.0f) s.ops.scale(out, hp.residual_scale, out);
     s.ops.add(x, out, x);
 }
@@ -151,7 +162,8 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
 
     const TensorView out = view(ws.o, hp.n_embd, n);
     linear(s, lw.down, gate, out);
-    if (o.post_norm) s.ops.rms_norm(out, lw.post_ffn_norm.data(), hp.norm_rms_eps, out);
+    if (o.post_norm)
+        s.ops.rms_norm(out, lw.post_ffn_norm.data(), hp.post_norm_eps != 0.0f ? hp.post_norm_eps : hp.norm_rms_eps, out);
     if (hp.residual_scale != 0.0f) s.ops.scale(out, hp.residual_scale, out);
     s.ops.add(x, out, x);
 }
@@ -247,6 +259,7 @@ void moe_ffn_block(Step& s, uint32_t layer) {
         }
         s.ops.add(view(ws.o, E, n), shared, view(ws.o, E, n));
     }
+    if (hp.residual_scale != 0.0f) s.ops.scale(view(ws.o, E, n), hp.residual_scale, view(ws.o, E, n));
     s.ops.add(x, view(ws.o, E, n), x);
 }
 

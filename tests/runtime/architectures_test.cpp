@@ -1,12 +1,13 @@
 // Every architecture (kArchs below) on a random synthetic fixture (the MoE
 // ones: 8 experts, 3 per token, so batches of several tokens and sequences
-// route to different experts; qwen2moe with its gated shared expert):
+// route to different experts; qwen2moe with its gated shared expert,
+// granitemoe with an ungated one):
 // - the fast path agrees with model::reference_forward (float64, no cache)
 //   for every KV cache type, with the tolerance stated per type below;
 // - chunked prefill (chunks of 1, 7 and 64) equals one-shot prefill;
 // - four sequences in one batch equal four separate runs;
 // - cache operations (remove, copy, shift) equal recomputation.
-// The fixtures have a sliding window of 8 on gemma2/gemma3/phi3, and the
+// The fixtures have a sliding window of 8 on gemma2/gemma3/phi3/muse-glimmer/granite_swa, and the
 // sequences are longer than that, so the window (and its cache) is exercised.
 
 #include <gtest/gtest.h>
@@ -29,7 +30,8 @@ namespace {
 
 const std::vector<std::string> kArchs = {"llama",      "qwen2",    "qwen3",    "qwen2moe", "qwen3moe", "olmoe",
                                          "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3", "phi3",  "smollm3",
-                                         "seed_oss",   "mistral3", "granite",  "exaone4"};
+                                         "seed_oss",   "mistral3", "granite",  "exaone4", "granitemoe",
+                                         "muse-glimmer", "granite_swa"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;
@@ -293,6 +295,31 @@ INSTANTIATE_TEST_SUITE_P(All, Architectures, ::testing::ValuesIn(kArchs),
                              std::replace(name.begin(), name.end(), '-', '_');  // minimax-m2
                              return name;
                          });
+
+// The dense families that also accept experts (granite and granite_swa:
+// Granite MoE with its ungated shared expert; mistral3: Mixtral's layout)
+// against the float64 reference on the same tiny model with 8 experts, 3 per
+// token, all at once and one token at a time.
+TEST(ArchitecturesWithExperts, AgreeWithReference) {
+    for (const char* arch : {"granite", "mistral3", "granite_swa"}) {
+        model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny(arch);
+        spec.n_expert = 8;
+        spec.n_expert_used = 3;
+        spec.n_ff_exp = spec.n_ff;
+        if (std::string(arch) != "mistral3") spec.n_ff_shexp = 64;
+        spec.stddev = 0.08f;
+        spec.seed = 7;
+        const auto path = (test::temp_dir() / (std::string("runtime-") + arch + "-experts.gguf")).string();
+        model::write_synthetic_model(spec, path);
+        const auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
+        const auto m = model::Model::from_file(file);
+        ASSERT_EQ(m->hparams().n_expert, 8u) << arch;
+        const auto tokens = random_tokens(spec.n_vocab, 20, 11);
+        const Rows ref = model::reference_forward(*file, tokens);
+        expect_agree(ref, decode_chunks(*m, tokens, tokens.size(), params()), 2e-4, 4e-4, arch);
+        expect_agree(ref, decode_chunks(*m, tokens, 1, params()), 2e-4, 4e-4, std::string(arch) + " one token at a time");
+    }
+}
 
 // EXAONE 4.5 files carry MTP layers after the trunk (nextn_predict_layers):
 // they load and are not run, so the logits equal those of the trunk alone.

@@ -83,6 +83,7 @@ struct HParams {
     // entries, all false when every layer uses rope.
     std::vector<bool> nope_layers;
     bool has_post_norms = false;   // gemma2/3: RMSNorm after attention and after the FFN, before the residual add
+    float post_norm_eps = 0.0f;    // epsilon of those post norms (0: norm_rms_eps; muse-glimmer: 1e-8)
     FfnActivation ffn_activation = FfnActivation::Silu;
 
     // Mixture of experts (n_expert > 0; only architectures that declare

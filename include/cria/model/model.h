@@ -76,6 +76,11 @@ struct LayerWeights {
     std::vector<float> attn_norm, post_attn_norm, ffn_norm, post_ffn_norm;
     std::vector<float> q_norm, k_norm;
     Linear wq, wk, wv, wqkv, wo;  // wqkv: the file's fused [q; k; v] (phi3), or joined at load
+    // muse-glimmer: sigmoid(attn_gate h) gates the attention output channel by channel before wo.
+    Linear attn_gate;
+    // Attention sinks (granite_swa): one logit per query head that joins each
+    // softmax's normalisation and weighs no value. Empty: none.
+    std::vector<float> attn_sinks;
     Linear gate, up, down;        // up holds [gate; up] when the file fuses them (phi3)
     // Joined at load time from separate matrices of the file (packed weights
     // only): wqkv.w = [wq; wk; wv] (then wq.w, wk.w, wv.w are empty; their

@@ -17,7 +17,7 @@ namespace cria::model {
 
 struct SyntheticModelSpec {
     // llama, qwen2, qwen3, gemma2, gemma3, phi3, smollm3, seed_oss, mistral3, granite, exaone4,
-    // qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe
+    // qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe, granitemoe, muse-glimmer, granite_swa
     std::string arch = "llama";
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
@@ -31,8 +31,11 @@ struct SyntheticModelSpec {
     uint32_t n_ctx = 2048;
     bool tied_output = true;
     float rope_freq_base = 10000.0f;
-    uint32_t sliding_window = 0;  // gemma2/gemma3/phi3: 0 = no sliding window key
-    // Mixture of experts (llama, qwen3moe): n_expert > 0 writes a router and
+    uint32_t sliding_window = 0;  // gemma2/gemma3/phi3/muse-glimmer/granite_swa: 0 = no sliding window key
+    // muse-glimmer, granite_swa: attention.sliding_window_pattern as a bool per layer
+    // (-1: every other layer slides, layer 0 first), a scalar (> 0), or absent (0).
+    int32_t swa_pattern = -1;
+    // Mixture of experts (llama, qwen3moe, granite, mistral3...): n_expert > 0 writes a router and
     // stacked experts of width n_ff_exp instead of the dense feed-forward.
     uint32_t n_expert = 0;
     uint32_t n_expert_used = 0;

@@ -92,7 +92,8 @@ void rope(Vec& x, uint32_t head_dim, int64_t pos, const Rope& r) {
     }
 }
 
-Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, const Rows& v) {
+Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, const Rows& v,
+               const std::vector<float>& sinks) {
     const uint32_t hd = hp.head_dim, hdv = hp.head_dim_v;
     const bool swa = hp.is_swa(layer);
     Rows out(q.size(), Vec(static_cast<size_t>(hp.n_head) * hdv, 0.0));
@@ -101,14 +102,15 @@ Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, 
         for (uint32_t h = 0; h < hp.n_head; ++h) {
             const uint32_t kv = h / hp.n_gqa();
             Vec scores(t + 1 - first);
-            double max_score = -INFINITY;
+            const double sink = sinks.empty() ? -INFINITY : static_cast<double>(sinks[h]);
+            double max_score = sink;
             for (size_t s = first; s <= t; ++s) {
                 double dot = 0.0;
                 for (uint32_t d = 0; d < hd; ++d) dot += q[t][h * hd + d] * k[s][kv * hd + d];
                 scores[s - first] = softcap(dot * hp.attention_scale, hp.attn_softcap);
                 max_score = std::max(max_score, scores[s - first]);
             }
-            double denom = 0.0;
+            double denom = sinks.empty() ? 0.0 : std::exp(sink - max_score);
             for (double& s : scores) denom += (s = std::exp(s - max_score));
             for (size_t s = first; s <= t; ++s)
                 for (uint32_t d = 0; d < hdv; ++d) out[t][h * hdv + d] += scores[s - first] / denom * v[s][kv * hdv + d];
@@ -201,7 +203,7 @@ Rows self_attention(const Input& in, uint32_t layer, const Rows& x) {
         k[t] = std::move(p.k);
         v[t] = std::move(p.v);
     }
-    return attention(hp, layer, q, k, v);
+    return attention(hp, layer, q, k, v, lw.attn_sinks);
 }
 
 namespace {

@@ -80,8 +80,10 @@ void rope(Vec& x, uint32_t head_dim, int64_t pos, const Rope& r);
 // positions, or the last n_swa on a sliding-window layer): scores scaled by
 // hp.attention_scale, soft-capped by hp.attn_softcap, grouped-query heads.
 // q, k, v: one row of heads per position, roped. Returns n_head * head_dim_v
-// values per position.
-Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, const Rows& v);
+// values per position. `sinks` (n_head logits, or empty): each head's sink
+// joins the normalisation (exp(sink) in the denominator) and weighs no value.
+Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, const Rows& v,
+               const std::vector<float>& sinks = {});
 
 // Q, K and V of one normed position: from attn_q/k/v, or split from the
 // file's fused attn_qkv when it has one.
@@ -101,7 +103,8 @@ struct QkvProjection {
 // loaded none, exaone4), an RMSNorm over each Q and K head when the table
 // loaded attn_q_norm / attn_k_norm (qwen3, gemma3; over the whole Q and K
 // vectors when the weights are that wide: olmoe), RoPE with the layer's
-// parameters (none on the layers hp.nope_layers marks), then attention().
+// parameters (none on the layers hp.nope_layers marks), then attention()
+// with the layer's attention sinks when the table loaded them.
 Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
 
 // The mixture-of-experts feed-forward of one layer on one normed position
