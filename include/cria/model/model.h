@@ -65,6 +65,9 @@ struct Linear {
 struct ExpertLinear {
     ops::TensorView w;
     std::vector<float> scale;  // n_expert values, or empty
+    // Per-expert biases [rows, n_expert] (gpt-oss; ggml_add_id after the
+    // scaled product), or empty.
+    std::vector<float> bias;
 
     bool present() const { return w.data != nullptr; }
 };
@@ -75,6 +78,9 @@ struct ExpertLinear {
 struct LayerWeights {
     std::vector<float> attn_norm, post_attn_norm, ffn_norm, post_ffn_norm;
     std::vector<float> q_norm, k_norm;
+    // One learned logit per query head that joins the attention softmax's
+    // denominator only (gpt-oss's attn_sinks), or empty.
+    std::vector<float> attn_sinks;
     Linear wq, wk, wv, wqkv, wo;  // wqkv: the file's fused [q; k; v] (phi3), or joined at load
     Linear gate, up, down;        // up holds [gate; up] when the file fuses them (phi3)
     // Joined at load time from separate matrices of the file (packed weights
