@@ -150,6 +150,16 @@ TEST(HParams, GptOssRoutesOnRawLogitsAndSlidesOnEvenLayers) {
     EXPECT_EQ(hp.expert_activation, FfnActivation::SwigluOai);
     EXPECT_EQ(hp.n_ff_exp, 64u);
     EXPECT_EQ(hp.rope_yarn_ext_factor, 0.0f);  // no rope scaling keys: plain rope
+
+    // llama.cpp requires the window; a file without it is refused by name.
+    spec.sliding_window = 0;
+    spec.name = "gpt-oss-no-window";
+    try {
+        hparams_of(spec);
+        ADD_FAILURE() << "a gpt-oss file without attention.sliding_window was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("gpt-oss.attention.sliding_window"), std::string::npos) << e.what();
+    }
 }
 
 // gpt-oss's released files: rope.scaling.type "yarn", factor 32, original
