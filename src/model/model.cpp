@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 
 #include <sys/mman.h>
@@ -269,6 +270,13 @@ ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     const std::vector<float>& factors =
         long_rope && !weights_.rope_factors_long.empty() ? weights_.rope_factors_long : weights_.rope_factors;
     p.freq_factors = factors.empty() ? nullptr : factors.data();
+    return p;
+}
+
+ops::RopeParams Model::rope_shift_params(uint32_t layer, bool long_rope) const {
+    ops::RopeParams p = rope_params(layer, long_rope);
+    // The op multiplies cos/sin by attn_factor, and by 1 + 0.1 ln(1 / freq_scale) with YaRN.
+    p.attn_factor = p.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * std::log(1.0f / p.freq_scale)) : 1.0f;
     return p;
 }
 

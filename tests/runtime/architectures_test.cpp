@@ -339,6 +339,25 @@ TEST(GptOss, YarnRopeAgreesWithTheReference) {
     expect_agree(ref, decode_chunks(*m, tokens, 1, params()), 2e-4, 4e-4, "gpt-oss yarn steps");
     Fixture& plain = fixture("gpt-oss", 16);  // the same weights (same spec and seed) without YaRN
     EXPECT_GT(max_abs_diff(ref, model::reference_forward(*plain.file, tokens)), 1e-2);
+
+    // A shifted cache equals one computed at the new positions: the shift is
+    // a pure rotation, without YaRN's magnitude gain (which the keys already
+    // carry from their first rotation).
+    const int32_t d = 6, n = static_cast<int32_t>(tokens.size());
+    Context shifted(*m, params());
+    ASSERT_EQ(shifted.decode(Batch::from_tokens(tokens, 0)), 0);
+    shifted.memory_seq_add(0, 0, -1, d);
+    Batch next;
+    next.add(3, n + d, {0}, true);
+    ASSERT_EQ(shifted.decode(next), 0);
+    Context fresh(*m, params());
+    Batch b;
+    for (int32_t i = 0; i < n; ++i) b.add(tokens[i], d + i, {0}, false);
+    b.add(3, n + d, {0}, true);
+    ASSERT_EQ(fresh.decode(b), 0);
+    auto x = shifted.logits(-1), y = fresh.logits(-1);
+    expect_agree({std::vector<float>(y.begin(), y.end())}, {std::vector<float>(x.begin(), x.end())}, 2e-4, 4e-4,
+                 "gpt-oss yarn shift");
 }
 
 }  // namespace

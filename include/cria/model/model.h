@@ -178,6 +178,11 @@ public:
     // Rope parameters of a layer (SWA layers may use their own base);
     // n_dims 0 for a layer that applies no rope (its keys never rotate).
     ops::RopeParams rope_params(uint32_t layer, bool long_rope) const;
+    // The same rotation for moving cached keys by a position delta, with a
+    // magnitude of 1: the keys already carry the attn_factor (and YaRN's
+    // gain) of their first rotation. (llama.cpp's K-shift cancels YaRN's
+    // gain for deepseek2 only and scales other families' keys by it again.)
+    ops::RopeParams rope_shift_params(uint32_t layer, bool long_rope) const;
 
     // The widest output of a fused or joined product ([q; k; v], [gate; up]),
     // from the tensor table: the scratch those products are split from.
