@@ -20,6 +20,17 @@ TensorView vec_view(const std::vector<float>& v) {
     return TensorView::contiguous(ElementType::F32, v.data(), {static_cast<int64_t>(v.size())});
 }
 
+// out = act(gate, up), the activation of a gated feed-forward block.
+void gated_activation(ops::Ops& ops, FfnActivation act, const TensorView& gate, const TensorView& up,
+                      const TensorView& out) {
+    switch (act) {
+        case FfnActivation::Silu: ops.swiglu(gate, up, out); return;
+        case FfnActivation::GeluTanh: ops.geglu(gate, up, out); return;
+        // alpha and limit as llama.cpp's build_moe_ffn hard-codes them for gpt-oss.
+        case FfnActivation::SwigluOai: ops.swiglu_oai(gate, up, 1.702f, 7.0f, out); return;
+    }
+}
+
 // Copies rows [first, first + rows) of every column of a [total, n] buffer
 // into a dense [rows, n] buffer: splits the output of a fused projection.
 void split_rows(const float* src, int64_t total, int64_t first, int64_t rows, int64_t n, float* dst) {
@@ -155,10 +166,7 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
         linear(s, lw.gate, h, gate);
         linear(s, lw.up, h, up);
     }
-    if (o.activation == FfnActivation::Silu)
-        s.ops.swiglu(gate, up, gate);
-    else
-        s.ops.geglu(gate, up, gate);
+    gated_activation(s.ops, o.activation, gate, up, gate);
 
     const TensorView out = view(ws.o, hp.n_embd, n);
     linear(s, lw.down, gate, out);
@@ -190,6 +198,17 @@ void scale_experts(const std::vector<float>& scale, const int32_t* ids, int64_t 
     }
 }
 
+// out[:, j, t] += bias[:, ids[t * k + j]] (ggml_add_id): an expert's own bias.
+void add_expert_bias(const std::vector<float>& bias, const int32_t* ids, int64_t rows, int64_t k, int64_t n,
+                     float* out) {
+    if (bias.empty()) return;
+    for (int64_t i = 0; i < k * n; ++i) {
+        const float* b = bias.data() + static_cast<int64_t>(ids[i]) * rows;
+        float* y = out + i * rows;
+        for (int64_t r = 0; r < rows; ++r) y[r] += b[r];
+    }
+}
+
 }  // namespace
 
 void moe_ffn_block(Step& s, uint32_t layer) {
@@ -218,16 +237,19 @@ void moe_ffn_block(Step& s, uint32_t layer) {
     const TensorView up = TensorView::contiguous(ElementType::F32, ws.expert_up.data(), {F, k, n});
     s.ops.matmul_id(lw.up_exps.w, hx, ids, k, up);
     scale_experts(lw.up_exps.scale, ids, F, k, n, ws.expert_up.data());
+    add_expert_bias(lw.up_exps.bias, ids, F, k, n, ws.expert_up.data());
     if (lw.gate_exps.present()) {
         s.ops.matmul_id(lw.gate_exps.w, hx, ids, k, gate);
         scale_experts(lw.gate_exps.scale, ids, F, k, n, ws.expert_gate.data());
-        s.ops.swiglu(gate, up, gate);
+        add_expert_bias(lw.gate_exps.bias, ids, F, k, n, ws.expert_gate.data());
+        gated_activation(s.ops, hp.expert_activation, gate, up, gate);
     } else {
         s.ops.silu(up, gate);
     }
     const TensorView down = TensorView::contiguous(ElementType::F32, ws.expert_out.data(), {E, k, n});
     s.ops.matmul_id(lw.down_exps.w, gate, ids, k, down);
     scale_experts(lw.down_exps.scale, ids, E, k, n, ws.expert_out.data());
+    add_expert_bias(lw.down_exps.bias, ids, E, k, n, ws.expert_out.data());
 
     // out[:, t] = sum_j w[j, t] down[:, j, t], summed in rank order as
     // llama.cpp does, then added to the residual stream.

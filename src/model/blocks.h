@@ -67,10 +67,11 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 // The mixture-of-experts feed-forward block (llama.cpp's build_moe_ffn with
 // SwiGLU experts): h = rms_norm(x) (ffn_norm); router logits ffn_gate_inp h;
 // the top n_expert_used experts and their weights (HParams' gating,
-// renormalisation and scale); per selected expert e, silu(gate_e h) * up_e h
-// (silu(up_e h) without expert gates), times each matrix's per-expert scale
-// when loaded; x += rs · sum over the ranks j of w_j down_{e_j}(...), rs as
-// in attention_block.
+// renormalisation and scale); per selected expert e, act(gate_e h, up_e h)
+// (hp.expert_activation; silu(up_e h) without expert gates), each matrix's
+// product times its per-expert scale, then plus its per-expert bias, when
+// loaded; x += rs · sum over the ranks j of w_j down_{e_j}(...), rs as in
+// attention_block.
 void moe_ffn_block(Step& s, uint32_t layer);
 
 // Copies the residual stream of the output rows into in.features when

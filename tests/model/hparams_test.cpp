@@ -199,5 +199,45 @@ TEST(HParams, Exaone4SlidesOnlyWithA64LayerTrunk) {
     EXPECT_EQ(mtp.nope_layers, big.nope_layers);
 }
 
+TEST(HParams, GptOssRoutesOnRawLogitsAndSlidesOnEvenLayers) {
+    SyntheticModelSpec spec = SyntheticModelSpec::tiny("gpt-oss");
+    const HParams hp = hparams_of(spec);
+    EXPECT_EQ(hp.rope_order, RopeOrder::NeoX);
+    EXPECT_EQ(hp.n_swa, 8u);
+    EXPECT_EQ(hp.swa_layers, (std::vector<bool>{true, false, true}));  // period 2 when the key is absent
+    EXPECT_EQ(hp.expert_gating, ExpertGating::SoftmaxWeight);
+    EXPECT_FALSE(hp.expert_weights_norm);
+    EXPECT_EQ(hp.expert_activation, FfnActivation::SwigluOai);
+    EXPECT_EQ(hp.n_ff_exp, 64u);
+    EXPECT_EQ(hp.rope_yarn_ext_factor, 0.0f);  // no rope scaling keys: plain rope
+
+    // llama.cpp requires the window; a file without it is refused by name.
+    spec.sliding_window = 0;
+    spec.name = "gpt-oss-no-window";
+    try {
+        hparams_of(spec);
+        ADD_FAILURE() << "a gpt-oss file without attention.sliding_window was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("gpt-oss.attention.sliding_window"), std::string::npos) << e.what();
+    }
+}
+
+// gpt-oss's released files: rope.scaling.type "yarn", factor 32, original
+// context 4096. llama.cpp then sets ext_factor 1 and an attn_factor whose
+// YaRN gain (1 + 0.1 ln 32) cancels the one ggml's rope multiplies in.
+TEST(HParams, YarnScalingFollowsLlamaCppsContextSetup) {
+    SyntheticModelSpec spec = SyntheticModelSpec::tiny("gpt-oss");
+    spec.name = "gpt-oss-yarn";
+    spec.rope_yarn_factor = 32.0f;
+    const HParams hp = hparams_of(spec);
+    EXPECT_FLOAT_EQ(hp.rope_freq_scale, 1.0f / 32.0f);
+    EXPECT_FLOAT_EQ(hp.rope_freq_scale_swa, 1.0f / 32.0f);
+    EXPECT_EQ(hp.rope_yarn_ext_factor, 1.0f);
+    EXPECT_EQ(hp.n_ctx_orig, 4096u);
+    EXPECT_FLOAT_EQ(hp.rope_attn_factor, 1.0f);
+    EXPECT_EQ(hp.rope_yarn_beta_fast, 32.0f);
+    EXPECT_EQ(hp.rope_yarn_beta_slow, 1.0f);
+}
+
 }  // namespace
 }  // namespace cria::model
