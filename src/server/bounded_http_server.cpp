@@ -16,9 +16,7 @@ namespace {
 // Set on the accepting thread for a connection over the limit: its
 // process_and_close_socket() runs there, answers 503 and closes at once.
 thread_local bool t_over_limit = false;
-// Set by the post-routing handler when the response says "Connection: close"
-// (a request refused before its body was read: the body's bytes must not be
-// taken for the next request).
+// Set by the post-routing handler when the connection must end after this response.
 thread_local bool t_close_after_response = false;
 
 const std::string& over_limit_reply() {
@@ -76,8 +74,17 @@ private:
 BoundedHttpServer::BoundedHttpServer(const ConnectionLimits& limits) : limits_(limits) {
     const int max = limits_.max_connections > 0 ? limits_.max_connections : 1;
     new_task_queue = [max] { return new ThreadPerConnection(max); };
-    set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
-        if (res.get_header_value("Connection") == "close") t_close_after_response = true;
+    // A response that closes the connection, or one to a request whose body
+    // was never read (refused before routing), ends the connection: the
+    // unread body must not be taken for the next request.
+    set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+        const std::string length = req.get_header_value("Content-Length");
+        const bool unread_body = !length.empty() && length != "0" && req.body.empty();
+        if (res.get_header_value("Connection") != "close" && !unread_body) return;
+        res.headers.erase("Connection");
+        res.headers.erase("Keep-Alive");
+        res.set_header("Connection", "close");
+        t_close_after_response = true;
     });
 }
 
@@ -93,6 +100,14 @@ void BoundedHttpServer::serve(httplib::Stream& stream, const std::function<bool(
         const bool ok = process_request(stream, left == 1, closed, nullptr);
         if (!ok || closed || t_close_after_response) break;
     }
+}
+
+void BoundedHttpServer::serve_in_memory(httplib::Stream& stream, const std::function<bool()>& next_request) {
+    {
+        std::lock_guard lock(placeholder_mutex_);
+        if (svr_sock_ == INVALID_SOCKET && !is_running()) svr_sock_ = ::socket(AF_INET, SOCK_STREAM, 0);  // stop() closes it
+    }
+    serve(stream, next_request);
 }
 
 bool BoundedHttpServer::process_and_close_socket(socket_t sock) {

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <functional>
+#include <mutex>
 
 #include "connection_stream.h"
 
@@ -40,6 +41,11 @@ public:
     // count of them.
     void serve(httplib::Stream& stream, const std::function<bool()>& next_request);
 
+    // serve() for a server that never listens: cpp-httplib ends streamed
+    // responses at once when it has no listening socket, so this one gets a
+    // placeholder socket (never bound: no port is opened) first.
+    void serve_in_memory(httplib::Stream& stream, const std::function<bool()>& next_request);
+
     int open_connections() const { return open_.load(); }
     const ConnectionLimits& limits() const { return limits_; }
 
@@ -48,6 +54,7 @@ private:
 
     const ConnectionLimits limits_;
     std::atomic<int> open_{0};
+    std::mutex placeholder_mutex_;
 };
 
 }  // namespace cria::server

@@ -14,6 +14,7 @@
 #include "cria/core/error.h"
 #include "cria/core/version.h"
 #include "cria/server/slot_files.h"
+#include "memory_stream.h"
 #include "metrics.h"
 #include "responses.h"
 #include "server/request_guard.h"
@@ -534,6 +535,7 @@ Server::Server(std::unique_ptr<Backend> backend, ServerConfig config) : impl_(st
     m.formatter = std::make_unique<ChatFormatter>(m.backend->vocab(), tmpl);
     m.formatter->set_parse_special_in_content(m.config.parse_special_in_content);
     m.scheduler = std::make_unique<Scheduler>(*m.backend, m.config.scheduler);
+    m.port = m.config.port;  // until start() binds (serve_bytes() checks Host against it)
     m.model_id = m.config.model_alias;
     if (m.model_id.empty()) m.model_id = std::filesystem::path(m.config.model_path).filename().string();
     if (m.model_id.empty()) m.model_id = m.backend->model_name();
@@ -581,6 +583,12 @@ void Server::stop() {
 }
 
 int Server::port() const { return impl_->port; }
+
+Server::Exchange Server::serve_bytes(std::string_view bytes) {
+    MemoryStream stream(bytes);
+    impl_->http->serve_in_memory(stream, [&] { return stream.has_more(); });
+    return {stream.output(), stream.statuses()};
+}
 Scheduler& Server::scheduler() { return *impl_->scheduler; }
 
 }  // namespace cria::server

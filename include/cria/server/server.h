@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cria/server/backend.h"
 #include "cria/server/scheduler.h"
@@ -50,6 +52,13 @@ public:
     void wait();
     void stop();
     int port() const;  // the bound port
+    // Serves the HTTP/1.1 requests in `bytes` as one kept-alive connection
+    // would, with no socket (the fuzz target and its replay test). Needs no start().
+    struct Exchange {
+        std::string reply;          // all that was written back
+        std::vector<int> statuses;  // the status of each answer, in order
+    };
+    Exchange serve_bytes(std::string_view bytes);
     Scheduler& scheduler();
 
     struct Impl;
