@@ -88,6 +88,15 @@ BoundedHttpServer::BoundedHttpServer(const ConnectionLimits& limits) : limits_(l
     });
 }
 
+BoundedHttpServer::~BoundedHttpServer() {
+    // The library closes its socket in stop() only while listening: a socket
+    // bound but never listened on, or serve_in_memory()'s placeholder, is ours to close.
+    if (!is_running()) {
+        const socket_t sock = svr_sock_.exchange(INVALID_SOCKET);
+        if (sock != INVALID_SOCKET) ::close(sock);
+    }
+}
+
 void BoundedHttpServer::deepen_backlog(int backlog) {
     // listen() again on a listening socket only changes its backlog.
     if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, backlog);
@@ -105,7 +114,7 @@ void BoundedHttpServer::serve(httplib::Stream& stream, const std::function<bool(
 void BoundedHttpServer::serve_in_memory(httplib::Stream& stream, const std::function<bool()>& next_request) {
     {
         std::lock_guard lock(placeholder_mutex_);
-        if (svr_sock_ == INVALID_SOCKET && !is_running()) svr_sock_ = ::socket(AF_INET, SOCK_STREAM, 0);  // stop() closes it
+        if (svr_sock_ == INVALID_SOCKET && !is_running()) svr_sock_ = ::socket(AF_INET, SOCK_STREAM, 0);  // closed by the destructor
     }
     serve(stream, next_request);
 }

@@ -31,6 +31,7 @@ namespace cria::server {
 class BoundedHttpServer : public httplib::Server {
 public:
     explicit BoundedHttpServer(const ConnectionLimits& limits);
+    ~BoundedHttpServer() override;
 
     // After bind_to_port / bind_to_any_port: lets `backlog` connections wait to be accepted.
     void deepen_backlog(int backlog);
