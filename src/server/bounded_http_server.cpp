@@ -40,7 +40,7 @@ public:
             if (running_ < max_) {
                 ++running_;
                 try {
-                    std::thread([this, fn = std::move(fn)] {
+                    std::thread([this, fn] {  // a copy: `fn` must survive a failed thread start
                         fn();
                         std::lock_guard done(mutex_);
                         --running_;
