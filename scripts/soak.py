@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Soak test of `cria serve` (issue #14): for DURATION seconds, against one
 server process, run at once
-  - 8 streaming chat clients and 8 non-streaming completion clients, in loops;
+  - 8 streaming chat clients and 8 non-streaming completion clients, in loops
+    (--streams, --plain);
   - slowloris sockets: each sends a request line and one header, then a byte
     a second, and reconnects when the server drops it;
   - clients that hang up: mid-stream, and while waiting for a whole reply;
@@ -210,6 +211,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--slowloris", type=int, default=20)
+    ap.add_argument("--streams", type=int, default=8, help="streaming clients")
+    ap.add_argument("--plain", type=int, default=8, help="non-streaming clients")
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
 
@@ -222,8 +225,8 @@ def main():
         if not wait_ready(args, proc):
             print("the server did not start (see %s)" % log_path)
             return 1
-        threads = [threading.Thread(target=stream_client, args=(args, i)) for i in range(8)]
-        threads += [threading.Thread(target=plain_client, args=(args, i)) for i in range(8)]
+        threads = [threading.Thread(target=stream_client, args=(args, i)) for i in range(args.streams)]
+        threads += [threading.Thread(target=plain_client, args=(args, i)) for i in range(args.plain)]
         threads += [threading.Thread(target=slowloris, args=(args, i)) for i in range(args.slowloris)]
         threads += [threading.Thread(target=hangups, args=(args,)), threading.Thread(target=health_probe, args=(args,))]
         for t in threads:
