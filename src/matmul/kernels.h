@@ -96,4 +96,9 @@ inline size_t rows16_scales_offset(int64_t b, int64_t nb, size_t qbr) {
 TypeKernel packed_scalar_kernel(ElementType t, Packing p);
 TypeKernel packed_avx512_kernel(ElementType t, Packing p);
 
+// The kernel the products of `isa` use for type t in packing p: the highest
+// level that has one (packed weights: VNNI where the CPU has it, else the
+// scalar reference, which reads every packing). matmul.cpp.
+TypeKernel select_kernel(ElementType t, Isa isa, Packing packing);
+
 }  // namespace cria::matmul::detail

@@ -3,6 +3,7 @@
 // each call (so CRIA_ISA / set_isa_limit apply), work spread over a thread pool.
 
 #include "cria/cpu/thread_pool.h"
+#include "cria/matmul/matmul_id.h"
 #include "cria/ops/ops.h"
 
 namespace cria::ops {
@@ -41,6 +42,9 @@ public:
 
 private:
     cpu::ThreadPool& pool_;
+    // Scratch of matmul_id, grown to the largest batch and then reused: a
+    // decode step allocates nothing. (One CpuOps serves one caller at a time.)
+    matmul::MatmulIdWorkspace moe_workspace_;
 };
 
 }  // namespace cria::ops
