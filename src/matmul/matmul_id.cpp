@@ -26,6 +26,9 @@ namespace {
 constexpr int64_t kTargetTasks = 16;
 constexpr int64_t kMinTaskBytes = 64 * 1024;
 constexpr int64_t kColumnsPerTask = 64;
+// A task's outputs (rows x columns floats) stay in the thread's scratch
+// until they are copied to the pairs' rows: at most 256 KiB, within L2.
+constexpr int64_t kMaxRowsPerTask = 1024;
 // Up to this many source vectors are quantised by the calling thread: a
 // dispatch of the pool costs more than quantising them.
 constexpr int64_t kCallerQuantizeVectors = 8;
@@ -148,7 +151,7 @@ void matmul_id(const MatmulIdArgs& a, MatmulIdWorkspace& ws, Isa isa, cpu::Threa
     for (int64_t e = 0; e < n_expert; ++e) active += b.start[static_cast<size_t>(e) + 1] > b.start[static_cast<size_t>(e)];
     const int64_t task_bytes = std::max(kMinTaskBytes, active * w.rows * row_bytes / kTargetTasks);
     int64_t rows_per_task = std::max<int64_t>(1, task_bytes / row_bytes);
-    rows_per_task = std::min((rows_per_task + mr - 1) / mr * mr, (w.rows + mr - 1) / mr * mr);
+    rows_per_task = std::min({(rows_per_task + mr - 1) / mr * mr, (w.rows + mr - 1) / mr * mr, kMaxRowsPerTask / mr * mr});
     b.tasks.clear();
     for (int64_t e = 0; e < n_expert; ++e) {
         const int64_t c_begin = b.start[static_cast<size_t>(e)], c_end = b.start[static_cast<size_t>(e) + 1];
@@ -182,10 +185,12 @@ void matmul_id(const MatmulIdArgs& a, MatmulIdWorkspace& ws, Isa isa, cpu::Threa
         pool->parallel_for(a.n_tokens, quantize_token);
     }
 
-    // Outputs: a tile of one column goes straight to its pair's row; a wider
-    // tile goes to the thread's scratch, then each column to its pair's row.
+    // Outputs: a task of one column (decode) writes straight to its pair's
+    // row; a wider task writes its tiles to the thread's scratch, then each
+    // column's rows to its pair's row in one copy (one copy per tile column
+    // cost a quarter of the time of a short-k product such as down).
     const int64_t nc = kernel.max_cols;
-    const size_t scratch_floats = static_cast<size_t>(mr * nc);
+    const size_t scratch_floats = static_cast<size_t>(rows_per_task * kColumnsPerTask);
     auto* scratch = reinterpret_cast<float*>(b.scratch.reserve(scratch_floats * sizeof(float) * static_cast<size_t>(n_threads)));
     const auto pair_output = [&](int64_t c) {
         const int64_t i = b.pair_of_column[static_cast<size_t>(c)];
@@ -195,30 +200,27 @@ void matmul_id(const MatmulIdArgs& a, MatmulIdWorkspace& ws, Isa isa, cpu::Threa
     const auto compute = [&](int64_t task, int thread) {
         const Task& tk = b.tasks[static_cast<size_t>(task)];
         const uint8_t* we = base + static_cast<size_t>(tk.expert) * w.expert_stride;
-        float* tile_out = scratch + static_cast<size_t>(thread) * scratch_floats;
+        const bool direct = tk.c1 - tk.c0 == 1;
+        const int64_t ld = tk.r1 - tk.r0;  // scratch floats per column
+        float* task_out = scratch + static_cast<size_t>(thread) * scratch_floats;
         Tile t{};
         t.k = w.k;
         t.w_stride = packed ? group_bytes : w.row_stride;
         t.a_stride = act_row_bytes;
+        t.y_stride = direct ? 0 : static_cast<size_t>(ld);
         for (int64_t r = tk.r0; r < tk.r1; r += mr) {
             t.n_rows = static_cast<int>(std::min(mr, tk.r1 - r));
             t.w = packed ? we + static_cast<size_t>(r / mr) * group_bytes : we + static_cast<size_t>(r) * w.row_stride;
             for (int64_t c = tk.c0; c < tk.c1; c += nc) {
                 t.n_cols = static_cast<int>(std::min(nc, tk.c1 - c));
                 t.a = act + static_cast<size_t>(c) * act_row_bytes;
-                if (t.n_cols == 1) {
-                    t.y = pair_output(c) + r;
-                    t.y_stride = 0;
-                    kernel.tile(t);
-                    continue;
-                }
-                t.y = tile_out;
-                t.y_stride = static_cast<size_t>(mr);
+                t.y = direct ? pair_output(c) + r : task_out + (c - tk.c0) * ld + (r - tk.r0);
                 kernel.tile(t);
-                for (int cc = 0; cc < t.n_cols; ++cc)
-                    std::memcpy(pair_output(c + cc) + r, tile_out + cc * mr, static_cast<size_t>(t.n_rows) * sizeof(float));
             }
         }
+        if (!direct)
+            for (int64_t c = tk.c0; c < tk.c1; ++c)
+                std::memcpy(pair_output(c) + tk.r0, task_out + (c - tk.c0) * ld, static_cast<size_t>(ld) * sizeof(float));
     };
     const auto n_tasks = static_cast<int64_t>(b.tasks.size());
     if (!pool || pool->size() == 1) {

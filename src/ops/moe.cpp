@@ -58,12 +58,15 @@ void check_matmul_id(const TensorView& w, const TensorView& x, const int32_t* id
 void CpuOps::moe_route(const TensorView& logits, const MoeRouteParams& p, int32_t* ids, const TensorView& weights) {
     check_moe_route(logits, p, ids, weights);
     const int64_t n_expert = logits.ne[0], n_tokens = logits.ne[1], k = p.n_used;
-    std::vector<float> pi(static_cast<size_t>(n_expert)), sel(pi.size());
-    std::vector<int32_t> order(pi.size());
+    // Scratch kept across calls (grown, never shrunk): routing allocates nothing.
+    route_scores_.resize(2 * static_cast<size_t>(n_expert));
+    route_order_.resize(static_cast<size_t>(n_expert));
+    float* pi = route_scores_.data();
+    float* sel = pi + n_expert;
     for (int64_t t = 0; t < n_tokens; ++t) {
         const float* l = logits.row_f32(t);
         float* w = weights.row_f32(t);
-        moe_detail::route_token<float>(l, n_expert, p, pi.data(), sel.data(), order.data(), ids + t * k, w);
+        moe_detail::route_token<float>(l, n_expert, p, pi, sel, route_order_.data(), ids + t * k, w);
     }
 }
 

@@ -236,6 +236,24 @@ TEST(MatmulId, ExpertNoTokenChoseIsNeverRead) {
     for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(std::memcmp(&y[i], &want[i], sizeof(float)), 0) << i;
 }
 
+TEST(MatmulId, TallExpertsSplitIntoSeveralRowTasks) {
+    // 1100 rows: more than one task's rows, the last task not a whole group.
+    for (ElementType type : {ElementType::Q4_0, ElementType::Q4_1}) {
+        Experts w(type, 3, 1100, 64, 9);
+        const IdProblem p = make_problem(64, 1100, 20, 2, false, 10);
+        const std::vector<int32_t> ids = route(20, 2, {0, 1, 2}, 11);
+        mm::MatmulIdWorkspace ws;
+        cria::cpu::ThreadPool two(2);
+        std::vector<mm::Packing> packings{mm::Packing::None};
+        if (!w.packed.empty()) packings.push_back(mm::Packing::Rows16);
+        for (mm::Packing packing : packings) {
+            const auto want = per_expert(w, packing, p, ids, cria::cpu::best_isa());
+            const auto got = indexed(w, packing, p, ids, cria::cpu::best_isa(), ws, &two);
+            for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0) << i;
+        }
+    }
+}
+
 TEST(MatmulId, WorkspaceStopsGrowing) {
     Experts w(ElementType::Q8_0, 4, 20, 64, 3);
     mm::MatmulIdWorkspace ws;
