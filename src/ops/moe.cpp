@@ -35,24 +35,27 @@ void check_moe_route(const TensorView& logits, const MoeRouteParams& p, const in
 
 void check_matmul_id(const TensorView& w, const TensorView& x, const int32_t* ids, int64_t n_used,
                      const TensorView& out, bool allow_packed) {
-    require(w.data != nullptr, "matmul_id", "w has no data");
-    require(allow_packed || w.weight_packing == matmul::Packing::None, "matmul_id",
-            "packed expert matrices are read by the matmul kernels only");
-    require(w.ne[3] == 1, "matmul_id", "w must be 3-D, got " + shape_string(w));
-    require(matmul::supports_weight_type(w.type), "matmul_id", "unsupported weight type " + shape_string(w));
+    // Messages are built only on failure: this runs two or three times per
+    // layer and token, and formatting shapes cost more than the checks.
+    const auto fail = [](const std::string& what) { require(false, "matmul_id", what); };
+    if (w.data == nullptr) fail("w has no data");
+    if (!allow_packed && w.weight_packing != matmul::Packing::None)
+        fail("packed expert matrices are read by the matmul kernels only");
+    if (w.ne[3] != 1) fail("w must be 3-D, got " + shape_string(w));
+    if (!matmul::supports_weight_type(w.type)) fail("unsupported weight type " + shape_string(w));
     require_f32(x, "matmul_id", "x");
     require_f32(out, "matmul_id", "out");
-    require(x.ne[3] == 1 && out.ne[3] == 1, "matmul_id", "x and out must be 3-D");
-    require(n_used >= 1, "matmul_id", "n_used must be positive");
-    require(x.ne[0] == w.ne[0], "matmul_id", "x " + shape_string(x) + " does not match w " + shape_string(w));
-    require(x.ne[1] == 1 || x.ne[1] == n_used, "matmul_id", "x must have 1 or n_used vectors per token");
-    require(out.ne[0] == w.ne[1] && out.ne[1] == n_used && out.ne[2] == x.ne[2], "matmul_id",
-            "out " + shape_string(out) + " must be [" + std::to_string(w.ne[1]) + ", " + std::to_string(n_used) + ", " +
-                std::to_string(x.ne[2]) + "]");
+    if (x.ne[3] != 1 || out.ne[3] != 1) fail("x and out must be 3-D");
+    if (n_used < 1) fail("n_used must be positive");
+    if (x.ne[0] != w.ne[0]) fail("x " + shape_string(x) + " does not match w " + shape_string(w));
+    if (x.ne[1] != 1 && x.ne[1] != n_used) fail("x must have 1 or n_used vectors per token");
+    if (out.ne[0] != w.ne[1] || out.ne[1] != n_used || out.ne[2] != x.ne[2])
+        fail("out " + shape_string(out) + " must be [" + std::to_string(w.ne[1]) + ", " + std::to_string(n_used) + ", " +
+             std::to_string(x.ne[2]) + "]");
     const int64_t n_expert = w.ne[2];
     for (int64_t i = 0; i < n_used * x.ne[2]; ++i)
-        require(ids[i] >= 0 && ids[i] < n_expert, "matmul_id",
-                "expert id " + std::to_string(ids[i]) + " is outside [0, " + std::to_string(n_expert) + ")");
+        if (ids[i] < 0 || ids[i] >= n_expert)
+            fail("expert id " + std::to_string(ids[i]) + " is outside [0, " + std::to_string(n_expert) + ")");
 }
 
 void CpuOps::moe_route(const TensorView& logits, const MoeRouteParams& p, int32_t* ids, const TensorView& weights) {
