@@ -134,7 +134,7 @@ TEST(PackedWeightsArchitectures, SameLogitsAsTheFileLayout) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedWeights, ::testing::Values(ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL, ElementType::Q4_K,
+INSTANTIATE_TEST_SUITE_P(Types, PackedWeights, ::testing::Values(ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL, ElementType::Q4_K, ElementType::MXFP4,
                                            ElementType::F16, ElementType::BF16),
                          [](const auto& info) { return std::string(element_type_name(info.param)); });
 
