@@ -1,0 +1,100 @@
+#include "vision/synthetic_mmproj.h"
+
+#include <algorithm>
+#include <deque>
+#include <random>
+
+#include "cria/gguf/writer.h"
+#include "support/test_paths.h"
+
+namespace cria::test {
+
+using gguf::Value;
+using gguf::ValueType;
+
+void MmprojSpec::set_key(const std::string& key, Value value) {
+    for (auto& kv : keys)
+        if (kv.first == key) {
+            kv.second = std::move(value);
+            return;
+        }
+    keys.emplace_back(key, std::move(value));
+}
+
+void MmprojSpec::erase_key(const std::string& key) {
+    std::erase_if(keys, [&](const auto& kv) { return kv.first == key; });
+}
+
+void MmprojSpec::set_shape(const std::string& tensor, std::vector<uint64_t> shape) {
+    for (auto& t : tensors)
+        if (t.first == tensor) t.second = std::move(shape);
+}
+
+void MmprojSpec::erase_tensor(const std::string& tensor) {
+    std::erase_if(tensors, [&](const auto& t) { return t.first == tensor; });
+}
+
+MmprojSpec small_gemma3_mmproj() {
+    MmprojSpec s;
+    s.keys = {
+        {"general.architecture", Value::string("clip")},
+        {"clip.has_vision_encoder", Value::boolean(true)},
+        {"clip.projector_type", Value::string("gemma3")},
+        {"clip.vision.image_size", Value::u32(8)},
+        {"clip.vision.patch_size", Value::u32(2)},
+        {"clip.vision.embedding_length", Value::u32(8)},
+        {"clip.vision.feed_forward_length", Value::u32(12)},
+        {"clip.vision.block_count", Value::u32(1)},
+        {"clip.vision.attention.head_count", Value::u32(2)},
+        {"clip.vision.attention.layer_norm_epsilon", Value::f32(1e-6f)},
+        {"clip.vision.projection_dim", Value::u32(6)},
+        {"clip.vision.image_mean", Value::array(ValueType::F32, std::vector<float>{0.5f, 0.5f, 0.5f})},
+        {"clip.vision.image_std", Value::array(ValueType::F32, std::vector<float>{0.5f, 0.5f, 0.5f})},
+        {"clip.use_gelu", Value::boolean(true)},
+    };
+    s.tensors = {
+        {"v.patch_embd.weight", {2, 2, 3, 8}}, {"v.patch_embd.bias", {8}},     {"v.position_embd.weight", {8, 16}},
+        {"v.post_ln.weight", {8}},             {"v.post_ln.bias", {8}},        {"mm.soft_emb_norm.weight", {8}},
+        {"mm.input_projection.weight", {6, 8}},
+    };
+    for (const char* p : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+        s.tensors.push_back({std::string("v.blk.0.") + p + ".weight", {8, 8}});
+        s.tensors.push_back({std::string("v.blk.0.") + p + ".bias", {8}});
+    }
+    for (const char* n : {"ln1", "ln2"}) {
+        s.tensors.push_back({std::string("v.blk.0.") + n + ".weight", {8}});
+        s.tensors.push_back({std::string("v.blk.0.") + n + ".bias", {8}});
+    }
+    s.tensors.push_back({"v.blk.0.ffn_up.weight", {8, 12}});
+    s.tensors.push_back({"v.blk.0.ffn_up.bias", {12}});
+    s.tensors.push_back({"v.blk.0.ffn_down.weight", {12, 8}});
+    s.tensors.push_back({"v.blk.0.ffn_down.bias", {8}});
+    return s;
+}
+
+std::string write_mmproj(const MmprojSpec& spec, const std::string& name) {
+    gguf::Writer w;
+    for (const auto& [k, v] : spec.keys) w.add_metadata(k, v);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.0f, 0.3f);
+    auto storage = std::make_shared<std::deque<std::vector<float>>>();
+    for (const auto& [n, shape] : spec.tensors) {
+        uint64_t count = 1;
+        for (uint64_t d : shape) count *= d;
+        std::vector<float> values(count);
+        for (float& v : values) v = dist(rng);
+        // Norm weights near 1, as trained models have them.
+        if (n.find("ln") != std::string::npos || n.find("norm") != std::string::npos)
+            for (float& v : values) v += 1.0f;
+        storage->push_back(std::move(values));  // a deque: earlier elements never move
+        const std::vector<float>* data = &storage->back();
+        w.add_tensor(n, ElementType::F32, shape, [storage, data] {
+            return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data->data()), data->size() * sizeof(float));
+        });
+    }
+    const std::string path = (temp_dir() / name).string();
+    w.write(path);
+    return path;
+}
+
+}  // namespace cria::test
