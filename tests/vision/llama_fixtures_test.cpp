@@ -15,6 +15,7 @@
 #include "cria/vision/image.h"
 #include "cria/vision/mmproj.h"
 #include "cria/vision/preprocess.h"
+#include "cria/vision/reference_encoder.h"
 #include "support/test_paths.h"
 #include "vision/fixture_files.h"
 
@@ -102,6 +103,23 @@ TEST_P(MmprojFixture, EmbeddingsMatchLlamaCpp) {
         std::printf("%s %s %s: %lld tokens x %lld, nmse %.3e\n", GetParam().file, GetParam().image, suffix,
                     static_cast<long long>(e.n_tokens), static_cast<long long>(e.n_embd), err);
     }
+}
+
+// The float64 reference forward matches llama.cpp too (the README measured
+// 2.5e-7 for its NumPy version).
+TEST_P(MmprojFixture, ReferenceEncoderMatchesLlamaCpp) {
+    const auto m = Mmproj::open((dir_ / ("mmproj-" + std::string(GetParam().file) + ".gguf")).string());
+    const std::string pixels = out(".pixels.json");
+    FloatImage px;
+    px.width = test::json_int(pixels, "width");
+    px.height = test::json_int(pixels, "height");
+    for (double v : test::json_numbers(pixels, "values")) px.values.push_back(static_cast<float>(v));
+    const ImageEmbeddings e = reference_encode_image(*m, px);
+    const auto ref = test::json_numbers(out(".embd.json"), "embd");
+    ASSERT_EQ(ref.size(), e.values.size());
+    const double err = nmse(e.values, ref);
+    EXPECT_LE(err, 1e-4);
+    std::printf("%s %s reference: nmse %.3e\n", GetParam().file, GetParam().image, err);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllProjectors, MmprojFixture,

@@ -72,6 +72,69 @@ MmprojSpec small_gemma3_mmproj() {
     return s;
 }
 
+namespace {
+
+// The ViT blocks 0..n-1 only (keys and stem from the family).
+MmprojSpec family_base(const char* projector, uint32_t blocks) {
+    MmprojSpec s = small_gemma3_mmproj();
+    s.set_key("clip.projector_type", Value::string(projector));
+    s.set_key("clip.vision.block_count", Value::u32(blocks));
+    s.erase_key("clip.use_gelu");
+    std::erase_if(s.tensors, [](const auto& t) { return t.first.rfind("v.blk.", 0) != 0; });
+    const auto block0 = s.tensors;
+    for (uint32_t il = 1; il < blocks; ++il)
+        for (const auto& [name, shape] : block0)
+            s.tensors.push_back({"v.blk." + std::to_string(il) + name.substr(7), shape});
+    return s;
+}
+
+}  // namespace
+
+MmprojSpec small_mlp_mmproj() {
+    MmprojSpec s = family_base("mlp", 3);
+    s.set_key("clip.use_gelu", Value::boolean(false));
+    s.set_key("clip.vision.image_size", Value::u32(6));
+    s.tensors.push_back({"v.class_embd", {8}});
+    s.tensors.push_back({"v.patch_embd.weight", {2, 2, 3, 8}});
+    s.tensors.push_back({"v.position_embd.weight", {8, 10}});
+    s.tensors.push_back({"v.pre_ln.weight", {8}});
+    s.tensors.push_back({"v.pre_ln.bias", {8}});
+    s.tensors.push_back({"mm.0.weight", {8, 10}});
+    s.tensors.push_back({"mm.0.bias", {10}});
+    s.tensors.push_back({"mm.2.weight", {10, 6}});
+    s.tensors.push_back({"mm.2.bias", {6}});
+    return s;
+}
+
+MmprojSpec small_qwen2vl_mmproj() {
+    MmprojSpec s = family_base("qwen2vl_merger", 2);
+    s.tensors.push_back({"v.patch_embd.weight", {2, 2, 3, 8}});
+    s.tensors.push_back({"v.patch_embd.weight.1", {2, 2, 3, 8}});
+    s.tensors.push_back({"v.post_ln.weight", {8}});
+    s.tensors.push_back({"v.post_ln.bias", {8}});
+    s.tensors.push_back({"mm.0.weight", {32, 32}});
+    s.tensors.push_back({"mm.0.bias", {32}});
+    s.tensors.push_back({"mm.2.weight", {32, 6}});
+    s.tensors.push_back({"mm.2.bias", {6}});
+    return s;
+}
+
+MmprojSpec small_muse_glimmer_mmproj() {
+    MmprojSpec s = family_base("muse-glimmer", 2);
+    s.set_key("clip.vision.spatial_merge_size", Value::u32(2));
+    s.tensors.push_back({"v.patch_embd.weight", {2, 2, 3, 8}});
+    s.tensors.push_back({"v.patch_embd.bias", {8}});
+    s.tensors.push_back({"v.position_embd.weight", {8, 4}});
+    for (const char* n : {"v.pre_ln", "v.post_ln"}) {
+        s.tensors.push_back({std::string(n) + ".weight", {8}});
+        s.tensors.push_back({std::string(n) + ".bias", {8}});
+    }
+    s.tensors.push_back({"mm.0.weight", {32, 12}});
+    s.tensors.push_back({"mm.1.weight", {12, 10}});
+    s.tensors.push_back({"mm.2.weight", {10, 6}});
+    return s;
+}
+
 std::string write_mmproj(const MmprojSpec& spec, const std::string& name) {
     gguf::Writer w;
     for (const auto& [k, v] : spec.keys) w.add_metadata(k, v);

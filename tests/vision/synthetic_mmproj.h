@@ -25,6 +25,12 @@ struct MmprojSpec {
 // Width 8, 2 heads, FFN 12, 1 block, patch 2, image 8x8 (16 patches, 1
 // output token after the 4x4 pool), output width 6.
 MmprojSpec small_gemma3_mmproj();
+// The same encoder size for the other families (block count 2; mlp stores
+// 3 and runs 2; muse-glimmer's position table is 2x2, so a 6x4 patch grid
+// has 6 windows and its first block is windowed).
+MmprojSpec small_mlp_mmproj();
+MmprojSpec small_qwen2vl_mmproj();
+MmprojSpec small_muse_glimmer_mmproj();
 // Writes the file (weights ~ N(0, 0.3), seeded) and returns its path.
 std::string write_mmproj(const MmprojSpec& spec, const std::string& name);
 
