@@ -20,7 +20,7 @@ namespace {
 constexpr int64_t kMaxWidth = 1 << 16;
 constexpr int64_t kMaxLayers = 512;
 constexpr int64_t kMaxPatch = 256;
-constexpr int64_t kMaxImageSize = 1 << 14;
+constexpr int64_t kMaxImageSize = 4096;  // real encoders use 224 to 1024
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
     throw Error("mmproj " + path + ": " + what);

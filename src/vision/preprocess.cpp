@@ -40,6 +40,11 @@ FloatImage normalise_image(const RgbImage& image, const std::array<float, 3>& me
 
 PreprocessedImage preprocess_image(const RgbImage& image, const VisionHparams& h, const PreprocessOptions& options) {
     if (image.width < 1 || image.height < 1) throw Error("preprocess: empty image");
+    // Beyond this a token limit only serves to make the canvas exhaust memory.
+    constexpr int64_t kMaxTokenLimit = 1 << 16;
+    if (options.min_tokens < 0 || options.max_tokens < 0 || options.min_tokens > kMaxTokenLimit ||
+        options.max_tokens > kMaxTokenLimit)
+        throw Error("preprocess: image token limits must be between 0 and " + std::to_string(kMaxTokenLimit));
     PreprocessedImage out;
     switch (h.projector) {
         case ProjectorType::Gemma3:

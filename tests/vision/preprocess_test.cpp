@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "cria/core/error.h"
 #include "cria/vision/preprocess.h"
 
 namespace cria::vision {
@@ -95,6 +96,19 @@ TEST(Preprocess, LetterboxPadsWithTheProjectorsColour) {
     h.projector = ProjectorType::Gemma3;
     const PreprocessedImage g = preprocess_image(random_image(20, 10, 2), h);
     EXPECT_EQ(g.resized.at(0, 27, 0), 0);
+}
+
+TEST(Preprocess, RefusesAbsurdTokenLimits) {
+    VisionHparams h;
+    h.projector = ProjectorType::Qwen2vlMerger;
+    h.image_size = 28;
+    h.patch_size = 14;
+    h.image_std = {1.0f, 1.0f, 1.0f};
+    PreprocessOptions o;
+    o.max_tokens = int64_t{1} << 40;
+    EXPECT_THROW(preprocess_image(random_image(4, 4, 3), h, o), Error);
+    o.max_tokens = -1;
+    EXPECT_THROW(preprocess_image(random_image(4, 4, 3), h, o), Error);
 }
 
 }  // namespace
