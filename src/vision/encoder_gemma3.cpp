@@ -1,7 +1,6 @@
 // Gemma 3: SigLIP ViT (patch embedding + bias + learned positions, blocks,
 // post-LN), then the 4x4 average pool over the patch grid, RMS norm with
-// mm.soft_emb_norm and mm.input_projection, whose matrix is stored
-// transposed (ne [n_text, n_vision]) compared with every other linear layer.
+// mm.soft_emb_norm and mm.input_projection.
 
 #include <cmath>
 
@@ -44,18 +43,12 @@ ImageEmbeddings encode_gemma3(const Mmproj& m, const FloatImage& px, ops::Ops& o
     ops.rms_norm(ops::TensorView::contiguous(ElementType::F32, pooled.data(), {c, n_out}), norm.ptr(), h.eps,
                  ops::TensorView::contiguous(ElementType::F32, pooled.data(), {c, n_out}));
 
-    // y_j = sum_i x_i W[j, i] with W ne [n_text, c]: as a matmul operand
-    // ([k = c, rows = n_text]) the matrix needs its transpose.
+    // mm.input_projection was put in the [in, out] layout by the loader.
     const VisionTensor& proj = m.tensor("mm.input_projection.weight");
-    const int64_t n_text = proj.ne[0];
-    VisionTensor transposed{{c, n_text, 1, 1}, std::vector<float>(static_cast<size_t>(c * n_text))};
-    for (int64_t i = 0; i < c; ++i)
-        for (int64_t j = 0; j < n_text; ++j)
-            transposed.data[static_cast<size_t>(j * c + i)] = proj.data[static_cast<size_t>(i * n_text + j)];
     ImageEmbeddings out;
-    out.values = linear(ops, transposed, nullptr, pooled, n_out);
+    out.values = linear(ops, proj, nullptr, pooled, n_out);
     out.n_tokens = n_out;
-    out.n_embd = n_text;
+    out.n_embd = proj.ne[1];
     out.grid_x = n_out;
     out.grid_y = 1;
     return out;

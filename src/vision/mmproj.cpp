@@ -130,6 +130,17 @@ void check_blocks(TensorChecker& c, const VisionHparams& h, int64_t n_blocks) {
     }
 }
 
+// ne [a, b] -> ne [b, a] with the values moved accordingly.
+void transpose_matrix(VisionTensor& t) {
+    const int64_t a = t.ne[0], b = t.ne[1];
+    std::vector<float> out(t.data.size());
+    for (int64_t j = 0; j < b; ++j)
+        for (int64_t i = 0; i < a; ++i) out[static_cast<size_t>(i * b + j)] = t.data[static_cast<size_t>(j * a + i)];
+    t.data = std::move(out);
+    t.ne[0] = b;
+    t.ne[1] = a;
+}
+
 }  // namespace
 
 std::string_view projector_type_name(ProjectorType type) {
@@ -200,6 +211,10 @@ std::unique_ptr<Mmproj> Mmproj::from_file(const gguf::File& f) {
             if (h.n_output < 1 || h.n_output > kMaxWidth) fail(f.path(), "mm.input_projection.weight: bad width");
             c.require("mm.input_projection.weight", {h.n_output, C});
             check_blocks(c, h, h.n_layer);
+            // Gemma 3 stores this one matrix transposed (ne [n_text, n_vision],
+            // y_j = sum_i x_i W[j, i]); turned into the usual [in, out] layout
+            // here, so the encoder applies it like every other linear layer.
+            transpose_matrix(m->tensors_.at("mm.input_projection.weight"));
             break;
         }
         case ProjectorType::Mlp: {

@@ -1,5 +1,5 @@
-// Gemma 3 in double: ViT, post-LN, 4x4 mean pool, RMS norm, the transposed
-// input projection (y_j = sum_i x_i W[i0 = j, i1 = i]).
+// Gemma 3 in double: ViT, post-LN, 4x4 mean pool, RMS norm, the input
+// projection (which the loader has put in the usual [in, out] layout).
 
 #include "vision/reference/families.h"
 
@@ -21,12 +21,7 @@ ImageEmbeddings gemma3(const Mmproj& m, const FloatImage& px) {
         for (int64_t i = 0; i < h.n_embd; ++i) pooled.row(out)[i] += x.row(t)[i] / 16.0;
     }
     pooled = rms_norm(pooled, m.tensor("mm.soft_emb_norm.weight"), h.eps);
-    const VisionTensor& w = m.tensor("mm.input_projection.weight");
-    const int64_t n_text = w.ne[0];
-    Mat y(pooled.rows, n_text);
-    for (int64_t t = 0; t < pooled.rows; ++t)
-        for (int64_t j = 0; j < n_text; ++j)
-            for (int64_t i = 0; i < h.n_embd; ++i) y.row(t)[j] += pooled.row(t)[i] * w.data[static_cast<size_t>(i * n_text + j)];
+    const Mat y = linear(pooled, m.tensor("mm.input_projection.weight"), nullptr);
     return to_embeddings(y, y.rows, 1);
 }
 
