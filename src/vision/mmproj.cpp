@@ -10,6 +10,7 @@
 
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
+#include "cria/matmul/matmul.h"
 #include "cria/quant/quantize.h"
 
 namespace cria::vision {
@@ -69,8 +70,10 @@ public:
     TensorChecker(const gguf::File& file, std::unordered_map<std::string, VisionTensor>& out)
         : file_(file), out_(out) {}
 
-    void require(const std::string& name, std::initializer_list<int64_t> shape) { check(name, shape, true); }
-    void optional(const std::string& name, std::initializer_list<int64_t> shape) { check(name, shape, false); }
+    void require(const std::string& name, std::initializer_list<int64_t> shape) { check(name, shape, true, false); }
+    void optional(const std::string& name, std::initializer_list<int64_t> shape) { check(name, shape, false, false); }
+    // A matmul operand: kept in the file's type when matmul multiplies it so.
+    void matrix(const std::string& name, std::initializer_list<int64_t> shape) { check(name, shape, true, true); }
     bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
     // ne[dim] of a tensor that must exist (to learn a size the file decides).
     int64_t extent(const std::string& name, int dim) const {
@@ -80,7 +83,7 @@ public:
     }
 
 private:
-    void check(const std::string& name, std::initializer_list<int64_t> shape, bool needed) {
+    void check(const std::string& name, std::initializer_list<int64_t> shape, bool needed, bool as_matrix) {
         const gguf::TensorInfo* t = file_.find_tensor(name);
         if (t == nullptr) {
             if (needed) fail(file_.path(), "missing tensor " + name);
@@ -95,15 +98,20 @@ private:
                                    ", expected " + shape_text(want, shape.size()));
         if (!quant::can_dequantize(t->type))
             fail(file_.path(), "tensor " + name + " has type " + std::string(element_type_name(t->type)) +
-                                   ", which cria cannot convert to F32");
+                                   ", which cria cannot read");
         VisionTensor v;
         v.ne = got;
-        const int64_t n_rows = got[1] * got[2] * got[3];
-        v.data.resize(static_cast<size_t>(got[0] * n_rows));
         const auto bytes = file_.tensor_data(*t);
-        const size_t row_bytes = bytes.size() / static_cast<size_t>(n_rows);
-        for (int64_t r = 0; r < n_rows; ++r)
-            quant::dequantize_row(t->type, bytes.data() + r * row_bytes, v.data.data() + r * got[0], got[0]);
+        if (as_matrix && t->type != ElementType::F32 && matmul::supports_weight_type(t->type)) {
+            v.type = t->type;
+            v.bytes.assign(bytes.begin(), bytes.end());
+        } else {
+            const int64_t n_rows = got[1] * got[2] * got[3];
+            v.data.resize(static_cast<size_t>(got[0] * n_rows));
+            const size_t row_bytes = bytes.size() / static_cast<size_t>(n_rows);
+            for (int64_t r = 0; r < n_rows; ++r)
+                quant::dequantize_row(t->type, bytes.data() + r * row_bytes, v.data.data() + r * got[0], got[0]);
+        }
         out_[name] = std::move(v);
     }
 
@@ -116,16 +124,16 @@ void check_blocks(TensorChecker& c, const VisionHparams& h, int64_t n_blocks) {
     for (int64_t il = 0; il < n_blocks; ++il) {
         const std::string b = "v.blk." + std::to_string(il) + ".";
         for (const char* p : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
-            c.require(b + p + ".weight", {C, C});
+            c.matrix(b + p + ".weight", {C, C});
             c.optional(b + p + ".bias", {C});
         }
         for (const char* n : {"ln1", "ln2"}) {
             c.require(b + n + ".weight", {C});
             c.require(b + n + ".bias", {C});
         }
-        c.require(b + "ffn_up.weight", {C, F});
+        c.matrix(b + "ffn_up.weight", {C, F});
         c.optional(b + "ffn_up.bias", {F});
-        c.require(b + "ffn_down.weight", {F, C});
+        c.matrix(b + "ffn_down.weight", {F, C});
         c.optional(b + "ffn_down.bias", {C});
     }
 }
@@ -201,7 +209,7 @@ std::unique_ptr<Mmproj> Mmproj::from_file(const gguf::File& f) {
             // The 4x4 pool needs the fixed grid to split evenly.
             if (h.image_size % (P * 4) != 0)
                 fail(f.path(), "gemma3: image_size must be a multiple of 4 * patch_size");
-            c.require("v.patch_embd.weight", {P, P, 3, C});
+            c.matrix("v.patch_embd.weight", {P, P, 3, C});
             c.require("v.patch_embd.bias", {C});
             c.require("v.position_embd.weight", {C, grid * grid});
             c.require("v.post_ln.weight", {C});
@@ -220,7 +228,7 @@ std::unique_ptr<Mmproj> Mmproj::from_file(const gguf::File& f) {
         case ProjectorType::Mlp: {
             if (h.n_layer < 2) fail(f.path(), "mlp: needs at least 2 blocks (the last stored one is not run)");
             c.require("v.class_embd", {C});
-            c.require("v.patch_embd.weight", {P, P, 3, C});
+            c.matrix("v.patch_embd.weight", {P, P, 3, C});
             c.optional("v.patch_embd.bias", {C});
             c.require("v.position_embd.weight", {C, grid * grid + 1});
             c.require("v.pre_ln.weight", {C});
@@ -229,9 +237,9 @@ std::unique_ptr<Mmproj> Mmproj::from_file(const gguf::File& f) {
             h.n_output = c.extent("mm.2.weight", 1);
             if (hidden < 1 || hidden > kMaxWidth * 4 || h.n_output < 1 || h.n_output > kMaxWidth)
                 fail(f.path(), "mlp: projector widths out of range");
-            c.require("mm.0.weight", {C, hidden});
+            c.matrix("mm.0.weight", {C, hidden});
             c.require("mm.0.bias", {hidden});
-            c.require("mm.2.weight", {hidden, h.n_output});
+            c.matrix("mm.2.weight", {hidden, h.n_output});
             c.require("mm.2.bias", {h.n_output});
             check_blocks(c, h, h.n_layer - 1);
             break;
@@ -239,17 +247,17 @@ std::unique_ptr<Mmproj> Mmproj::from_file(const gguf::File& f) {
         case ProjectorType::Qwen2vlMerger: {
             if (h.head_dim() % 4 != 0) fail(f.path(), "qwen2vl_merger: head size must be a multiple of 4 (2-D rotary)");
             h.spatial_merge = 2;
-            c.require("v.patch_embd.weight", {P, P, 3, C});
-            c.require("v.patch_embd.weight.1", {P, P, 3, C});
+            c.matrix("v.patch_embd.weight", {P, P, 3, C});
+            c.matrix("v.patch_embd.weight.1", {P, P, 3, C});
             c.optional("v.patch_embd.bias", {C});
             c.require("v.post_ln.weight", {C});
             c.require("v.post_ln.bias", {C});
             const int64_t merged = 4 * C;
             h.n_output = c.extent("mm.2.weight", 1);
             if (h.n_output < 1 || h.n_output > kMaxWidth) fail(f.path(), "qwen2vl_merger: bad output width");
-            c.require("mm.0.weight", {merged, merged});
+            c.matrix("mm.0.weight", {merged, merged});
             c.require("mm.0.bias", {merged});
-            c.require("mm.2.weight", {merged, h.n_output});
+            c.matrix("mm.2.weight", {merged, h.n_output});
             c.require("mm.2.bias", {h.n_output});
             check_blocks(c, h, h.n_layer);
             break;
@@ -258,7 +266,7 @@ std::unique_ptr<Mmproj> Mmproj::from_file(const gguf::File& f) {
             if (h.head_dim() % 4 != 0) fail(f.path(), "muse-glimmer: head size must be a multiple of 4 (2-D rotary)");
             if (h.spatial_merge != 2) fail(f.path(), "muse-glimmer: only spatial_merge_size 2 is supported");
             h.activation = Activation::GeluErf;
-            c.require("v.patch_embd.weight", {P, P, 3, C});
+            c.matrix("v.patch_embd.weight", {P, P, 3, C});
             c.require("v.patch_embd.bias", {C});
             const int64_t n_pos = c.extent("v.position_embd.weight", 1);
             const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n_pos))));
@@ -273,9 +281,9 @@ std::unique_ptr<Mmproj> Mmproj::from_file(const gguf::File& f) {
             h.n_output = c.extent("mm.2.weight", 1);
             for (int64_t w : {h1, h2, h.n_output})
                 if (w < 1 || w > kMaxWidth * 4) fail(f.path(), "muse-glimmer: projector widths out of range");
-            c.require("mm.0.weight", {4 * C, h1});
-            c.require("mm.1.weight", {h1, h2});
-            c.require("mm.2.weight", {h2, h.n_output});
+            c.matrix("mm.0.weight", {4 * C, h1});
+            c.matrix("mm.1.weight", {h1, h2});
+            c.matrix("mm.2.weight", {h2, h.n_output});
             check_blocks(c, h, h.n_layer);
             break;
         }
@@ -285,6 +293,20 @@ std::unique_ptr<Mmproj> Mmproj::from_file(const gguf::File& f) {
         fail(f.path(), "clip.vision.projection_dim = " + std::to_string(*proj_dim) +
                            " but the projector's last layer is " + std::to_string(h.n_output) + " wide");
     return m;
+}
+
+ops::TensorView VisionTensor::matrix() const {
+    return ops::TensorView::contiguous(type, raw(), {ne[0], ne[1] * ne[2] * ne[3]});
+}
+
+std::vector<float> VisionTensor::values() const {
+    if (type == ElementType::F32) return data;
+    const int64_t n_rows = ne[1] * ne[2] * ne[3];
+    std::vector<float> out(static_cast<size_t>(ne[0] * n_rows));
+    const size_t row_bytes = bytes.size() / static_cast<size_t>(n_rows);
+    for (int64_t r = 0; r < n_rows; ++r)
+        quant::dequantize_row(type, bytes.data() + r * row_bytes, out.data() + r * ne[0], ne[0]);
+    return out;
 }
 
 const VisionTensor* Mmproj::find(std::string_view name) const {

@@ -23,7 +23,7 @@ Activations linear(ops::Ops& ops, const VisionTensor& w, const VisionTensor* b, 
     const int64_t in = w.ne[0], out = w.ne[1];
     if (static_cast<int64_t>(x.size()) != in * n) throw Error("vision linear: input width does not match the weight");
     Activations y(static_cast<size_t>(out * n));
-    ops.matmul(view(w.ptr(), in, out), view(x.data(), in, n), view(y.data(), out, n));
+    ops.matmul(w.matrix(), view(x.data(), in, n), view(y.data(), out, n));
     if (b != nullptr) ops.add(view(y.data(), out, n), view(b->ptr(), out, 1), view(y.data(), out, n));
     return y;
 }
@@ -52,7 +52,8 @@ Activations patch_embedding(ops::Ops& ops, const FloatImage& image, const Vision
     const int64_t width = kernel.ne[3];
     Activations y(static_cast<size_t>(width * n));
     // The kernel [p, p, 3, C] is, read flat, the matrix [p*p*3, C].
-    ops.matmul(view(kernel.ptr(), p * p * 3, width), view(cols.data(), p * p * 3, n), view(y.data(), width, n));
+    ops.matmul(TensorView::contiguous(kernel.type, kernel.raw(), {p * p * 3, width}), view(cols.data(), p * p * 3, n),
+               view(y.data(), width, n));
     return y;
 }
 

@@ -57,6 +57,24 @@ TEST_P(ReferenceEncoder, OptimisedEncoderMatchesFloat64) {
     EXPECT_LE(nmse(got, ref), 1e-9) << c.name;
 }
 
+// Real mmproj files store matrices as F16: they stay F16 in memory and the
+// encoder multiplies them as such.
+TEST(ReferenceEncoderF16, F16MatricesStayF16AndMatch) {
+    test::MmprojSpec spec = test::small_muse_glimmer_mmproj();
+    spec.f16_matrices = true;
+    const auto m = Mmproj::open(test::write_mmproj(spec, "ref-f16.gguf"));
+    EXPECT_EQ(m->tensor("v.blk.0.attn_q.weight").type, ElementType::F16);
+    EXPECT_EQ(m->tensor("v.patch_embd.weight").type, ElementType::F16);
+    EXPECT_EQ(m->tensor("v.position_embd.weight").type, ElementType::F32);
+    const FloatImage px = random_pixels(12, 8, 5);
+    cpu::ThreadPool pool(2);
+    ops::CpuOps ops(pool);
+    const ImageEmbeddings got = encode_image(*m, px, ops);
+    const ImageEmbeddings ref = reference_encode_image(*m, px);
+    ASSERT_EQ(got.values.size(), ref.values.size());
+    EXPECT_LE(nmse(got, ref), 1e-6);
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, ReferenceEncoder,
                          ::testing::Values(Case{"gemma3", test::small_gemma3_mmproj, 8, 8, 1},
                                            Case{"mlp", test::small_mlp_mmproj, 6, 6, 9},

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <deque>
+#include <cstring>
 #include <random>
+
+#include "cria/core/float16.h"
 
 #include "cria/gguf/writer.h"
 #include "support/test_paths.h"
@@ -140,7 +143,7 @@ std::string write_mmproj(const MmprojSpec& spec, const std::string& name) {
     for (const auto& [k, v] : spec.keys) w.add_metadata(k, v);
     std::mt19937 rng(7);
     std::normal_distribution<float> dist(0.0f, 0.3f);
-    auto storage = std::make_shared<std::deque<std::vector<float>>>();
+    auto storage = std::make_shared<std::deque<std::vector<uint8_t>>>();
     for (const auto& [n, shape] : spec.tensors) {
         uint64_t count = 1;
         for (uint64_t d : shape) count *= d;
@@ -149,11 +152,23 @@ std::string write_mmproj(const MmprojSpec& spec, const std::string& name) {
         // Norm weights near 1, as trained models have them.
         if (n.find("ln") != std::string::npos || n.find("norm") != std::string::npos)
             for (float& v : values) v += 1.0f;
-        storage->push_back(std::move(values));  // a deque: earlier elements never move
-        const std::vector<float>* data = &storage->back();
-        w.add_tensor(n, ElementType::F32, shape, [storage, data] {
-            return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data->data()), data->size() * sizeof(float));
-        });
+        const bool table = n.find("position_embd") != std::string::npos || n == "mm.input_projection.weight";
+        if (spec.f16_matrices && shape.size() > 1 && !table) {
+            std::vector<uint8_t> half(values.size() * 2);
+            for (size_t i = 0; i < values.size(); ++i) {
+                const uint16_t h = f32_to_f16(values[i]);
+                std::memcpy(half.data() + i * 2, &h, 2);
+            }
+            storage->push_back(std::move(half));  // a deque: earlier elements never move
+            const std::vector<uint8_t>* data = &storage->back();
+            w.add_tensor(n, ElementType::F16, shape, [storage, data] { return std::span<const uint8_t>(*data); });
+            continue;
+        }
+        std::vector<uint8_t> bytes(values.size() * 4);
+        std::memcpy(bytes.data(), values.data(), bytes.size());
+        storage->push_back(std::move(bytes));
+        const std::vector<uint8_t>* data = &storage->back();
+        w.add_tensor(n, ElementType::F32, shape, [storage, data] { return std::span<const uint8_t>(*data); });
     }
     const std::string path = (temp_dir() / name).string();
     w.write(path);

@@ -13,7 +13,9 @@ namespace cria::test {
 
 struct MmprojSpec {
     std::vector<std::pair<std::string, gguf::Value>> keys;
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors;  // F32, ggml order
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> tensors;  // ggml order
+    // Write 2-D and 4-D weights (not the tables) as F16, as real mmproj files do.
+    bool f16_matrices = false;
 
     // Replaces (or adds) a key; erase_key / erase_tensor drop one.
     void set_key(const std::string& key, gguf::Value value);

@@ -13,6 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cria/core/element_type.h"
+#include "cria/ops/tensor.h"
+
 namespace cria::gguf {
 class File;
 }
@@ -50,13 +53,24 @@ struct VisionHparams {
     int64_t head_dim() const { return n_embd / n_head; }
 };
 
-// One weight, converted to F32 at load (the encoder runs in F32 like
-// llama.cpp's CPU reference). ne is ggml's order, innermost first.
+// One weight. Matrices (the operands of matmul: projections, FFN, patch
+// kernel) stay in the file's type, as llama.cpp multiplies them (real mmproj
+// files are F16, so this halves the memory of a converted copy); everything
+// the encoder reads value by value (biases, norms, position tables) is F32.
+// ne is ggml's order, innermost first.
 struct VisionTensor {
     std::array<int64_t, 4> ne{1, 1, 1, 1};
-    std::vector<float> data;
+    ElementType type = ElementType::F32;  // of `bytes` when they are used, else F32
+    std::vector<float> data;    // the values when type is F32
+    std::vector<uint8_t> bytes; // the file's bytes when type is not F32
 
     const float* ptr() const { return data.data(); }
+    // The stored values in `type` (data or bytes).
+    const void* raw() const { return type == ElementType::F32 ? static_cast<const void*>(data.data()) : bytes.data(); }
+    // The tensor as a matmul operand [ne0, ne1 * ne2 * ne3] in its type.
+    ops::TensorView matrix() const;
+    // The values as F32 (converted when stored in another type).
+    std::vector<float> values() const;
 };
 
 class Mmproj {

@@ -12,11 +12,12 @@ namespace cria::vision::ref {
 
 Mat linear(const Mat& x, const VisionTensor& w, const VisionTensor* b) {
     const int64_t in = w.ne[0], out = w.ne[1];
+    const std::vector<float> wv = w.values();
     Mat y(x.rows, out);
     for (int64_t t = 0; t < x.rows; ++t)
         for (int64_t o = 0; o < out; ++o) {
             double s = b != nullptr ? b->data[static_cast<size_t>(o)] : 0.0;
-            for (int64_t i = 0; i < in; ++i) s += x.row(t)[i] * w.data[static_cast<size_t>(o * in + i)];
+            for (int64_t i = 0; i < in; ++i) s += x.row(t)[i] * wv[static_cast<size_t>(o * in + i)];
             y.row(t)[o] = s;
         }
     return y;
@@ -68,6 +69,7 @@ void activate(Mat& x, Activation act) {
 Mat patches(const FloatImage& image, const VisionTensor& kernel) {
     const int64_t p = kernel.ne[0], c_out = kernel.ne[3];
     const int64_t gw = image.width / p, gh = image.height / p;
+    const std::vector<float> kv = kernel.values();
     Mat y(gw * gh, c_out);
     for (int64_t py = 0; py < gh; ++py)
         for (int64_t px = 0; px < gw; ++px)
@@ -78,7 +80,7 @@ Mat patches(const FloatImage& image, const VisionTensor& kernel) {
                         for (int64_t kx = 0; kx < p; ++kx)
                             s += static_cast<double>(
                                      image.values[static_cast<size_t>(((py * p + ky) * image.width + px * p + kx) * 3 + c)]) *
-                                 kernel.data[static_cast<size_t>(((o * 3 + c) * p + ky) * p + kx)];
+                                 kv[static_cast<size_t>(((o * 3 + c) * p + ky) * p + kx)];
                 y.row(py * gw + px)[o] = s;
             }
     return y;
