@@ -2,7 +2,7 @@
 //
 //   bench_vision_encode                      Google Benchmark: a small gemma3 encoder
 //                                            (4 blocks, width 256, 224x224 image)
-//   bench_vision_encode --make-mmproj DIR [N_TEXT]
+//   bench_vision_encode --make-mmproj DIR [N_TEXT [LAYERS]]
 //                                            writes gemma3-so400m-mmproj-f16.gguf into DIR:
 //                                            Gemma 3's SigLIP-So400m tower (27 blocks,
 //                                            width 1152, 16 heads, FFN 4304, patch 14,
@@ -10,6 +10,8 @@
 //                                            weights (norms F32), projecting to N_TEXT
 //                                            (default 2048: llama-1b's width, so it pairs
 //                                            with bench_runtime_decode's speed models).
+//                                            LAYERS < 27 writes the same tower cut short
+//                                            (for timing per block on a busy machine).
 //                                            For `cria image-embd`; never committed.
 
 #include <benchmark/benchmark.h>
@@ -121,8 +123,11 @@ BENCHMARK(BM_EncodeSmallGemma3)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 int main(int argc, char** argv) {
     if (argc >= 3 && std::strcmp(argv[1], "--make-mmproj") == 0) {
         const uint32_t n_text = argc >= 4 ? static_cast<uint32_t>(std::stoul(argv[3])) : 2048;
-        const std::string path = (std::filesystem::path(argv[2]) / "gemma3-so400m-mmproj-f16.gguf").string();
-        write_gemma3_mmproj({1152, 27, 16, 4304, 14, 896, n_text}, path);
+        const uint32_t layers = argc >= 5 ? static_cast<uint32_t>(std::stoul(argv[4])) : 27;
+        const std::string name = layers == 27 ? "gemma3-so400m-mmproj-f16.gguf"
+                                              : "gemma3-so400m-" + std::to_string(layers) + "-blocks-mmproj-f16.gguf";
+        const std::string path = (std::filesystem::path(argv[2]) / name).string();
+        write_gemma3_mmproj({1152, layers, 16, 4304, 14, 896, n_text}, path);
         std::printf("%s\n", path.c_str());
         return 0;
     }

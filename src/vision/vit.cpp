@@ -17,6 +17,36 @@ TensorView view(const float* data, int64_t ne0, int64_t ne1, int64_t ne2 = 1) {
     return TensorView::contiguous(ElementType::F32, data, {ne0, ne1, ne2});
 }
 
+// Non-causal attention of n tokens over themselves, one head at a time as
+// two matrix products and a softmax: scores = K^T Q (scaled), probabilities
+// by row, out = V P. An image has thousands of tokens that all see each
+// other, so this runs on the tiled matmul kernels; the op API's attention
+// visits keys per query (right for decoding, several times slower here).
+// q, k, v, out: [d, heads, n].
+void attend_all(ops::Ops& ops, const float* q, const float* k, const float* v, float* out, int64_t d, int64_t heads,
+                int64_t n) {
+    std::vector<float> qh(static_cast<size_t>(d * n)), kh(qh.size()), vt(qh.size()), oh(qh.size());
+    std::vector<float> scores(static_cast<size_t>(n * n));
+    ops::SoftmaxParams sp;
+    sp.scale = 1.0f / std::sqrt(static_cast<float>(d));
+    for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t t = 0; t < n; ++t)
+            for (int64_t e = 0; e < d; ++e) {
+                const size_t src = static_cast<size_t>((t * heads + h) * d + e);
+                qh[static_cast<size_t>(t * d + e)] = q[src];
+                kh[static_cast<size_t>(t * d + e)] = k[src];
+                vt[static_cast<size_t>(e * n + t)] = v[src];  // V transposed: row e holds value e of every key
+            }
+        // scores[t][j] = k_j . q_t: K is the weight ([d, n_keys]), Q the input.
+        ops.matmul(view(kh.data(), d, n), view(qh.data(), d, n), view(scores.data(), n, n));
+        ops.softmax(view(scores.data(), n, n), sp, view(scores.data(), n, n));
+        // out[t][e] = sum_j p[t][j] v_j[e]: V^T is the weight ([n_keys, d]).
+        ops.matmul(view(vt.data(), n, d), view(scores.data(), n, n), view(oh.data(), d, n));
+        for (int64_t t = 0; t < n; ++t)
+            for (int64_t e = 0; e < d; ++e) out[(t * heads + h) * d + e] = oh[static_cast<size_t>(t * d + e)];
+    }
+}
+
 }  // namespace
 
 Activations linear(ops::Ops& ops, const VisionTensor& w, const VisionTensor* b, const Activations& x, int64_t n) {
@@ -75,17 +105,14 @@ void vit_block(ops::Ops& ops, const Mmproj& m, int64_t il, Activations& x, int64
         rotate_pairs(k, d, heads, n, r.first, r.second, r.angle);
     }
     Activations attn(static_cast<size_t>(c * n));
-    ops::AttentionParams params;
-    params.scale = 1.0f / std::sqrt(static_cast<float>(d));
-    params.causal = false;
     // Block-diagonal attention is attention inside each window on its own.
     std::vector<int64_t> windows = options.windows;
     if (windows.empty()) windows.push_back(n);
     int64_t start = 0;
     for (int64_t len : windows) {
-        const size_t off = static_cast<size_t>(start * c);
-        ops.attention(view(q.data() + off, d, heads, len), view(k.data() + off, d, heads, len),
-                      view(v.data() + off, d, heads, len), params, view(attn.data() + off, d, heads, len));
+        if (len < 1 || start + len > n) throw Error("vision encoder: attention windows do not cover the tokens");
+        attend_all(ops, q.data() + start * c, k.data() + start * c, v.data() + start * c, attn.data() + start * c, d,
+                   heads, len);
         start += len;
     }
     if (start != n) throw Error("vision encoder: attention windows do not cover the tokens");
