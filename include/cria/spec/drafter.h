@@ -45,14 +45,14 @@ struct Draft {
 // Hidden features of the target, captured during its decode (the residual
 // stream entering chosen layers, what EAGLE-3/MTP-style drafters read):
 // data[(token * n_layers + layer) * n_embd + i] for the tokens of the last
-// target decode of this sequence. Not wired yet: the model does not capture
-// features, so every drafter today gets an empty view and must not need one.
+// target decode of this sequence (empty when no drafter asked for features).
 struct FeaturesView {
     const float* data = nullptr;
     size_t n_tokens = 0;   // rows: the tokens of the last target decode of the sequence
     size_t n_layers = 0;   // captured layers per token
     size_t n_embd = 0;     // floats per layer
     int32_t pos0 = 0;      // position of the first row
+    const uint32_t* layer_ids = nullptr;  // n_layers target layer ids, in row order (null: not said)
     bool empty() const { return data == nullptr || n_tokens == 0; }
 };
 
