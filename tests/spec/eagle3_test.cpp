@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <optional>
 #include <memory>
 #include <sstream>
 
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
+#include "cria/gguf/writer.h"
 #include "cria/model/model.h"
 #include "cria/runtime/context.h"
 #include "cria/runtime/generate.h"
@@ -204,6 +207,75 @@ TEST(Eagle3, RefusesADraftForAnotherTarget) {
     EXPECT_THROW(Eagle3Head::load(test::model_path("austen-1m/austen-1m-f32.gguf").string(), austen()), Error);
     EXPECT_FALSE(Eagle3Head::is_eagle3_file(test::model_path("austen-1m/austen-1m-f32.gguf").string()));
     EXPECT_TRUE(Eagle3Head::is_eagle3_file((fixtures_dir() / "eagle3-austen-7m.gguf").string()));
+}
+
+// The fixture's head written again with one change: a key replaced (or
+// dropped when `value` is null), a tensor dropped, reshaped or refilled.
+struct Mutation {
+    std::string key;
+    std::optional<gguf::Value> value;
+    std::string tensor;                    // a tensor to change
+    bool drop_tensor = false;
+    std::vector<uint64_t> shape;           // non-empty: this shape instead
+    std::vector<uint8_t> bytes;            // non-empty: these bytes instead
+};
+
+std::string mutated_head(const Mutation& m, const std::string& name) {
+    const auto src = gguf::File::open((fixtures_dir() / "eagle3-austen-7m.gguf").string());
+    gguf::Writer w;
+    for (const auto& [k, v] : src->metadata()) {
+        if (k == "general.alignment") continue;
+        if (k == m.key) {
+            if (m.value) w.add_metadata(k, *m.value);
+            continue;
+        }
+        w.add_metadata(k, v);
+    }
+    for (const auto& t : src->tensors()) {
+        if (t.name == m.tensor && m.drop_tensor) continue;
+        std::vector<uint64_t> shape(t.ne.begin(), t.ne.begin() + t.n_dims);
+        if (t.name == m.tensor && !m.shape.empty()) shape = m.shape;
+        const auto bytes = src->tensor_data(t);
+        const std::span<const uint8_t> data =
+            t.name == m.tensor && !m.bytes.empty() ? std::span<const uint8_t>(m.bytes) : bytes;
+        w.add_tensor(t.name, t.type, shape, [data] { return data; });
+    }
+    const std::string path = (test::temp_dir() / (name + ".gguf")).string();
+    w.write(path);
+    return path;
+}
+
+TEST(Eagle3, RefusesMalformedHeadsWithAClearError) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    std::vector<uint8_t> d2t_dup(2048 * 8, 0);  // every entry 0: not distinct
+    std::vector<uint8_t> d2t_big(2048 * 8, 0);
+    for (size_t j = 0; j < 2048; ++j) {
+        const int64_t id = static_cast<int64_t>(j) + 4000;  // past the 4096-token vocabulary at the end
+        std::memcpy(&d2t_big[j * 8], &id, 8);
+    }
+    const std::vector<std::pair<Mutation, std::string>> cases = {
+        {{"eagle3.target_layers", gguf::Value::array(gguf::ValueType::I32, std::vector<int32_t>{2, 4})},
+         "exactly 3"},
+        {{"eagle3.target_layers", gguf::Value::array(gguf::ValueType::I32, std::vector<int32_t>{2, 4, 99})},
+         "outside the target's layers"},
+        {{"eagle3.target_hidden_size", std::nullopt}, "target_hidden_size"},
+        {{"eagle3.block_count", gguf::Value::u32(2)}, "block_count"},
+        {{"", std::nullopt, "blk.0.attn_q.weight", true}, "missing tensor 'blk.0.attn_q.weight'"},
+        {{"", std::nullopt, "blk.0.attn_q.weight", false, {256, 512}}, "blk.0.attn_q.weight' has shape"},
+        {{"", std::nullopt, "d2t", false, {}, d2t_dup}, "d2t entry"},
+        {{"", std::nullopt, "d2t", false, {}, d2t_big}, "d2t entry"},
+        {{"", std::nullopt, "d2t", true}, "no d2t map"},
+    };
+    int i = 0;
+    for (const auto& [m, needle] : cases) {
+        const std::string path = mutated_head(m, "bad" + std::to_string(i++));
+        try {
+            Eagle3Head::load(path, austen());
+            ADD_FAILURE() << "loaded a head with " << needle;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    }
 }
 
 TEST(Eagle3, GatherFeaturesReordersLayers) {
