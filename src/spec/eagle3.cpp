@@ -60,14 +60,12 @@ std::pair<int64_t, double> Eagle3Drafter::pick(const std::vector<float>& logits)
     return {top[0].first, 1.0 / sum};
 }
 
-void Eagle3Drafter::draft(const DraftInput& input, int n_max, Draft& out) {
+bool Eagle3Drafter::take_features(const DraftInput& input) {
     const FeaturesView& fv = input.features;
-    const int want = std::min(params_.n_max, n_max);
-    if (want <= 0 || fv.empty()) return;
+    if (fv.empty()) return false;
     // The features must end right before `last`: rows pos0 .. pos_last-1.
     const int64_t n = static_cast<int64_t>(fv.n_tokens);
-    if (fv.pos0 < 0 || fv.pos0 + n != input.pos_last) return;
-    if (input.pos_last + want > session_.n_ctx()) return;  // no room for the draft rows
+    if (fv.pos0 < 0 || fv.pos0 + n != input.pos_last || input.pos_last > session_.n_ctx()) return false;
     std::vector<uint32_t> view_layers;
     if (fv.layer_ids) view_layers.assign(fv.layer_ids, fv.layer_ids + fv.n_layers);
     else {  // the captured set is this drafter's layers, sorted
@@ -94,6 +92,18 @@ void Eagle3Drafter::draft(const DraftInput& input, int n_max, Draft& out) {
         session_.decode(&tokens_[static_cast<size_t>(first)], &g_[static_cast<size_t>(first) * d],
                         &positions_[static_cast<size_t>(first)], m);
     }
+    return true;
+}
+
+void Eagle3Drafter::draft(const DraftInput& input, int n_max, Draft& out) {
+    const int want = std::min(params_.n_max, n_max);
+    if (want <= 0) {
+        (void)take_features(input);
+        return;
+    }
+    if (!take_features(input)) return;
+    if (input.pos_last + want - 1 > session_.n_ctx()) return;  // no room for the draft rows
+    const size_t d = head_->n_embd;
 
     // Chain: each drafted token with the previous row's pre-norm output.
     std::vector<float> g(d);

@@ -88,6 +88,11 @@ public:
     virtual void begin(const BeginInput& input) = 0;
     // Appends at most n_max tokens to `out` (which is empty on entry).
     virtual void draft(const DraftInput& input, int n_max, Draft& out) = 0;
+    // A step in which this drafter does not draft (paused by adaptive
+    // drafting, another drafter drafted, no room): drafters that read the
+    // target's features take in input.features here, as draft() would, so
+    // that their state (a draft head's cache) stays in step with the target.
+    virtual void observe(const DraftInput& input) { (void)input; }
     // How many tokens of the last non-empty draft the target accepted.
     virtual void accept(int n_accepted) { (void)n_accepted; }
     // The request is over (ngram-cache saves its dynamic statistics here).

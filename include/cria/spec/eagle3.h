@@ -37,12 +37,17 @@ public:
     std::string_view name() const override { return "eagle3"; }
     void begin(const BeginInput& input) override;
     void draft(const DraftInput& input, int n_max, Draft& out) override;
+    void observe(const DraftInput& input) override { (void)take_features(input); }
     int n_max() const override { return params_.n_max; }
     int n_min() const override { return params_.n_min; }
     bool runs_model() const override { return true; }
     std::vector<uint32_t> target_feature_layers() const override { return head_->target_layers; }
 
 private:
+    // Writes the cache rows of the features' positions (the last one, the
+    // pair (last, g at pos_last-1), leaves its logits for the first draft
+    // token); false when the features do not end right before `last`.
+    bool take_features(const DraftInput& input);
     // The top probability of the draft logits among their 10 best, and the arg-max row.
     std::pair<int64_t, double> pick(const std::vector<float>& logits);
 
