@@ -6,6 +6,7 @@
 
 #include "cria/core/error.h"
 #include "cria/spec/draft_model.h"
+#include "cria/spec/dflash.h"
 #include "cria/spec/eagle3.h"
 #include "cria/spec/registry.h"
 #include "cria/spec/speculative.h"
@@ -64,6 +65,16 @@ CRIA_REGISTER_DRAFTER(eagle3, SpecType::Eagle3, 90, [](const DrafterArgs& a) {
                                            static_cast<int32_t>(a.target.n_ctx()), threads);
 });
 
+// DFlash: one forward pass of its block per draft.
+CRIA_REGISTER_DRAFTER(dflash, SpecType::Dflash, 80, [](const DrafterArgs& a) {
+    if (a.params.draft_model.empty())
+        throw Error("speculative type draft-dflash needs the DFlash drafter's GGUF (-md FILE)");
+    if (!a.resources.dflash_head) a.resources.dflash_head = DflashHead::load(a.params.draft_model, a.target.model());
+    const int threads = a.params.draft_threads > 0 ? a.params.draft_threads : a.target.n_threads();
+    return std::make_unique<DflashDrafter>(a.resources.dflash_head, a.params.draft,
+                                           static_cast<int32_t>(a.target.n_ctx()), threads);
+});
+
 std::vector<std::unique_ptr<Drafter>> make_drafters(const SpecParams& params, const runtime::Context& target,
                                                     const vocab::Vocab& target_vocab, DrafterResources* shared) {
     DrafterResources own;
@@ -74,16 +85,19 @@ std::vector<std::unique_ptr<Drafter>> make_drafters(const SpecParams& params, co
     // The draft file (-md) asks for its drafter by itself, as in llama.cpp:
     // an eagle3 head for draft-eagle3 (detected from its architecture, which
     // llama.cpp leaves to --spec-type), any other model for draft-simple.
-    bool eagle3_file = false;
-    if (!params.draft_model.empty() && !listed(SpecType::Eagle3)) {
+    bool eagle3_file = false, dflash_file = false;
+    if (!params.draft_model.empty() && !listed(SpecType::Eagle3) && !listed(SpecType::Dflash)) {
         eagle3_file = Eagle3Head::is_eagle3_file(params.draft_model);
-        if (eagle3_file)
-            std::fprintf(stderr, "auto-detected speculative type 'draft-eagle3' from the draft model metadata\n");
+        dflash_file = !eagle3_file && DflashHead::is_dflash_file(params.draft_model);
+        if (eagle3_file || dflash_file)
+            std::fprintf(stderr, "auto-detected speculative type '%s' from the draft model metadata\n",
+                         eagle3_file ? "draft-eagle3" : "draft-dflash");
     }
-    const bool draft_file_is_head = eagle3_file || listed(SpecType::Eagle3);
+    const bool draft_file_is_head = eagle3_file || dflash_file || listed(SpecType::Eagle3) || listed(SpecType::Dflash);
     const auto wants = [&](SpecType t) {
         if (t == SpecType::Draft && !params.draft_model.empty() && !draft_file_is_head) return true;
         if (t == SpecType::Eagle3 && eagle3_file) return true;
+        if (t == SpecType::Dflash && dflash_file) return true;
         return listed(t);
     };
     std::vector<std::unique_ptr<Drafter>> out;

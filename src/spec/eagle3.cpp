@@ -49,12 +49,9 @@ void Eagle3Drafter::begin(const BeginInput&) {
     // the whole prompt.
 }
 
-std::pair<int64_t, double> Eagle3Drafter::pick(const std::vector<float>& logits) {
-    // llama.cpp's draft sampler: top-k(10) then softmax at temperature 1; the
-    // token is the best one (lowest draft row on ties, d2t is ascending).
-    const ops::TensorView row = ops::TensorView::contiguous(ElementType::F32, logits.data(),
-                                                  {static_cast<int64_t>(logits.size())});
-    const auto top = ops_.top_k(row, std::min<int64_t>(10, static_cast<int64_t>(logits.size())));
+std::pair<int64_t, double> pick_draft_row(ops::Ops& ops, const float* logits, int64_t n) {
+    const auto row = ops::TensorView::contiguous(ElementType::F32, logits, {n});
+    const auto top = ops.top_k(row, std::min<int64_t>(10, n));
     double sum = 0.0;
     for (const auto& [id, l] : top) sum += std::exp(static_cast<double>(l) - static_cast<double>(top[0].second));
     return {top[0].first, 1.0 / sum};
@@ -108,7 +105,8 @@ void Eagle3Drafter::draft(const DraftInput& input, int n_max, Draft& out) {
     // Chain: each drafted token with the previous row's pre-norm output.
     std::vector<float> g(d);
     for (int i = 0; i < want; ++i) {
-        const auto [row, p] = pick(session_.last_logits());
+        const auto [row, p] = pick_draft_row(ops_, session_.last_logits().data(),
+                                             static_cast<int64_t>(session_.last_logits().size()));
         if (p < params_.p_min) break;  // llama.cpp: this row is not drafted
         const int32_t token = head_->target_token(row);
         out.tokens.push_back(token);

@@ -12,6 +12,7 @@
 #include "cria/gguf/file.h"
 #include "cria/model/model.h"
 #include "cria/quant/quantize.h"
+#include "spec/head_file.h"
 
 namespace cria::spec {
 
@@ -19,52 +20,17 @@ namespace {
 
 using ops::TensorView;
 
-[[noreturn]] void fail(const gguf::File& f, const std::string& what) {
-    throw Error(f.path() + ": eagle3 draft: " + what);
-}
-
-std::string shape_text(const gguf::TensorInfo& t) {
-    std::string s = "[";
-    for (uint32_t d = 0; d < std::max<uint32_t>(t.n_dims, 1); ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
-    return s + "]";
-}
-
-// The tensor, which must have exactly {ne0, ne1} (ne1 = 1: a vector).
-const gguf::TensorInfo* find_checked(const gguf::File& f, const std::string& name, uint64_t ne0, uint64_t ne1,
-                                     bool required) {
-    const gguf::TensorInfo* t = f.find_tensor(name);
-    if (!t) {
-        if (required) fail(f, "missing tensor '" + name + "'");
-        return nullptr;
-    }
-    if (t->n_dims > 2 || t->ne[0] != ne0 || t->ne[1] != ne1)
-        fail(f, "tensor '" + name + "' has shape " + shape_text(*t) + ", expected [" + std::to_string(ne0) +
-                    (ne1 > 1 ? ", " + std::to_string(ne1) : "") + "]");
-    return t;
-}
+[[noreturn]] void fail(const gguf::File& f, const std::string& what) { head_file_error(f, "eagle3", what); }
 
 TensorView matrix(const gguf::File& f, const std::string& name, uint64_t ne0, uint64_t ne1, bool required = true) {
-    const gguf::TensorInfo* t = find_checked(f, name, ne0, ne1, required);
-    if (!t) return {};
-    if (!quant::can_dequantize(t->type)) fail(f, "tensor '" + name + "' has an unsupported type");
-    return TensorView::contiguous(t->type, f.tensor_data(*t).data(),
-                                  {static_cast<int64_t>(ne0), static_cast<int64_t>(ne1)});
+    return head_matrix(f, "eagle3", name, ne0, ne1, required);
 }
 
 std::vector<float> vector_f32(const gguf::File& f, const std::string& name, uint64_t n, bool required = true) {
-    const gguf::TensorInfo* t = find_checked(f, name, n, 1, required);
-    if (!t) return {};
-    if (!quant::can_dequantize(t->type)) fail(f, "tensor '" + name + "' has an unsupported type");
-    std::vector<float> v(n);
-    quant::dequantize_row(t->type, f.tensor_data(*t).data(), v.data(), static_cast<int64_t>(n));
-    return v;
+    return head_vector(f, "eagle3", name, n, required);
 }
 
-uint32_t required_u32(const gguf::File& f, const std::string& key) {
-    const auto v = f.get_u32(key);
-    if (!v) fail(f, "missing or invalid key '" + key + "'");
-    return *v;
-}
+uint32_t required_u32(const gguf::File& f, const std::string& key) { return head_u32(f, "eagle3", key); }
 
 TensorView view(std::vector<float>& buf, int64_t ne0, int64_t ne1, int64_t ne2 = 1) {
     return TensorView::contiguous(ElementType::F32, buf.data(), {ne0, ne1, ne2});
@@ -159,7 +125,7 @@ std::shared_ptr<const Eagle3Head> Eagle3Head::from_file(std::shared_ptr<const gg
     const gguf::TensorInfo* out = f.find_tensor("output.weight");
     if (out) {
         if (out->n_dims != 2 || out->ne[0] != d || out->ne[1] == 0 || out->ne[1] > n_vocab)
-            fail(f, "output.weight has shape " + shape_text(*out) + ", expected [" + std::to_string(d) +
+            fail(f, "output.weight has shape " + head_shape_text(*out) + ", expected [" + std::to_string(d) +
                         ", n_vocab_draft <= " + std::to_string(n_vocab) + "]");
         h->output = matrix(f, "output.weight", d, out->ne[1]);
     } else {

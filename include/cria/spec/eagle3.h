@@ -48,9 +48,6 @@ private:
     // pair (last, g at pos_last-1), leaves its logits for the first draft
     // token); false when the features do not end right before `last`.
     bool take_features(const DraftInput& input);
-    // The top probability of the draft logits among their 10 best, and the arg-max row.
-    std::pair<int64_t, double> pick(const std::vector<float>& logits);
-
     std::shared_ptr<const Eagle3Head> head_;
     DraftModelParams params_;
     cpu::ThreadPool pool_;
@@ -66,5 +63,11 @@ private:
 // missing.
 void gather_features(const FeaturesView& view, const std::vector<uint32_t>& view_layers,
                      const std::vector<uint32_t>& layers, std::vector<float>& out);
+
+// llama.cpp's draft token choice (top-k 10, softmax at temperature 1): the
+// arg-max row of n logits (lowest row on ties) and its probability among
+// the 10 best, which --spec-draft-p-min is compared with. Shared by the
+// drafter heads (EAGLE-3, DFlash).
+std::pair<int64_t, double> pick_draft_row(ops::Ops& ops, const float* logits, int64_t n);
 
 }  // namespace cria::spec

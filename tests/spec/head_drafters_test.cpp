@@ -1,5 +1,6 @@
-// draft-eagle3 on the trained EAGLE-3 head of ../shared/testdata/drafter-fixtures
-// (austen-7m target): greedy output equals plain decoding, and every
+// draft-eagle3 and draft-dflash on the trained heads of
+// ../shared/testdata/drafter-fixtures (austen-7m target): greedy output
+// equals plain decoding, and every
 // verification step drafts and accepts what llama.cpp's did (README §6:
 // llama-speculative-simple's driver, adaptive drafting off); plus the
 // checks on files that do not fit the target.
@@ -20,6 +21,7 @@
 #include "cria/runtime/context.h"
 #include "cria/runtime/generate.h"
 #include "cria/sampling/chain.h"
+#include "cria/spec/dflash.h"
 #include "cria/spec/eagle3.h"
 #include "cria/spec/registry.h"
 #include "cria/spec/speculative.h"
@@ -91,13 +93,14 @@ struct StepsRun {
 };
 
 // llama-speculative-simple's loop (fixture README §6) on the speculative step.
-StepsRun run_llama_protocol(const std::vector<TokenId>& prompt, int n_predict, int n_max, float p_min) {
+StepsRun run_llama_protocol(const std::vector<TokenId>& prompt, int n_predict, int n_max, float p_min,
+                            SpecType type = SpecType::Eagle3, const std::string& file = "eagle3-austen-7m.gguf") {
     const model::Model& m = austen();
     const auto vocab = vocab::Vocab::from_gguf(m.file());
     runtime::Context ctx(m, context_params());
     SpecParams params;
-    params.types = {SpecType::Eagle3};
-    params.draft_model = (fixtures_dir() / "eagle3-austen-7m.gguf").string();
+    params.types = {type};
+    params.draft_model = (fixtures_dir() / file).string();
     params.draft.n_max = params.n_max = n_max;
     params.draft.p_min = p_min;
     auto drafters = make_drafters(params, ctx, vocab);
@@ -160,6 +163,30 @@ TEST_P(Eagle3Fixture, StepsAndTextMatchLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(Runs, Eagle3Fixture,
                          ::testing::Values("eagle3/p1", "eagle3/p2", "eagle3/p3", "eagle3/p4", "eagle3-pmin0.3/p1",
                                            "eagle3-pmin0.3/p2", "eagle3-pmin0.3/p3", "eagle3-pmin0.3/p4"),
+                         [](const auto& info) {
+                             std::string s = info.param;
+                             for (char& c : s)
+                                 if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                             return s;
+                         });
+
+class DflashFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DflashFixture, StepsAndTextMatchLlamaCpp) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const std::string json = read_text(fixtures_dir() / "results" / (GetParam() + ".json"));
+    const std::vector<TokenId> prompt = ints(json_array(json, "prompt_ids"));
+    const auto expected_steps = strings(json_array(json, "steps_accepted_over_drafted"));
+    const std::vector<TokenId> expected_ids = ints(json_array(json, "generated_ids"));
+    const float p_min = GetParam().find("pmin0.3") != std::string::npos ? 0.3f : 0.0f;
+    const auto run = run_llama_protocol(prompt, 96, 7, p_min, SpecType::Dflash, "dflash-austen-7m.gguf");
+    EXPECT_EQ(run.generated, expected_ids);
+    EXPECT_EQ(run.steps, expected_steps);
+}
+
+INSTANTIATE_TEST_SUITE_P(Runs, DflashFixture,
+                         ::testing::Values("dflash/p1", "dflash/p2", "dflash/p3", "dflash/p4", "dflash-pmin0.3/p1",
+                                           "dflash-pmin0.3/p2", "dflash-pmin0.3/p3", "dflash-pmin0.3/p4"),
                          [](const auto& info) {
                              std::string s = info.param;
                              for (char& c : s)
@@ -276,6 +303,48 @@ TEST(Eagle3, RefusesMalformedHeadsWithAClearError) {
             EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
         }
     }
+}
+
+TEST(Dflash, GreedyOutputEqualsPlainAndTheFileIsDetected) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const model::Model& m = austen();
+    const auto vocab = vocab::Vocab::from_gguf(m.file());
+    const auto prompt = vocab.tokenize("Elizabeth looked at her sister and said", true, true);
+    runtime::Context plain_ctx(m, context_params());
+    auto plain_chain = greedy(vocab);
+    const auto plain = runtime::generate(plain_ctx, vocab, plain_chain, prompt, 80).tokens;
+    SpecParams params;
+    params.draft_model = (fixtures_dir() / "dflash-austen-7m.gguf").string();
+    params.adaptive = false;
+    params.draft.p_min = 0.0f;
+    params.n_max = params.draft.n_max = 16;  // clamped to block_size - 1
+    runtime::Context ctx(m, context_params());
+    auto drafters = make_drafters(params, ctx, vocab);
+    ASSERT_EQ(drafters.size(), 1u);
+    EXPECT_EQ(drafters[0]->name(), "dflash");
+    EXPECT_EQ(drafters[0]->n_max(), 7);
+    Speculator spec(params, std::move(drafters));
+    auto chain = greedy(vocab);
+    EXPECT_EQ(spec.generate(ctx, vocab, chain, prompt, 80).tokens, plain);
+    EXPECT_GT(spec.metrics().tokens_accepted(), 0) << spec.metrics().format();
+    EXPECT_LT(spec.metrics().tokens_accepted(), spec.metrics().tokens_drafted()) << spec.metrics().format();
+}
+
+TEST(Dflash, RefusesWhatItCannotRun) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const auto expect_error = [](const std::string& path, const model::Model& target, const std::string& needle) {
+        try {
+            DflashHead::load(path, target);
+            ADD_FAILURE() << path << " loaded";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    // DSpark (Markov and confidence heads) is not implemented: refused, not half-run.
+    expect_error((fixtures_dir() / "dspark-austen-7m.gguf").string(), austen(), "draft-dspark is not supported");
+    const auto small = model::Model::load(test::model_path("austen-1m/austen-1m-f32.gguf").string());
+    expect_error((fixtures_dir() / "dflash-austen-7m.gguf").string(), *small, "another model");
+    expect_error((fixtures_dir() / "eagle3-austen-7m.gguf").string(), austen(), "expected 'dflash'");
 }
 
 TEST(Eagle3, GatherFeaturesReordersLayers) {
