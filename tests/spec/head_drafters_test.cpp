@@ -347,6 +347,38 @@ TEST(Dflash, RefusesWhatItCannotRun) {
     expect_error((fixtures_dir() / "eagle3-austen-7m.gguf").string(), austen(), "expected 'dflash'");
 }
 
+// At temperature 1 the heads' drafts carry no probabilities, so the step
+// samples the target's rows in order and keeps drafts equal to the samples:
+// the output is plain sampling's with the same seed (the target's
+// distribution exactly, not just statistically).
+TEST(HeadDrafters, TemperatureOneOutputIsPlainSamplingWithTheSameSeed) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const model::Model& m = austen();
+    const auto vocab = vocab::Vocab::from_gguf(m.file());
+    const auto prompt = vocab.tokenize("Elizabeth looked at her sister and said", true, true);
+    sampling::SamplingParams sp;
+    sp.temp = 1.0f;
+    sp.seed = 7;
+    sampling::ChainContext cc;
+    cc.vocab = &vocab;
+    runtime::Context plain_ctx(m, context_params());
+    auto plain_chain = sampling::build_chain(sp, cc);
+    const auto plain = runtime::generate(plain_ctx, vocab, plain_chain, prompt, 60).tokens;
+    for (const char* file : {"eagle3-austen-7m.gguf", "dflash-austen-7m.gguf"}) {
+        SpecParams params;
+        params.draft_model = (fixtures_dir() / file).string();
+        params.adaptive = false;
+        params.draft.p_min = 0.0f;
+        params.n_max = params.draft.n_max = 4;
+        runtime::Context ctx(m, context_params());
+        Speculator spec(params, make_drafters(params, ctx, vocab));
+        spec.set_sampling(sp);
+        auto chain = sampling::build_chain(sp, cc);
+        EXPECT_EQ(spec.generate(ctx, vocab, chain, prompt, 60).tokens, plain) << file;
+        EXPECT_GT(spec.metrics().tokens_accepted(), 0) << file << spec.metrics().format();
+    }
+}
+
 TEST(Eagle3, GatherFeaturesReordersLayers) {
     // Two tokens, captured layers {1, 4, 6}, two floats each; the head wants {6, 1, 4}.
     std::vector<float> data(2 * 3 * 2);
