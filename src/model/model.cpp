@@ -269,6 +269,16 @@ ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     return p;
 }
 
+RecurrentState AttentionMemory::recurrent_state(uint32_t layer, int32_t) {
+    throw Error("forward: layer " + std::to_string(layer) + " is recurrent, and this memory keeps no recurrent state");
+}
+
+void AttentionMemory::record_position(uint32_t layer, int32_t, int32_t) {
+    throw Error("forward: layer " + std::to_string(layer) + " is recurrent, and this memory keeps no recurrent state");
+}
+
+bool AttentionMemory::keeps_every_position(uint32_t, int32_t) { return false; }
+
 void Model::forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, AttentionMemory& memory, float* logits,
                     float* hidden) const {
     if (in.n_tokens <= 0) throw Error("forward: the micro-batch is empty");
@@ -279,6 +289,8 @@ void Model::forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, Attent
         if (in.capture_layers[c] > hp_.n_layer)
             throw Error("forward: capture layer " + std::to_string(in.capture_layers[c]) + " is beyond the " +
                         std::to_string(hp_.n_layer) + " layers");
+    if (hp_.has_recurrent_layers() && in.seq_masks == nullptr)
+        throw Error("forward: a model with recurrent layers needs every token's sequence (seq_masks)");
     ws.reserve(*this, in.n_tokens);
     blocks::Step step{ops, hp_, weights_, ws, in, memory, *this, in.n_tokens};
     float* out_logits = in.want_logits ? logits : nullptr;

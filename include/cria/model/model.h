@@ -28,8 +28,20 @@ struct ArchDefinition;
 class Model;
 class TensorTable;
 
-// Stores the keys and values of one micro-batch and attends over everything
-// each token may see. Called once per layer, in layer order.
+// The state a recurrent layer keeps for one sequence (HParams::is_recurrent):
+// the convolution state of HParams::recurrent_conv_floats floats and the SSM
+// / linear-attention state of HParams::recurrent_state_floats floats, both
+// F32, zero for a sequence that has no history yet. The layer reads them at
+// the start of the sequence's run of tokens and leaves the updated state there.
+struct RecurrentState {
+    float* conv = nullptr;
+    float* ssm = nullptr;
+};
+
+// What the forward pass keeps between calls, seen from the model: attention
+// layers store the keys and values of one micro-batch and attend over
+// everything each token may see; recurrent layers read and update one state
+// per sequence. Called once per layer, in layer order.
 class AttentionMemory {
 public:
     virtual ~AttentionMemory() = default;
@@ -38,6 +50,19 @@ public:
     // out: F32 [head_dim_v, n_head, n_tokens].
     virtual void attend(uint32_t layer, const ops::TensorView& q, const ops::TensorView& k,
                         const ops::TensorView& v, const ops::AttentionParams& params, const ops::TensorView& out) = 0;
+    // The state of `seq` at recurrent layer `layer`. The default (a memory
+    // without recurrent state) throws cria::Error.
+    virtual RecurrentState recurrent_state(uint32_t layer, int32_t seq);
+    // Called by a recurrent layer after it has advanced seq's state of
+    // `layer` by the token at position pos, so that a speculative checkpoint
+    // can restore the state after any accepted position
+    // (memory::RecurrentMemory::record_position). The default throws cria::Error.
+    virtual void record_position(uint32_t layer, int32_t seq, int32_t pos);
+    // Whether record_position wants the state after every position of seq
+    // now (a speculative checkpoint is open): then the layer advances the
+    // state token by token; otherwise it may update it once per run. False
+    // by default.
+    virtual bool keeps_every_position(uint32_t layer, int32_t seq);
 };
 
 // A linear layer y = scale * (W x) + bias (or scale * (W x + bias)), as
