@@ -114,6 +114,17 @@ struct HParams {
     std::vector<bool> recurrent_layers;
     uint32_t recurrent_conv_floats = 0;
     uint32_t recurrent_state_floats = 0;
+    // State-space layers (mamba, mamba2 and the hybrids' SSM layers; llama.cpp's
+    // ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_dt_rank, ssm_n_group): the
+    // convolution's taps, the inner width, the state per channel, the dt rank
+    // (Mamba-1) or number of heads (Mamba-2), the B/C groups (Mamba-2), and
+    // whether dt, B and C are RMS-normed without weight (FalconMamba).
+    uint32_t ssm_conv_kernel = 0;
+    uint32_t ssm_inner = 0;
+    uint32_t ssm_state = 0;
+    uint32_t ssm_dt_rank = 0;
+    uint32_t ssm_groups = 0;
+    bool ssm_dt_b_c_rms = false;
 
     bool has_qk_norm = false;    // qwen3, gemma3: RMSNorm over each Q and K head
     bool fused_qkv = false;      // the file has one attn_qkv matrix instead of attn_q/k/v (phi3)

@@ -94,6 +94,17 @@ struct ExpertLinear {
     bool present() const { return w.data != nullptr; }
 };
 
+// The weights of a state-space mixer (Mamba-1 and Mamba-2 layers): the input
+// projection, the causal convolution ([K, channels] taps and bias), Mamba-1's
+// ssm_x ([dt_r | B | C]) and ssm_dt projections, Mamba-2's dt bias, A
+// (stored negative), D, Mamba-2's grouped output norm, Jamba's dt/B/C norms,
+// and the output projection.
+struct SsmWeights {
+    Linear in, x, dt, out;
+    std::vector<float> conv, conv_bias, dt_bias, a, d, norm;
+    std::vector<float> dt_norm, b_norm, c_norm;
+};
+
 // The weights of one layer. Matrices are views into the file (no copies);
 // small vectors (norms) are F32 copies so kernels can take float*. An
 // architecture's tensor table (archs/*.cpp) says which of them it loads.
@@ -112,6 +123,7 @@ struct LayerWeights {
     ExpertLinear gate_exps, up_exps, down_exps;  // gate_exps may be absent (then silu(up))
     // The shared expert (HParams::n_ff_shexp > 0) and its optional scalar gate ([n_embd, 1]).
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
+    SsmWeights ssm;  // the state-space mixer of a recurrent layer
 };
 
 struct Weights {
@@ -160,6 +172,10 @@ public:
     // the experts' gate/up/activation ([n_ff_exp, k, n]) and outputs ([n_embd, k, n]).
     std::vector<float> router, expert_weights, expert_gate, expert_up, expert_out;
     std::vector<int32_t> expert_ids;
+    // State-space mixers: the input projection, the convolution's output,
+    // Mamba-1's [dt_r | B | C], dt, the scan's output, and a copy of a
+    // sequence's convolution state before the micro-batch (for checkpoints).
+    std::vector<float> ssm_proj, ssm_conv, ssm_xdb, ssm_dt, ssm_y, ssm_conv_before;
 
 private:
     int64_t capacity_ = 0;
