@@ -1,5 +1,6 @@
 // Speculative rollback of a recurrent state equals recomputation: on
-// llama.cpp's mamba and mamba2 fixtures, a verify batch of n tokens decoded
+// llama.cpp's mamba, mamba2, jamba and granitehybrid fixtures (the hybrids
+// roll back their KV cache and their recurrent state together), a verify batch of n tokens decoded
 // inside a checkpoint and committed at k < n leaves the state a plain decode
 // of the first k tokens leaves (the next token's logits agree), for every k.
 // Also: two sequences decoded in one interleaved batch get the logits each
@@ -115,8 +116,9 @@ TEST_P(RecurrentRollback, InterleavedSequencesKeepTheirOwnState) {
     EXPECT_EQ(both.memory_seq_pos_max(0), -1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, RecurrentRollback, ::testing::Values("mamba-dense", "mamba2-dense"),
-                         [](const auto& info) { return info.param == "mamba-dense" ? "mamba" : "mamba2"; });
+INSTANTIATE_TEST_SUITE_P(Fixtures, RecurrentRollback,
+                         ::testing::Values("mamba-dense", "mamba2-dense", "jamba-dense", "granitehybrid-dense"),
+                         [](const auto& info) { return info.param.substr(0, info.param.find('-')); });
 
 }  // namespace
 }  // namespace cria::runtime
