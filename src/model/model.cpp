@@ -121,9 +121,10 @@ void Workspace::reserve(const Model& model, int64_t n) {
         expert_up.resize(size(k * hp.n_ff_exp));
         expert_out.resize(size(k * hp.n_embd));
     }
-    if (hp.ssm_inner > 0) {
-        const int64_t d_inner = hp.ssm_inner, gn = int64_t{hp.ssm_groups} * hp.ssm_state;
-        ssm_proj.resize(size(2 * d_inner + 2 * gn + hp.ssm_dt_rank));
+    if (hp.has_recurrent_layers()) {
+        // Mamba-1/2 mixers are d_inner wide; LFM2's short convolution n_embd ([B | C | x]).
+        const int64_t d_inner = std::max<int64_t>(hp.ssm_inner, hp.n_embd), gn = int64_t{hp.ssm_groups} * hp.ssm_state;
+        ssm_proj.resize(size(std::max(2 * d_inner + 2 * gn + hp.ssm_dt_rank, 3 * d_inner)));
         ssm_conv.resize(size(d_inner + 2 * gn));
         ssm_xdb.resize(size(hp.ssm_dt_rank + 2 * int64_t{hp.ssm_state}));
         ssm_dt.resize(size(std::max<int64_t>(d_inner, hp.ssm_dt_rank)));

@@ -186,4 +186,26 @@ void mamba2_block(Step& s, uint32_t layer) {
     s.ops.add(x, o, x);
 }
 
+void shortconv_block(Step& s, uint32_t layer) {
+    const HParams& hp = s.hp;
+    const SsmWeights& w = s.w.layers[layer].ssm;
+    Workspace& ws = s.ws;
+    const int64_t n = s.n, E = hp.n_embd;
+
+    const TensorView x = view(ws.x, E, n), h = view(ws.h, E, n);
+    s.ops.rms_norm(x, s.w.layers[layer].attn_norm.data(), hp.norm_rms_eps, h);
+    linear(s, w.in, h, view(ws.ssm_proj, 3 * E, n));  // [B | C | x]
+    // B ⊙ x, the convolution's input (and what its state keeps), into ws.ssm_y.
+    const TensorView bx = view(ws.ssm_y, E, n);
+    s.ops.mul(rows_of(ws.ssm_proj, 3 * E, 0, E, 0, n), rows_of(ws.ssm_proj, 3 * E, 2 * E, E, 0, n), bx);
+    const std::vector<ConvRun> runs = convolve_runs(s, layer, ws.ssm_y, E, 0, E, w.conv);
+    // No scan: only the convolution state is recorded per position.
+    scan_runs(s, layer, runs, ws.ssm_y, E, 0, E, [](const ConvRun&, int64_t, int64_t) {});
+    const TensorView y = view(ws.ssm_conv, E, n);
+    s.ops.mul(rows_of(ws.ssm_proj, 3 * E, E, E, 0, n), y, y);  // C ⊙ conv
+    const TensorView o = view(ws.o, E, n);
+    linear(s, w.out, y, o);
+    s.ops.add(x, o, x);
+}
+
 }  // namespace cria::model::blocks

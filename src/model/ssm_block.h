@@ -24,6 +24,10 @@ void mamba_block(Step& s, uint32_t layer);
 // times ssm_norm when the layer has it; out(y).
 void mamba2_block(Step& s, uint32_t layer);
 
+// LFM2's gated short convolution: [B | C | x] = in(h); y = C ⊙ conv(B ⊙ x)
+// (no bias, no activation; the state holds B ⊙ x); out(y).
+void shortconv_block(Step& s, uint32_t layer);
+
 // The recurrent state sizes of the two mixers (floats per layer and sequence):
 // conv (K-1)·channels, SSM N·d_inner.
 uint32_t mamba_conv_floats(const HParams& hp);

@@ -130,4 +130,66 @@ Rows mamba2_mixer(const Input& in, uint32_t layer, const Rows& h) {
     return out;
 }
 
+Rows shortconv_mixer(const Input& in, uint32_t layer, const Rows& h) {
+    const HParams& hp = in.hp;
+    const SsmWeights& w = in.w.layers[layer].ssm;
+    const uint32_t E = hp.n_embd, K = hp.ssm_conv_kernel;
+    const Linear proj(w.in), out_proj(w.out);
+    const size_t n = h.size();
+    Rows bcx(n), bx(n);
+    for (size_t t = 0; t < n; ++t) {
+        bcx[t] = proj(h[t]);  // [B | C | x]
+        bx[t] = Vec(E);
+        for (uint32_t c = 0; c < E; ++c) bx[t][c] = bcx[t][c] * bcx[t][2 * E + c];
+    }
+    Rows out(n);
+    for (size_t t = 0; t < n; ++t) {
+        Vec y(E);
+        for (uint32_t c = 0; c < E; ++c) {
+            double sum = 0.0;  // the convolution: no bias, no activation
+            for (uint32_t i = 0; i < K; ++i) {
+                const int64_t src = static_cast<int64_t>(t) - static_cast<int64_t>(K - 1) + i;
+                if (src >= 0) sum += w.conv[c * K + i] * bx[static_cast<size_t>(src)][c];
+            }
+            y[c] = bcx[t][E + c] * sum;
+        }
+        out[t] = out_proj(y);
+    }
+    return out;
+}
+
+Logits lfm2(const Input& in) {
+    const HParams& hp = in.hp;
+    const double eps = hp.norm_rms_eps;
+    const size_t n = in.tokens.size();
+    Rows x = embed(in, /*scale=*/false);
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        const LayerWeights& lw = in.w.layers[l];
+        if (hp.is_recurrent(l)) {
+            Rows h(n);
+            for (size_t t = 0; t < n; ++t) h[t] = rms_norm(x[t], lw.attn_norm, eps);
+            const Rows m = shortconv_mixer(in, l, h);
+            for (size_t t = 0; t < n; ++t) add_to(x[t], m[t]);
+        } else {
+            const Rows attn = self_attention(in, l, x);
+            const Linear wo(lw.wo);
+            for (size_t t = 0; t < n; ++t) add_to(x[t], wo(attn[t]));
+        }
+        if (hp.is_moe(l)) {  // lfm2moe
+            const MoeFfn moe(hp, lw);
+            for (size_t t = 0; t < n; ++t) add_to(x[t], moe(rms_norm(x[t], lw.ffn_norm, eps)));
+            continue;
+        }
+        const Linear gate(lw.gate), up(lw.up), down(lw.down);
+        for (size_t t = 0; t < n; ++t) {
+            const Vec hf = rms_norm(x[t], lw.ffn_norm, eps);
+            Vec g = gate(hf);
+            const Vec u = up(hf);
+            for (uint32_t i = 0; i < hp.n_ff; ++i) g[i] = silu(g[i]) * u[i];
+            add_to(x[t], down(g));
+        }
+    }
+    return output_head(in, x);
+}
+
 }  // namespace cria::model::reference

@@ -12,5 +12,12 @@ namespace cria::model::reference {
 Rows mamba_mixer(const Input& in, uint32_t layer, const Rows& h);
 // Mamba-2 on the normed inputs h of every position; returns ssm_out's output.
 Rows mamba2_mixer(const Input& in, uint32_t layer, const Rows& h);
+// LFM2's gated short convolution on the normed inputs h: out(C ⊙ conv(B ⊙ x)).
+Rows shortconv_mixer(const Input& in, uint32_t layer, const Rows& h);
+
+// lfm2 in float64: the short convolution on recurrent layers, attention with
+// per-head Q/K norms and NeoX rope (over the window on SWA layers) on the
+// others, a SwiGLU feed-forward block after each (registered by archs/lfm2.cpp).
+Logits lfm2(const Input& in);
 
 }  // namespace cria::model::reference
