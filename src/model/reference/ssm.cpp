@@ -192,4 +192,32 @@ Logits lfm2(const Input& in) {
     return output_head(in, x);
 }
 
+Logits nemotron_h(const Input& in) {
+    const HParams& hp = in.hp;
+    const double eps = hp.norm_rms_eps;
+    const size_t n = in.tokens.size();
+    Rows x = embed(in, /*scale=*/false);
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        const LayerWeights& lw = in.w.layers[l];
+        if (hp.is_recurrent(l)) {
+            Rows h(n);
+            for (size_t t = 0; t < n; ++t) h[t] = rms_norm(x[t], lw.attn_norm, eps);
+            const Rows m = mamba2_mixer(in, l, h);
+            for (size_t t = 0; t < n; ++t) add_to(x[t], m[t]);
+        } else if (lw.down.present()) {  // x += down(relu(up h)²)
+            const Linear up(lw.up), down(lw.down);
+            for (size_t t = 0; t < n; ++t) {
+                Vec u = up(rms_norm(x[t], lw.attn_norm, eps));
+                for (double& v : u) v = v > 0.0 ? v * v : 0.0;
+                add_to(x[t], down(u));
+            }
+        } else {
+            const Rows attn = self_attention(in, l, x);
+            const Linear wo(lw.wo);
+            for (size_t t = 0; t < n; ++t) add_to(x[t], wo(attn[t]));
+        }
+    }
+    return output_head(in, x);
+}
+
 }  // namespace cria::model::reference

@@ -19,5 +19,8 @@ Rows shortconv_mixer(const Input& in, uint32_t layer, const Rows& h);
 // per-head Q/K norms and NeoX rope (over the window on SWA layers) on the
 // others, a SwiGLU feed-forward block after each (registered by archs/lfm2.cpp).
 Logits lfm2(const Input& in);
+// nemotron_h in float64: each layer one of Mamba-2, attention without rope,
+// or a squared-ReLU MLP, each on rms_norm(x) · attn_norm.
+Logits nemotron_h(const Input& in);
 
 }  // namespace cria::model::reference
