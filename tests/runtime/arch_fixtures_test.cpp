@@ -105,7 +105,7 @@ const std::vector<std::pair<std::string, bool>> kMustCheck{
     {"exaone4", false}, {"llama", true},    {"qwen2moe", true},  {"qwen3moe", true},    {"olmoe", true},
     {"minimax-m2", true}, {"ernie4_5-moe", true},
     {"mamba", false},   {"mamba2", false},  {"jamba", false},    {"granitehybrid", false},
-    {"lfm2", false},    {"lfm2moe", true},  {"nemotron_h", false},
+    {"lfm2", false},    {"lfm2moe", true},  {"nemotron_h", false}, {"nemotron_h_moe", true},
 };
 
 #define SKIP_WITHOUT_FIXTURES()                                                                         \

@@ -123,6 +123,8 @@ struct LayerWeights {
     ExpertLinear gate_exps, up_exps, down_exps;  // gate_exps may be absent (then silu(up))
     // The shared expert (HParams::n_ff_shexp > 0) and its optional scalar gate ([n_embd, 1]).
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
+    // nemotron_h_moe: the experts may run in a latent space ([n_embd -> L], [L -> n_embd]).
+    Linear latent_down, latent_up;
     SsmWeights ssm;  // the state-space mixer of a recurrent layer
 };
 

@@ -4,8 +4,9 @@
 // (head_count_kv > 0, feed_forward_length 0; q/k/v/output biases and scales
 // as the file has them), or a squared-ReLU MLP without gate
 // (feed_forward_length > 0, whatever head_count_kv says; relu2_ffn.h). The forward pass tells the kinds
-// apart by the weights the table loaded. Files with experts (nemotron_h_moe)
-// are not supported yet. (The MLP layers get an unused KV-cache slot: the
+// apart by the weights the table loaded. nemotron_h_moe: the MLP layers are
+// mixtures of squared-ReLU experts (relu2_moe_block), optionally in a latent
+// space as wide as n_embd; narrower latents and MTP layers are refused. (The MLP layers get an unused KV-cache slot: the
 // memory layout knows only attention and recurrent layers.)
 
 #include <string>
@@ -38,7 +39,7 @@ void read_hparams(const HParamsKeys& keys, HParams& hp) {
         // the forward pass dispatches on them: the file must hold exactly the
         // kind its keys say.
         const bool has_attention = keys.has_tensor(blk + "attn_q.weight") || keys.has_tensor(blk + "attn_qkv.weight");
-        const bool has_mlp = keys.has_tensor(blk + "ffn_up.weight");
+        const bool has_mlp = keys.has_tensor(blk + (hp.n_expert > 0 ? "ffn_up_exps.weight" : "ffn_up.weight"));
         // llama.cpp: an MLP layer is one with feed_forward_length > 0 (whatever its
         // head_count_kv), attention one with head_count_kv > 0 and no MLP.
         if (has_attention != (kv[l] > 0 && ff[l] == 0) || has_mlp != (ff[l] > 0))
@@ -49,6 +50,23 @@ void read_hparams(const HParamsKeys& keys, HParams& hp) {
     if (hp.head_dim != hp.head_dim_v) keys.fail("attention.key_length and value_length must be equal");
     hp.nope_layers.assign(hp.n_layer, true);  // no positional encoding at all
     hp.attention_scale = keys.f32_or_unset("attention.scale", hp.attention_scale);
+}
+
+// nemotron_h_moe: the MLP layers are mixtures of squared-ReLU experts with a
+// shared expert, sigmoid routing with the exp_probs_b selection bias.
+void read_hparams_moe(const HParamsKeys& keys, HParams& hp) {
+    if (hp.n_expert == 0) keys.fail("nemotron_h_moe needs experts ('" + keys.key("expert_count") + "')");
+    read_hparams(keys, hp);
+    hp.n_ff_exp = keys.u32_or_unset("expert_feed_forward_length", hp.n_ff / hp.n_expert_used);
+    if (hp.n_ff_exp == 0) keys.fail("the expert width of nemotron_h_moe is unknown");
+    hp.n_ff_shexp = keys.u32("expert_shared_feed_forward_length", 0);
+    hp.expert_gating = ExpertGating::Sigmoid;
+    hp.expert_weights_norm = keys.boolean("expert_weights_norm", false);
+    hp.expert_weights_scale = keys.f32("expert_weights_scale", 0.0f);
+    // Experts in a latent space narrower than n_embd need its width kept per model: not yet.
+    if (const uint32_t latent = keys.u32_or_unset("moe_latent_size", 0); latent != 0 && latent != hp.n_embd)
+        keys.fail("'" + keys.key("moe_latent_size") + "' other than the embedding width is not supported yet");
+    if (keys.u32("nextn_predict_layers", 0) != 0) keys.fail("nemotron_h_moe MTP layers are not supported yet");
 }
 
 void declare_tensors(const HParams& hp, TensorTable& t, Weights& w) {
@@ -74,8 +92,23 @@ void declare_tensors(const HParams& hp, TensorTable& t, Weights& w) {
             t.join({&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv);
         }
         t.linear(name("attn_output"), uint64_t{hp.n_head} * hp.head_dim_v, E, &lw.wo, Need::Optional);
-        t.linear(name("ffn_up"), E, F, &lw.up, Need::Optional, ScaleUse::AfterBias);
-        t.linear(name("ffn_down"), F, E, &lw.down, Need::Optional, ScaleUse::AfterBias);
+        if (hp.n_expert == 0) {
+            t.linear(name("ffn_up"), E, F, &lw.up, Need::Optional, ScaleUse::AfterBias);
+            t.linear(name("ffn_down"), F, E, &lw.down, Need::Optional, ScaleUse::AfterBias);
+            continue;
+        }
+        const uint64_t X = hp.n_expert, Fe = hp.n_ff_exp, Fs = hp.n_ff_shexp;
+        t.linear(name("ffn_gate_inp"), E, X, &lw.gate_inp, Need::Optional);
+        t.vector(name("exp_probs_b.bias"), X, &lw.exp_probs_b, Need::Optional);
+        // Plain products in llama.cpp's graph (ggml_mul_mat): no bias, no scale.
+        t.linear(name("ffn_latent_down"), E, E, &lw.latent_down, Need::Optional, ScaleUse::Ignored, false);
+        t.linear(name("ffn_latent_up"), E, E, &lw.latent_up, Need::Optional, ScaleUse::Ignored, false);
+        t.experts(name("ffn_up_exps"), E, Fe, X, &lw.up_exps, Need::Optional);
+        t.experts(name("ffn_down_exps"), Fe, E, X, &lw.down_exps, Need::Optional);
+        if (Fs > 0) {
+            t.linear(name("ffn_up_shexp"), E, Fs, &lw.up_shexp, Need::Optional, ScaleUse::AfterBias);
+            t.linear(name("ffn_down_shexp"), Fs, E, &lw.down_shexp, Need::Optional, ScaleUse::AfterBias);
+        }
     }
 }
 
@@ -87,6 +120,8 @@ void forward(blocks::Step& s, float* logits, float* hidden) {
             blocks::mamba2_block(s, l);
         else if (s.w.layers[l].down.present())
             blocks::relu2_ffn_block(s, l);
+        else if (s.w.layers[l].up_exps.present())
+            blocks::relu2_moe_block(s, l);
         else
             blocks::attention_block(s, l, {});
     }
@@ -98,5 +133,8 @@ void forward(blocks::Step& s, float* logits, float* hidden) {
 
 extern const ArchDefinition kNemotronH{"nemotron_h", read_hparams, declare_tensors, forward, reference::nemotron_h,
                                        /*supports_experts=*/false, /*has_recurrent_layers=*/true};
+extern const ArchDefinition kNemotronHMoe{"nemotron_h_moe", read_hparams_moe, declare_tensors, forward,
+                                          reference::nemotron_h, /*supports_experts=*/true,
+                                          /*has_recurrent_layers=*/true};
 
 }  // namespace cria::model::archs

@@ -1,5 +1,6 @@
 #include "model/reference/ssm.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cria::model::reference {
@@ -192,6 +193,57 @@ Logits lfm2(const Input& in) {
     return output_head(in, x);
 }
 
+namespace {
+
+// Expert e's matrix of a stacked [cols, rows, n_expert] tensor.
+Matrix expert_matrix(const ops::TensorView& w, int64_t e) {
+    return Matrix(ops::TensorView::contiguous(w.type, static_cast<const char*>(w.data) + e * w.nb[2], {w.ne[0], w.ne[1]}));
+}
+
+double relu_sq(double v) { return v > 0.0 ? v * v : 0.0; }
+
+// nemotron_h_moe's squared-ReLU experts on one normed position (relu2_ffn.h).
+Vec relu2_moe(const HParams& hp, const LayerWeights& lw, const Vec& h) {
+    const Vec logits = Linear(lw.gate_inp)(h);
+    const size_t X = logits.size();
+    std::vector<double> p(X), score(X);
+    for (size_t e = 0; e < X; ++e) {
+        p[e] = 1.0 / (1.0 + std::exp(-logits[e]));
+        score[e] = p[e] + (lw.exp_probs_b.empty() ? 0.0 : lw.exp_probs_b[e]);
+    }
+    std::vector<size_t> order(X);
+    for (size_t e = 0; e < X; ++e) order[e] = e;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
+    const size_t k = hp.n_expert_used;
+    std::vector<double> wts(k);
+    double sum = 0.0;
+    for (size_t j = 0; j < k; ++j) sum += wts[j] = p[order[j]];
+    for (size_t j = 0; j < k; ++j) {
+        if (hp.expert_weights_norm) wts[j] /= std::max(sum, 6.103515625e-5);
+        if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f) wts[j] *= hp.expert_weights_scale;
+    }
+    const Vec in = lw.latent_down.present() ? Linear(lw.latent_down)(h) : h;
+    Vec moe(in.size(), 0.0);
+    for (size_t j = 0; j < k; ++j) {
+        const size_t e = order[j];
+        Vec u = expert_matrix(lw.up_exps.w, static_cast<int64_t>(e)) * in;
+        const double su = lw.up_exps.scale.empty() ? 1.0 : lw.up_exps.scale[e];
+        for (double& v : u) v = relu_sq(v * su);
+        Vec y = expert_matrix(lw.down_exps.w, static_cast<int64_t>(e)) * u;
+        const double sd = lw.down_exps.scale.empty() ? 1.0 : lw.down_exps.scale[e];
+        for (size_t r = 0; r < y.size(); ++r) moe[r] += wts[j] * y[r] * sd;
+    }
+    Vec out = lw.latent_up.present() ? Linear(lw.latent_up)(moe) : moe;
+    if (lw.up_shexp.present()) {
+        Vec u = Linear(lw.up_shexp)(h);
+        for (double& v : u) v = relu_sq(v);
+        add_to(out, Linear(lw.down_shexp)(u));
+    }
+    return out;
+}
+
+}  // namespace
+
 Logits nemotron_h(const Input& in) {
     const HParams& hp = in.hp;
     const double eps = hp.norm_rms_eps;
@@ -204,6 +256,8 @@ Logits nemotron_h(const Input& in) {
             for (size_t t = 0; t < n; ++t) h[t] = rms_norm(x[t], lw.attn_norm, eps);
             const Rows m = mamba2_mixer(in, l, h);
             for (size_t t = 0; t < n; ++t) add_to(x[t], m[t]);
+        } else if (lw.up_exps.present()) {  // nemotron_h_moe
+            for (size_t t = 0; t < n; ++t) add_to(x[t], relu2_moe(hp, lw, rms_norm(x[t], lw.attn_norm, eps)));
         } else if (lw.down.present()) {  // x += down(relu(up h)²)
             const Linear up(lw.up), down(lw.down);
             for (size_t t = 0; t < n; ++t) {
