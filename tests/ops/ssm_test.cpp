@@ -102,6 +102,8 @@ TEST_P(SsmOpsTest, ScanMatchesReferenceForMamba1AndMamba2) {
         {33, 3, 9, 3, true},
         {128, 8, 4, 4, true},
         {5, 2, 3, 1, true},
+        {4, 1, 300, 1, false},  // Mamba-1 with more channels than one task takes: several tasks
+        {8, 2, 70, 7, true},    // Mamba-2 with one head per task
     };
     for (const ScanCase& sc : cases)
         for (int64_t tokens : {1, 2, 19}) {
