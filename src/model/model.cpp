@@ -128,6 +128,16 @@ void Workspace::reserve(const Model& model, int64_t n) {
         expert_gate_up.resize(size(2 * k * hp.n_ff_exp));
         expert_out.resize(size(k * hp.n_embd));
     }
+    if (hp.has_recurrent_layers()) {
+        // Mamba-1/2 mixers are d_inner wide; LFM2's short convolution n_embd ([B | C | x]).
+        const int64_t d_inner = std::max<int64_t>(hp.ssm_inner, hp.n_embd), gn = int64_t{hp.ssm_groups} * hp.ssm_state;
+        ssm_proj.resize(size(std::max(2 * d_inner + 2 * gn + hp.ssm_dt_rank, 3 * d_inner)));
+        ssm_conv.resize(size(d_inner + 2 * gn));
+        ssm_xdb.resize(size(hp.ssm_dt_rank + 2 * int64_t{hp.ssm_state}));
+        ssm_dt.resize(size(std::max<int64_t>(d_inner, hp.ssm_dt_rank)));
+        ssm_y.resize(size(d_inner));
+        ssm_conv_before.resize(hp.recurrent_conv_floats);
+    }
     capacity_ = n;
 }
 
@@ -289,6 +299,16 @@ ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     return p;
 }
 
+RecurrentState AttentionMemory::recurrent_state(uint32_t layer, int32_t) {
+    throw Error("forward: layer " + std::to_string(layer) + " is recurrent, and this memory keeps no recurrent state");
+}
+
+void AttentionMemory::record_position(uint32_t layer, int32_t, int32_t) {
+    throw Error("forward: layer " + std::to_string(layer) + " is recurrent, and this memory keeps no recurrent state");
+}
+
+bool AttentionMemory::keeps_every_position(uint32_t, int32_t) { return false; }
+
 ops::RopeParams Model::rope_shift_params(uint32_t layer, bool long_rope) const {
     ops::RopeParams p = rope_params(layer, long_rope);
     // The op multiplies cos/sin by attn_factor, and by 1 + 0.1 ln(1 / freq_scale) with YaRN.
@@ -306,6 +326,8 @@ void Model::forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, Attent
         if (in.capture_layers[c] > hp_.n_layer)
             throw Error("forward: capture layer " + std::to_string(in.capture_layers[c]) + " is beyond the " +
                         std::to_string(hp_.n_layer) + " layers");
+    if (hp_.has_recurrent_layers() && in.seq_masks == nullptr)
+        throw Error("forward: a model with recurrent layers needs every token's sequence (seq_masks)");
     ws.reserve(*this, in.n_tokens);
     blocks::Step step{ops, hp_, weights_, ws, in, memory, *this, in.n_tokens};
     float* out_logits = in.want_logits ? logits : nullptr;

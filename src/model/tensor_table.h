@@ -56,6 +56,8 @@ public:
     };
 
     void vector(std::string name, uint64_t n, std::vector<float>* dst, Need need = Need::Required);
+    // A small tensor of any shape copied to F32 (conv taps [K, C], ssm_a [N, d_inner]).
+    void values(std::string name, std::vector<uint64_t> shape, std::vector<float>* dst, Need need = Need::Required);
     void matrix(std::string name, uint64_t cols, uint64_t rows, ops::TensorView* dst, Need need = Need::Required);
     void lookup_matrix(std::string name, uint64_t cols, uint64_t rows, ops::TensorView* dst);
     // `base`.weight [cols, rows] with the optional `base`.bias [rows],

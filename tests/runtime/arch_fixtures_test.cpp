@@ -106,6 +106,8 @@ const std::vector<std::pair<std::string, bool>> kMustCheck{
     {"minimax-m2", true}, {"ernie4_5-moe", true},
     {"granitemoe", true}, {"granite", true},    {"mistral3", true},   {"muse-glimmer", false},
     {"gpt-oss", true},
+    {"mamba", false},   {"mamba2", false},  {"jamba", false},    {"granitehybrid", false},
+    {"lfm2", false},    {"lfm2moe", true},  {"nemotron_h", false}, {"nemotron_h_moe", true},
 };
 
 #define SKIP_WITHOUT_FIXTURES()                                                                         \

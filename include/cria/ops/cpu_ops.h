@@ -42,6 +42,10 @@ public:
                    const TensorView& weights) override;
     void matmul_id(const TensorView& w, const TensorView& x, const int32_t* ids, int64_t n_used,
                    const TensorView& out) override;
+    void ssm_conv(const TensorView& x, const float* weight, int64_t kernel, float* state,
+                  const TensorView& out) override;
+    void ssm_scan(const TensorView& x, const TensorView& dt, const float* a, const TensorView& b, const TensorView& c,
+                  const SsmScanParams& params, float* state, const TensorView& y) override;
 
     cpu::ThreadPool& pool() { return pool_; }
 

@@ -28,6 +28,14 @@ extern const ArchDefinition kGraniteMoe;
 extern const ArchDefinition kMuseGlimmer;
 extern const ArchDefinition kGraniteSwa;
 extern const ArchDefinition kGptOss;
+extern const ArchDefinition kMamba;
+extern const ArchDefinition kMamba2;
+extern const ArchDefinition kJamba;
+extern const ArchDefinition kGraniteHybrid;
+extern const ArchDefinition kLfm2;
+extern const ArchDefinition kLfm2Moe;
+extern const ArchDefinition kNemotronH;
+extern const ArchDefinition kNemotronHMoe;
 }  // namespace archs
 
 namespace {
@@ -52,6 +60,14 @@ const ArchDefinition* const kArchitectures[] = {
     &archs::kMuseGlimmer,
     &archs::kGraniteSwa,
     &archs::kGptOss,
+    &archs::kMamba,
+    &archs::kMamba2,
+    &archs::kJamba,
+    &archs::kGraniteHybrid,
+    &archs::kLfm2,
+    &archs::kLfm2Moe,
+    &archs::kNemotronH,
+    &archs::kNemotronHMoe,
 };
 }  // namespace
 

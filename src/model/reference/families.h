@@ -21,6 +21,10 @@ Logits llama(const Input& in);
 Logits gemma(const Input& in);
 // phi3: fused QKV and gate/up matrices, LongRoPE factors.
 Logits phi3(const Input& in);
+// mamba (Mamba-1 mixer) and mamba2 (Mamba-2 mixer): state-space models, one
+// pre-normed mixer per layer and nothing else.
+Logits mamba(const Input& in);
+Logits mamba2(const Input& in);
 // muse-glimmer: normed embeddings, gated attention output, post norms
 // (epsilon 1e-8), rope on the sliding-window layers only, soft-capped logits.
 Logits muse_glimmer(const Input& in);
