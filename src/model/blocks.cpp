@@ -198,20 +198,32 @@ void moe_ffn_block(Step& s, uint32_t layer) {
     rp.norm_weights = hp.expert_weights_norm;
     rp.weights_scale = hp.expert_weights_scale;
     rp.selection_bias = lw.exp_probs_b.empty() ? nullptr : lw.exp_probs_b.data();
+    rp.group_count = hp.expert_group_count;
+    rp.group_used = hp.expert_group_used;
     const int32_t* ids = ws.expert_ids.data();
     s.ops.moe_route(router, rp, ws.expert_ids.data(), view(ws.expert_weights, k, n));
 
     const TensorView hx = TensorView::contiguous(ElementType::F32, ws.h.data(), {E, 1, n});
     const TensorView gate = TensorView::contiguous(ElementType::F32, ws.expert_gate.data(), {F, k, n});
     const TensorView up = TensorView::contiguous(ElementType::F32, ws.expert_up.data(), {F, k, n});
-    s.ops.matmul_id(lw.up_exps.w, hx, ids, k, up);
-    scale_experts(lw.up_exps.scale, ids, F, k, n, ws.expert_up.data());
-    if (lw.gate_exps.present()) {
-        s.ops.matmul_id(lw.gate_exps.w, hx, ids, k, gate);
-        scale_experts(lw.gate_exps.scale, ids, F, k, n, ws.expert_gate.data());
+    if (lw.gate_up_exps.present()) {
+        // The file's fused [gate; up] per expert: one product, then the halves.
+        const TensorView gate_up = TensorView::contiguous(ElementType::F32, ws.expert_gate_up.data(), {2 * F, k, n});
+        s.ops.matmul_id(lw.gate_up_exps.w, hx, ids, k, gate_up);
+        scale_experts(lw.gate_up_exps.scale, ids, 2 * F, k, n, ws.expert_gate_up.data());
+        split_rows(ws.expert_gate_up.data(), 2 * F, 0, F, k * n, ws.expert_gate.data());
+        split_rows(ws.expert_gate_up.data(), 2 * F, F, F, k * n, ws.expert_up.data());
         s.ops.swiglu(gate, up, gate);
     } else {
-        s.ops.silu(up, gate);
+        s.ops.matmul_id(lw.up_exps.w, hx, ids, k, up);
+        scale_experts(lw.up_exps.scale, ids, F, k, n, ws.expert_up.data());
+        if (lw.gate_exps.present()) {
+            s.ops.matmul_id(lw.gate_exps.w, hx, ids, k, gate);
+            scale_experts(lw.gate_exps.scale, ids, F, k, n, ws.expert_gate.data());
+            s.ops.swiglu(gate, up, gate);
+        } else {
+            s.ops.silu(up, gate);
+        }
     }
     const TensorView down = TensorView::contiguous(ElementType::F32, ws.expert_out.data(), {E, k, n});
     s.ops.matmul_id(lw.down_exps.w, gate, ids, k, down);

@@ -61,10 +61,23 @@ struct FfnOptions {
 // without pre_norm); rs as in attention_block.
 void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 
+// Multi-head latent attention (deepseek2; reusable by the other MLA
+// families): h = rms_norm(x) (attn_norm); q = wq h, or wq_b rms_norm(wq_a h)
+// (q_a_norm); per head q = [q_nope | q_pe]; [c | k_pe] = wkv_a_mqa h, c
+// RMS-normed (kv_a_norm); q_pe and k_pe roped (the layer's rope); scores
+// scaled by hp.attention_scale. Absorbed form (hp.mla_absorbed): per head
+// Q = [k_b_h^T q_nope | q_pe] against one shared K = [c | k_pe] with V = c
+// (the cache keeps the latent), the output per head through v_b. Plain form
+// (attn_kv_b): per head K = [k_nope | k_pe], V from wkv_b c. Then
+// x += Wo · concat of the heads.
+void mla_attention_block(Step& s, uint32_t layer);
+
 // The mixture-of-experts feed-forward block (llama.cpp's build_moe_ffn with
 // SwiGLU experts): h = rms_norm(x) (ffn_norm); router logits ffn_gate_inp h;
 // the top n_expert_used experts and their weights (HParams' gating,
-// renormalisation and scale); per selected expert e, silu(gate_e h) * up_e h
+// renormalisation, scale and expert groups); per selected expert e,
+// silu(gate_e h) * up_e h (gate and up from one fused product when the file
+// fuses them)
 // (silu(up_e h) without expert gates), times each matrix's per-expert scale
 // when loaded; x += sum over the ranks j of w_j down_{e_j}(...).
 void moe_ffn_block(Step& s, uint32_t layer);

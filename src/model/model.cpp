@@ -120,6 +120,13 @@ void Workspace::reserve(const Model& model, int64_t n) {
         expert_gate.resize(size(k * hp.n_ff_exp));
         expert_up.resize(size(k * hp.n_ff_exp));
         expert_out.resize(size(k * hp.n_embd));
+        if (hp.fused_gate_up_exps) expert_gate_up.resize(size(2 * k * hp.n_ff_exp));
+    }
+    if (hp.n_lora_kv > 0) {
+        mla_q_a.resize(size(hp.n_lora_q));
+        mla_kv.resize(size(int64_t{hp.n_lora_kv} + hp.n_rot));
+        mla_q.resize(size(int64_t{hp.n_head} * hp.head_dim_mla));
+        mla_v.resize(size(int64_t{hp.n_head} * hp.head_dim_v_mla));
     }
     capacity_ = n;
 }

@@ -85,8 +85,17 @@ struct LayerWeights {
     Linear gate_inp;                            // [n_embd, n_expert]
     std::vector<float> exp_probs_b;             // [n_expert] selection bias (exp_probs_b.bias), or empty
     ExpertLinear gate_exps, up_exps, down_exps;  // gate_exps may be absent (then silu(up))
+    ExpertLinear gate_up_exps;  // the file's fused [gate; up] per expert (2 n_ff_exp rows), instead of the two
     // The shared expert (HParams::n_ff_shexp > 0) and its optional scalar gate ([n_embd, 1]).
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
+    // Multi-head latent attention (HParams::n_lora_kv > 0): Q from wq, or
+    // from wq_a -> q_a_norm -> wq_b; [latent; roped key] from wkv_a_mqa, the
+    // latent normed by kv_a_norm; then per head k_b [nope, n_lora_kv, n_head]
+    // and v_b [n_lora_kv, head_dim_v_mla, n_head] (absorbed form: one matrix
+    // per head, stacked, not packed), or wkv_b (plain form).
+    Linear wq_a, wq_b, wkv_a_mqa, wkv_b;
+    std::vector<float> q_a_norm, kv_a_norm;
+    ops::TensorView k_b, v_b;
 };
 
 struct Weights {
@@ -134,7 +143,12 @@ public:
     // Mixture of experts: router logits, expert weights and ids per token,
     // the experts' gate/up/activation ([n_ff_exp, k, n]) and outputs ([n_embd, k, n]).
     std::vector<float> router, expert_weights, expert_gate, expert_up, expert_out;
+    std::vector<float> expert_gate_up;  // the fused experts' [gate; up] ([2 n_ff_exp, k, n])
     std::vector<int32_t> expert_ids;
+    // Multi-head latent attention: the low-rank query, the latent with the
+    // roped key part, the per-head queries before absorption and the
+    // per-head values after v_b.
+    std::vector<float> mla_q_a, mla_kv, mla_q, mla_v;
 
 private:
     int64_t capacity_ = 0;

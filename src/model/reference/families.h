@@ -20,5 +20,10 @@ Logits llama(const Input& in);
 Logits gemma(const Input& in);
 // phi3: fused QKV and gate/up matrices, LongRoPE factors.
 Logits phi3(const Input& in);
+// deepseek2: multi-head latent attention written as the plain multi-head
+// attention it equals (each head's keys and values decompressed from the
+// latent by k_b / v_b, or by attn_kv_b), leading dense layers, then experts
+// with an ungated shared expert.
+Logits deepseek2(const Input& in);
 
 }  // namespace cria::model::reference

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <cmath>
 #include <string>
 
@@ -231,6 +232,7 @@ MoeFfn::MoeFfn(const HParams& hp_, const LayerWeights& lw_)
       router(lw_.gate_inp),
       gate(expert_matrices(lw_.gate_exps)),
       up(expert_matrices(lw_.up_exps)),
+      gate_up(expert_matrices(lw_.gate_up_exps)),
       down(expert_matrices(lw_.down_exps)) {}
 
 Vec MoeFfn::operator()(const Vec& h) const {
@@ -253,6 +255,20 @@ Vec MoeFfn::operator()(const Vec& h) const {
     Vec score = pi;  // selection: the gate scores plus exp_probs_b when loaded (never in the weights)
     if (!lw.exp_probs_b.empty())
         for (size_t e = 0; e < X; ++e) score[e] += lw.exp_probs_b[e];
+    if (hp.expert_group_count > 1) {
+        // Expert groups: rank the groups by the sum of their two best scores;
+        // the experts of all but the best expert_group_used are out of the running.
+        const size_t G = hp.expert_group_count, per = X / G;
+        std::vector<std::pair<double, size_t>> groups;
+        for (size_t g = 0; g < G; ++g) {
+            Vec v(score.begin() + static_cast<std::ptrdiff_t>(g * per), score.begin() + static_cast<std::ptrdiff_t>((g + 1) * per));
+            std::sort(v.begin(), v.end(), std::greater<>());
+            groups.emplace_back(v[0] + v[1], g);
+        }
+        std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (size_t i = hp.expert_group_used; i < G; ++i)
+            for (size_t e = groups[i].second * per; e < (groups[i].second + 1) * per; ++e) score[e] = -INFINITY;
+    }
     std::vector<size_t> order(X);
     for (size_t e = 0; e < X; ++e) order[e] = e;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
@@ -275,12 +291,20 @@ Vec MoeFfn::operator()(const Vec& h) const {
     Vec out(hp.n_embd, 0.0);
     for (size_t j = 0; j < K; ++j) {
         const size_t e = order[j];
-        Vec a = apply_expert(up, lw.up_exps, e, h);
-        if (!gate.empty()) {
-            const Vec g = apply_expert(gate, lw.gate_exps, e, h);
-            for (size_t i = 0; i < a.size(); ++i) a[i] *= silu(g[i]);
+        Vec a;
+        if (!gate_up.empty()) {  // the fused [gate; up] of the expert
+            const Vec gu = apply_expert(gate_up, lw.gate_up_exps, e, h);
+            const size_t F = gu.size() / 2;
+            a.resize(F);
+            for (size_t i = 0; i < F; ++i) a[i] = silu(gu[i]) * gu[F + i];
         } else {
-            for (double& v : a) v = silu(v);
+            a = apply_expert(up, lw.up_exps, e, h);
+            if (!gate.empty()) {
+                const Vec g = apply_expert(gate, lw.gate_exps, e, h);
+                for (size_t i = 0; i < a.size(); ++i) a[i] *= silu(g[i]);
+            } else {
+                for (double& v : a) v = silu(v);
+            }
         }
         const Vec y = apply_expert(down, lw.down_exps, e, a);
         for (size_t i = 0; i < out.size(); ++i) out[i] += w[j] * y[i];

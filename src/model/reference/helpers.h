@@ -107,7 +107,8 @@ Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
 // The mixture-of-experts feed-forward of one layer on one normed position
 // (llama.cpp's build_moe_ffn with SwiGLU experts): router logits, gating
 // (softmax / sigmoid / softmax over the selected), the top n_expert_used by
-// score (plus the exp_probs_b selection bias when loaded; ties to the lower id), optional renormalisation and scale, then the
+// score (plus the exp_probs_b selection bias when loaded; ties to the lower
+// id; only from the best expert groups when there are groups), optional renormalisation and scale, then the
 // weighted sum of the selected experts' silu(gate h) * up h through down
 // (silu(up h) without expert gates), each matrix times its per-expert
 // `.scale` when the table loaded one. Experts are dequantised once, here.
@@ -118,7 +119,9 @@ struct MoeFfn {
     const HParams& hp;
     const LayerWeights& lw;
     Linear router;
-    std::vector<Matrix> gate, up, down;  // one per expert; gate empty without expert gates
+    // One per expert; gate empty without expert gates; gate_up instead of
+    // gate and up when the file fuses them.
+    std::vector<Matrix> gate, up, gate_up, down;
 };
 
 double softcap(double x, double cap);  // tanh(x / cap) * cap; cap 0: x
