@@ -66,7 +66,13 @@ void expect_packed_matches_plain(const model::SyntheticModelSpec& spec, const st
     EXPECT_NE(packed->weights().output.w.weight_packing, matmul::Packing::None);
     // Matrices of one input are joined: [q; k; v] and [gate; up] (or the file's own fused ones).
     for (const model::LayerWeights& lw : packed->weights().layers) {
-        EXPECT_NE(lw.wqkv.w.weight_packing, matmul::Packing::None);
+        if (lw.wkv_a_mqa.present()) {
+            // Latent attention (deepseek2): its projections are packed one by one.
+            EXPECT_NE(lw.wkv_a_mqa.w.weight_packing, matmul::Packing::None);
+            EXPECT_NE(lw.wq_b.w.weight_packing, matmul::Packing::None);
+        } else {
+            EXPECT_NE(lw.wqkv.w.weight_packing, matmul::Packing::None);
+        }
         if (lw.up_exps.present()) {
             // Experts: the stacked expert matrices are read in the file's
             // layout (packing them is still to come).
@@ -123,7 +129,7 @@ TEST(PackedWeightsArchitectures, SameLogitsAsTheFileLayout) {
     if (matmul::preferred_packing(ElementType::Q8_0, cpu::best_isa()) == matmul::Packing::None)
         GTEST_SKIP() << "this CPU's kernels read Q8_0 rows unpacked";
     for (const char* arch : {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3",
-                             "phi3", "smollm3", "seed_oss", "mistral3", "granite", "exaone4"}) {
+                             "phi3", "smollm3", "seed_oss", "mistral3", "granite", "exaone4", "deepseek2"}) {
         model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny(arch);
         spec.weight_type = spec.embd_type = ElementType::Q8_0;
         spec.stddev = 0.08f;
