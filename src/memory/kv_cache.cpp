@@ -401,6 +401,12 @@ void KvCache::apply_shift(ops::Ops& ops, const std::function<ops::RopeParams(uin
     for (uint32_t l = 0; l < params_.n_layer && m > 0; ++l) {
         const ops::RopeParams rope = rope_for_layer(l);
         if (rope.n_dims == 0) continue;  // a layer without rope: its keys do not depend on the position
+        if (rope.order == ops::RopeOrder::MRope && deltas.size() == cells.size()) {
+            // Text positions under M-RoPE move t, h and w together; extra stays 0.
+            std::vector<int32_t> streams(4 * cells.size(), 0);
+            for (size_t k = 0; k < 3; ++k) std::copy(deltas.begin(), deltas.begin() + static_cast<std::ptrdiff_t>(cells.size()), streams.begin() + static_cast<std::ptrdiff_t>(k * cells.size()));
+            deltas = std::move(streams);
+        }
         for (int64_t i = 0; i < m; ++i)
             quant::dequantize_row(params_.type_k, k_[l].data() + cells[static_cast<size_t>(i)] * k_cell_bytes_,
                                   convert_.data() + i * nk, nk);

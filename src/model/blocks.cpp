@@ -40,6 +40,16 @@ void linear(Step& s, const Linear& lin, const TensorView& x, const TensorView& y
     finish_linear(s, lin, y);
 }
 
+const int32_t* rope_positions(Step& s) {
+    if (s.hp.rope_order != RopeOrder::MRope) return s.in.positions;
+    // Text tokens under M-RoPE: t, h and w are the position, extra is 0
+    // (llama.cpp turns 1-D positions into these for token input).
+    std::vector<int32_t>& p = s.ws.rope_positions;
+    p.assign(static_cast<size_t>(4 * s.n), 0);
+    for (int64_t k = 0; k < 3; ++k) std::copy(s.in.positions, s.in.positions + s.n, p.begin() + k * s.n);
+    return p.data();
+}
+
 void embed(Step& s, bool scale) {
     const int64_t n_embd = s.hp.n_embd;
     const TensorView x = view(s.ws.x, n_embd, s.n);
@@ -99,8 +109,9 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     }
     if (hp.uses_rope(layer)) {
         const ops::RopeParams rope = s.model.rope_params(layer, s.in.long_rope);
-        s.ops.rope(qh, s.in.positions, rope, qh);
-        s.ops.rope(kh, s.in.positions, rope, kh);
+        const int32_t* positions = rope_positions(s);
+        s.ops.rope(qh, positions, rope, qh);
+        s.ops.rope(kh, positions, rope, kh);
     }
 
     ops::AttentionParams ap;

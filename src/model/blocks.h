@@ -26,6 +26,10 @@ struct Step {
 // A [rows, n] F32 view of a workspace buffer.
 ops::TensorView view(std::vector<float>& buf, int64_t rows, int64_t n);
 
+// The positions the rope op reads for this micro-batch: in.positions, or
+// under M-RoPE the four streams of text tokens (t = h = w = position, extra 0).
+const int32_t* rope_positions(Step& s);
+
 // ws.x = embeddings of the tokens (or a copy of in.embd), scaled by
 // sqrt(n_embd) when `scale`, then by hp.embedding_scale when set (granite).
 void embed(Step& s, bool scale);

@@ -264,7 +264,14 @@ bool Model::long_rope_for_context(uint32_t n_ctx) const { return model::long_rop
 ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     ops::RopeParams p;
     p.n_dims = hp_.uses_rope(layer) ? static_cast<int>(hp_.n_rot) : 0;  // 0: a layer without rope
-    p.order = hp_.rope_order == RopeOrder::NeoX ? ops::RopeOrder::NeoX : ops::RopeOrder::Normal;
+    switch (hp_.rope_order) {
+        case RopeOrder::Normal: p.order = ops::RopeOrder::Normal; break;
+        case RopeOrder::NeoX: p.order = ops::RopeOrder::NeoX; break;
+        case RopeOrder::MRope:
+            p.order = ops::RopeOrder::MRope;
+            std::copy(std::begin(hp_.rope_sections), std::end(hp_.rope_sections), p.sections);
+            break;
+    }
     const bool swa = hp_.is_swa(layer);
     p.freq_base = swa ? hp_.rope_freq_base_swa : hp_.rope_freq_base;
     p.freq_scale = swa ? hp_.rope_freq_scale_swa : hp_.rope_freq_scale;

@@ -20,7 +20,10 @@ namespace cria::model {
 
 // How RoPE pairs the dimensions of a head: ggml's "normal" mode rotates
 // adjacent pairs (x[2i], x[2i+1]); NeoX mode rotates (x[i], x[i + n_rot/2]).
-enum class RopeOrder { Normal, NeoX };
+// MRope (multi-section, qwen2-vl / GLM-4.5V): NeoX pairs whose positions
+// come per section of rope_sections (t, h, w, extra); a text token has
+// t = h = w = its position and extra = 0 (llama.cpp's text positions).
+enum class RopeOrder { Normal, NeoX, MRope };
 
 // The activation of the gated feed-forward block: SwiGLU (silu(gate) * up) or
 // GeGLU with GELU's tanh approximation (gelu(gate) * up), as ggml_gelu computes it.
@@ -51,6 +54,7 @@ struct HParams {
     float rope_freq_scale = 1.0f;  // 1 / linear rope scaling factor
     float rope_attn_factor = 1.0f; // scales cos/sin (LongRoPE's magnitude correction)
     RopeOrder rope_order = RopeOrder::Normal;
+    int rope_sections[4] = {0, 0, 0, 0};  // MRope: pairs per position kind (t, h, w, extra)
     // Per-dimension divisors of the rope frequencies (n_rot/2 values), from
     // rope_freqs.weight (Llama 3.1 scaling) or phi3's rope_factors_short/long.
     // Empty when the model has none. Which phi3 set applies depends on the

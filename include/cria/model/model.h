@@ -145,6 +145,7 @@ public:
     std::vector<float> router, expert_weights, expert_gate, expert_up, expert_out;
     std::vector<float> expert_gate_up;  // the fused experts' [gate; up] ([2 n_ff_exp, k, n])
     std::vector<int32_t> expert_ids;
+    std::vector<int32_t> rope_positions;  // M-RoPE: the 4 position streams of the micro-batch
     // Multi-head latent attention: the low-rank query, the latent with the
     // roped key part, the per-head queries before absorption and the
     // per-head values after v_b.

@@ -66,7 +66,9 @@ Rope layer_rope(const Input& in, uint32_t layer) {
     const bool swa = hp.is_swa(layer);
     Rope r;
     r.n_rot = hp.n_rot;
-    r.neox = hp.rope_order == RopeOrder::NeoX;
+    r.neox = hp.rope_order == RopeOrder::NeoX || hp.rope_order == RopeOrder::MRope;
+    r.mrope = hp.rope_order == RopeOrder::MRope;
+    for (int i = 0; i < 4; ++i) r.sections[i] = hp.rope_sections[i];
     r.freq_base = swa ? hp.rope_freq_base_swa : hp.rope_freq_base;
     r.freq_scale = swa ? hp.rope_freq_scale_swa : hp.rope_freq_scale;
     r.attn_factor = hp.rope_attn_factor;
@@ -82,7 +84,12 @@ void rope(Vec& x, uint32_t head_dim, int64_t pos, const Rope& r) {
         for (uint32_t i = 0; i < r.n_rot / 2; ++i) {
             const double freq = std::pow(r.freq_base, -2.0 * i / r.n_rot);
             const double factor = r.factors ? (*r.factors)[i] : 1.0;
-            const double theta = static_cast<double>(pos) * r.freq_scale * freq / factor;
+            int64_t p = pos;
+            if (r.mrope) {  // the extra section of a text token sits at position 0
+                const int total = r.sections[0] + r.sections[1] + r.sections[2] + r.sections[3];
+                if (static_cast<int>(i) % total >= r.sections[0] + r.sections[1] + r.sections[2]) p = 0;
+            }
+            const double theta = static_cast<double>(p) * r.freq_scale * freq / factor;
             const double c = std::cos(theta) * r.attn_factor, s = std::sin(theta) * r.attn_factor;
             const uint32_t a = r.neox ? i : 2 * i;
             const uint32_t b = r.neox ? i + r.n_rot / 2 : 2 * i + 1;

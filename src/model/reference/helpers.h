@@ -69,6 +69,10 @@ struct Rope {
     bool neox = false;
     double freq_base = 10000.0, freq_scale = 1.0, attn_factor = 1.0;
     const std::vector<float>* factors = nullptr;  // n_rot/2 divisors, or null
+    // M-RoPE (NeoX pairs): pair i belongs to section (i mod the sections'
+    // sum) of t, h, w, extra; for text t = h = w = the position, extra 0.
+    bool mrope = false;
+    int sections[4] = {0, 0, 0, 0};
 };
 // The rope of `layer` (SWA layers may have their own base and scale), with
 // the rope factors the fast path picks (Model::rope_params).
