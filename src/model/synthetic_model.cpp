@@ -136,6 +136,13 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
         s.n_ff_shexp = 96;
         s.n_layer_dense_lead = 1;
     }
+    if (arch == "glm4moe") {  // a dense first layer, then experts with an ungated shared one
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = 64;
+        s.n_ff_shexp = 64;
+        s.n_layer_dense_lead = 1;
+    }
     if (arch == "deepseek2") {  // a dense first layer, then 4 groups of 2 experts (2 kept), a shared expert
         s.n_expert = 8;
         s.n_expert_used = 3;
@@ -193,16 +200,16 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     const std::string& arch = spec.arch;
     if (spec.n_nextn && arch != "exaone4") throw Error("synthetic model: MTP layers are written for exaone4 only");
     if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2",
-                          "gemma3", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "exaone4", "deepseek2"}))
+                          "gemma3", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "exaone4", "deepseek2", "glm4moe"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool moe = spec.n_expert > 0;
-    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "deepseek2"}))
+    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "deepseek2", "glm4moe"}))
         throw Error("synthetic model: '" + arch + "' has no experts");
     if (is_one_of(arch, {"olmoe", "minimax-m2"}) && spec.n_ff_exp != spec.n_ff)
         throw Error("synthetic model: " + arch + "'s experts are n_ff wide");
-    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "deepseek2"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
+    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "deepseek2", "glm4moe"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
-    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe", "minimax-m2", "exaone4"});
+    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe", "minimax-m2", "exaone4", "glm4moe"});
     const bool qk_norm_full = is_one_of(arch, {"olmoe", "minimax-m2"});  // over the whole Q and K vectors
     const bool post_norms = gemma || arch == "exaone4";
     const bool pre_norms = arch != "exaone4";  // exaone4 is post-norm only
@@ -239,7 +246,15 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         w.add_metadata(key("attention.head_count_kv"), Value::u32(spec.n_head_kv));
         w.add_metadata(key("attention.key_length"), Value::u32(spec.head_dim));
         w.add_metadata(key("attention.value_length"), Value::u32(spec.head_dim));
-        w.add_metadata(key("rope.dimension_count"), Value::u32(spec.head_dim));
+        if (arch == "glm4moe") {
+            // Partial rotary under M-RoPE: half of each head turns, in four
+            // equal sections (the last one, "extra", at position 0 for text).
+            w.add_metadata(key("rope.dimension_count"), Value::u32(spec.head_dim / 2));
+            const int32_t sec = static_cast<int32_t>(spec.head_dim / 16);
+            w.add_metadata(key("rope.dimension_sections"), Value::array(ValueType::I32, std::vector<int32_t>{sec, sec, sec, sec}));
+        } else {
+            w.add_metadata(key("rope.dimension_count"), Value::u32(spec.head_dim));
+        }
     }
     w.add_metadata(key("rope.freq_base"), Value::f32(spec.rope_freq_base));
     w.add_metadata(key("attention.layer_norm_rms_epsilon"), Value::f32(1e-6f));
@@ -248,6 +263,12 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         w.add_metadata(key("expert_used_count"), Value::u32(spec.n_expert_used));
         if (arch != "olmoe") w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff_exp));
         if (arch == "minimax-m2") w.add_metadata(key("expert_gating_func"), Value::u32(2));  // sigmoid
+        if (arch == "glm4moe") {
+            w.add_metadata(key("leading_dense_block_count"), Value::u32(spec.n_layer_dense_lead));
+            w.add_metadata(key("expert_shared_count"), Value::u32(spec.n_ff_shexp / spec.n_ff_exp));
+            w.add_metadata(key("expert_weights_norm"), Value::boolean(true));
+            w.add_metadata(key("expert_weights_scale"), Value::f32(1.5f));
+        }
         if (arch == "deepseek2") {
             w.add_metadata(key("leading_dense_block_count"), Value::u32(spec.n_layer_dense_lead));
             w.add_metadata(key("expert_shared_count"), Value::u32(spec.n_ff_shexp / spec.n_ff_exp));
@@ -261,7 +282,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             w.add_metadata(key("leading_dense_block_count"), Value::u32(spec.n_layer_dense_lead));
             w.add_metadata(key("interleave_moe_layer_step"), Value::u32(1));
         }
-        if (spec.n_ff_shexp && !mla) w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
+        if (spec.n_ff_shexp && !mla && arch != "glm4moe") w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
     }
     if (spec.sliding_window) w.add_metadata(key("attention.sliding_window"), Value::u32(spec.sliding_window));
     if (arch == "gemma2") {
@@ -332,7 +353,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
             t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
         }
-        if (is_one_of(arch, {"qwen2", "qwen2moe", "seed_oss"})) {
+        if (is_one_of(arch, {"qwen2", "qwen2moe", "seed_oss", "glm4moe"})) {
             t.add(p + "attn_q.bias", ElementType::F32, {q});
             t.add(p + "attn_k.bias", ElementType::F32, {kv});
             t.add(p + "attn_v.bias", ElementType::F32, {kv});
@@ -344,13 +365,15 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         if (!mla) t.add(p + "attn_output.weight", spec.weight_type, {q, d});
         if (post_norms) t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
         if (pre_norms) {  // seed_oss names its pre-FFN norm post_attention_norm
-            const char* ffn_norm = arch == "seed_oss" ? "post_attention_norm.weight" : "ffn_norm.weight";
+            const char* ffn_norm =
+                is_one_of(arch, {"seed_oss", "glm4moe"}) ? "post_attention_norm.weight" : "ffn_norm.weight";
             t.add(p + ffn_norm, ElementType::F32, {d}, 1.0f);
         }
         if (moe && l >= spec.n_layer_dense_lead) {
             const uint64_t x = spec.n_expert, fe = spec.n_ff_exp;
             t.add(p + "ffn_gate_inp.weight", ElementType::F32, {d, x});
-            if (is_one_of(arch, {"minimax-m2", "ernie4_5-moe", "deepseek2"})) t.add(p + "exp_probs_b.bias", ElementType::F32, {x});
+            if (is_one_of(arch, {"minimax-m2", "ernie4_5-moe", "deepseek2", "glm4moe"}))
+                t.add(p + "exp_probs_b.bias", ElementType::F32, {x});
             t.add(p + "ffn_gate_exps.weight", spec.weight_type, {d, fe, x});
             t.add(p + "ffn_up_exps.weight", spec.weight_type, {d, fe, x});
             t.add(p + "ffn_down_exps.weight", spec.weight_type, {fe, d, x});

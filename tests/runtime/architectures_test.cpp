@@ -29,7 +29,7 @@ namespace {
 
 const std::vector<std::string> kArchs = {"llama",      "qwen2",    "qwen3",    "qwen2moe", "qwen3moe", "olmoe",
                                          "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3", "phi3",  "smollm3",
-                                         "seed_oss",   "mistral3", "granite",  "exaone4", "deepseek2"};
+                                         "seed_oss",   "mistral3", "granite",  "exaone4", "deepseek2", "glm4moe"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;
