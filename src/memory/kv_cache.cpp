@@ -397,35 +397,29 @@ void KvCache::apply_shift(ops::Ops& ops, const std::function<ops::RopeParams(uin
         }
     const int64_t nk = int64_t{params_.head_dim} * params_.n_head_kv;
     const auto m = static_cast<int64_t>(cells.size());
+    std::vector<int32_t> mrope_deltas;  // the four position streams, made when a layer uses M-RoPE
     convert_.resize(static_cast<size_t>(nk * m));
     for (uint32_t l = 0; l < params_.n_layer && m > 0; ++l) {
         const ops::RopeParams rope = rope_for_layer(l);
         if (rope.n_dims == 0) continue;  // a layer without rope: its keys do not depend on the position
-        if (rope.order == ops::RopeOrder::MRope && deltas.size() == cells.size()) {
-            // Text positions under M-RoPE move t, h and w together; extra stays 0.
-            std::vector<int32_t> streams(4 * cells.size(), 0);
-            for (size_t k = 0; k < 3; ++k) std::copy(deltas.begin(), deltas.begin() + static_cast<std::ptrdiff_t>(cells.size()), streams.begin() + static_cast<std::ptrdiff_t>(k * cells.size()));
-            deltas = std::move(streams);
+        // Text positions under M-RoPE move t, h and w together; extra stays 0.
+        const bool mrope = rope.order == ops::RopeOrder::MRope;
+        if (mrope && mrope_deltas.empty()) {
+            mrope_deltas.assign(4 * cells.size(), 0);
+            for (size_t k = 0; k < 3; ++k)
+                std::copy(deltas.begin(), deltas.end(), mrope_deltas.begin() + static_cast<std::ptrdiff_t>(k * cells.size()));
         }
         for (int64_t i = 0; i < m; ++i)
             quant::dequantize_row(params_.type_k, k_[l].data() + cells[static_cast<size_t>(i)] * k_cell_bytes_,
                                   convert_.data() + i * nk, nk);
-        if (params_.rope_first == 0) {
-            const auto keys = ops::TensorView::contiguous(ElementType::F32, convert_.data(), {params_.head_dim, params_.n_head_kv, m});
-            ops.rope(keys, deltas.data(), rope, keys);
-        } else {
-            // Only the tail of each head turns (MLA: the latent before it does not).
-            const int64_t tail = params_.head_dim - params_.rope_first, rows = params_.n_head_kv * m;
-            std::vector<float> part(static_cast<size_t>(tail * rows));
-            for (int64_t r = 0; r < rows; ++r)
-                std::memcpy(part.data() + r * tail, convert_.data() + r * params_.head_dim + params_.rope_first,
-                            static_cast<size_t>(tail) * sizeof(float));
-            const auto keys = ops::TensorView::contiguous(ElementType::F32, part.data(), {tail, params_.n_head_kv, m});
-            ops.rope(keys, deltas.data(), rope, keys);
-            for (int64_t r = 0; r < rows; ++r)
-                std::memcpy(convert_.data() + r * params_.head_dim + params_.rope_first, part.data() + r * tail,
-                            static_cast<size_t>(tail) * sizeof(float));
-        }
+        // Only the roped part of each head turns: from rope_first on (MLA:
+        // the latent before it does not), a strided view of the rows.
+        auto keys = ops::TensorView::contiguous(ElementType::F32, convert_.data() + params_.rope_first,
+                                                {params_.head_dim - params_.rope_first, params_.n_head_kv, m});
+        keys.nb[1] = params_.head_dim * sizeof(float);
+        keys.nb[2] = keys.nb[1] * params_.n_head_kv;
+        keys.nb[3] = keys.nb[2] * static_cast<size_t>(m);
+        ops.rope(keys, mrope ? mrope_deltas.data() : deltas.data(), rope, keys);
         for (int64_t i = 0; i < m; ++i)
             encode(params_.type_k, convert_.data() + i * nk, k_[l].data() + cells[static_cast<size_t>(i)] * k_cell_bytes_, nk);
     }
