@@ -29,15 +29,6 @@ TensorView strided(float* data, int64_t first, int64_t ne0, int64_t ne1, int64_t
     return v;
 }
 
-// Matrix h of a stack [cols, rows, n] (k_b / v_b per head).
-TensorView stack_part(const TensorView& stack, int64_t h) {
-    TensorView m = stack;
-    m.data = stack.row(0, h);
-    m.ne[2] = 1;
-    m.nb[3] = m.nb[2];
-    return m;
-}
-
 }  // namespace
 
 void mla_attention_block(Step& s, uint32_t layer) {
@@ -81,12 +72,17 @@ void mla_attention_block(Step& s, uint32_t layer) {
 
     if (hp.mla_absorbed) {
         // Q per head: [k_b_h^T q_nope_h (r values) | rope(q_pe_h)], width r + rot = hp.head_dim.
+        // The per-head products run as one indexed product (the heads as the
+        // "experts", token t's slot h using head h's matrix): each head's
+        // matrix streamed once for the whole micro-batch, the threads split
+        // over (head, rows), one call instead of one per head.
         const int64_t dk = r + rot;
-        for (int64_t hd = 0; hd < H; ++hd) {
-            const TensorView q_nope_h = strided(ws.mla_q.data(), hd * dqk, nope, n, 1, H * dqk, H * dqk * n);
-            const TensorView q_abs_h = strided(ws.q.data(), hd * dk, r, n, 1, H * dk, H * dk * n);
-            s.ops.matmul(stack_part(lw.k_b, hd), q_nope_h, q_abs_h);
-        }
+        std::vector<int32_t>& head_ids = ws.mla_head_ids;
+        head_ids.resize(static_cast<size_t>(H * n));
+        for (int64_t i = 0; i < H * n; ++i) head_ids[static_cast<size_t>(i)] = static_cast<int32_t>(i % H);
+        const TensorView q_nope = strided(ws.mla_q.data(), 0, nope, H, n, dqk, H * dqk);
+        const TensorView q_abs = strided(ws.q.data(), 0, r, H, n, dk, H * dk);
+        s.ops.matmul_id(lw.k_b, q_nope, head_ids.data(), H, q_abs);
         const TensorView q_rot = strided(ws.q.data(), r, rot, H, n, dk, H * dk);
         s.ops.rope(q_pe, s.in.positions, rope, q_rot);
         // One shared KV head: K = [c | k_pe], V = c (a view of K's first r values).
@@ -95,12 +91,9 @@ void mla_attention_block(Step& s, uint32_t layer) {
         const TensorView vh = strided(ws.mla_kv.data(), 0, r, 1, n, dk, dk);
         const TensorView latent_out = TensorView::contiguous(ElementType::F32, ws.attn.data(), {r, H, n});
         s.memory.attend(layer, qh, kh, vh, ap, latent_out);
-        // Each head's attended latent through its v_b.
-        for (int64_t hd = 0; hd < H; ++hd) {
-            const TensorView o_h = strided(ws.attn.data(), hd * r, r, n, 1, H * r, H * r * n);
-            const TensorView v_h = strided(ws.mla_v.data(), hd * dv, dv, n, 1, H * dv, H * dv * n);
-            s.ops.matmul(stack_part(lw.v_b, hd), o_h, v_h);
-        }
+        // Each head's attended latent through its v_b (one indexed product again).
+        s.ops.matmul_id(lw.v_b, latent_out, head_ids.data(), H,
+                        TensorView::contiguous(ElementType::F32, ws.mla_v.data(), {dv, H, n}));
     } else {
         // Per head K = [k_nope_h | k_pe] and V = v_h, both from wkv_b c.
         const int64_t per = nope + dv;

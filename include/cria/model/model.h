@@ -150,6 +150,7 @@ public:
     // roped key part, the per-head queries before absorption and the
     // per-head values after v_b.
     std::vector<float> mla_q_a, mla_kv, mla_q, mla_v;
+    std::vector<int32_t> mla_head_ids;  // head h for slot h of every token: the per-head indexed products
 
 private:
     int64_t capacity_ = 0;
