@@ -351,5 +351,25 @@ TEST(Deepseek2, AbsorbedAndPlainLatentAttentionAgree) {
     EXPECT_LT(a_ctx.memory().memory_bytes(), p_ctx.memory().memory_bytes());
 }
 
+// Without a low-rank query (q_lora_rank 0, as DeepSeek-V2-Lite: attn_q
+// instead of attn_q_a / attn_q_b), both forms still match the reference.
+TEST(Deepseek2, PlainQueryProjectionMatchesReference) {
+    model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny("deepseek2");
+    spec.stddev = 0.08f;
+    spec.seed = 12;
+    spec.n_lora_q = 0;
+    const std::vector<int32_t> tokens = random_tokens(spec.n_vocab, 17, 4);
+    for (bool plain : {false, true}) {
+        spec.mla_plain = plain;
+        const auto path = (test::temp_dir() / (std::string("runtime-deepseek2-q") + (plain ? "-plain" : "") + ".gguf")).string();
+        model::write_synthetic_model(spec, path);
+        const auto m = model::Model::load(path);
+        ASSERT_EQ(m->hparams().n_lora_q, 0u);
+        ASSERT_TRUE(m->weights().layers[0].wq.present());
+        const Rows ref = model::reference_forward(m->file(), tokens);
+        expect_agree(ref, decode_chunks(*m, tokens, 5, params()), 2e-4, 4e-4, plain ? "plain" : "absorbed");
+    }
+}
+
 }  // namespace
 }  // namespace cria::runtime
