@@ -10,6 +10,7 @@
 // are the same function of the weights.
 
 #include <cstring>
+#include <vector>
 
 #include "model/blocks.h"
 
