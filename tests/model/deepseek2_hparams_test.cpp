@@ -1,4 +1,4 @@
-// deepseek2's hyperparameters: what a file with multi-head latent attention
+// deepseek2's (and glm4moe's) hyperparameters: what a file with multi-head latent attention
 // and expert groups reads as, and the refusals (a cria::Error naming the
 // key) of files whose shapes or keys it cannot run.
 
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
@@ -115,6 +116,32 @@ TEST(Deepseek2HParams, RefusesWhatItCannotRun) {
                    "temperature_scale");
     expect_refused(rewritten(src, {{"deepseek2.expert_gating_func", Value::u32(7)}}, "ds2-gating"),
                    "expert_gating_func");
+}
+
+// glm4moe, the other family of this file's routing: M-RoPE from
+// rope.dimension_sections, sigmoid by default, and its refusals.
+TEST(Glm4MoeHParams, MRopeSectionsAndRefusals) {
+    const std::string src = (test::temp_dir() / "hparams-glm4moe.gguf").string();
+    write_synthetic_model(SyntheticModelSpec::tiny("glm4moe"), src);
+    const HParams hp = read_hparams(*gguf::File::open(src));
+    EXPECT_EQ(hp.rope_order, RopeOrder::MRope);
+    EXPECT_EQ(hp.rope_sections[0], 1);
+    EXPECT_EQ(hp.n_rot, 8u);
+    EXPECT_EQ(hp.expert_gating, ExpertGating::Sigmoid);
+    EXPECT_TRUE(hp.has_qk_norm);
+    // Sections without t and h: plain NeoX rope, as llama.cpp's use_mrope().
+    const std::vector<int32_t> no_h{4, 0, 0, 0};
+    const HParams neox = read_hparams(*gguf::File::open(rewritten(
+        src, {{"glm4moe.rope.dimension_sections", Value::array(gguf::ValueType::I32, no_h)}}, "glm4moe-neox")));
+    EXPECT_EQ(neox.rope_order, RopeOrder::NeoX);
+    const std::vector<int32_t> three{1, 1, 1};
+    expect_refused(rewritten(src, {{"glm4moe.rope.dimension_sections", Value::array(gguf::ValueType::I32, three)}},
+                             "glm4moe-3-sections"),
+                   "rope.dimension_sections");
+    expect_refused(rewritten(src, {{"glm4moe.expert_shared_count", Value::u32(0)}}, "glm4moe-no-shared"),
+                   "expert_shared_count");
+    expect_refused(rewritten(src, {{"glm4moe.expert_shared_count", std::nullopt}}, "glm4moe-no-shared-key"),
+                   "expert_shared_count");
 }
 
 }  // namespace
