@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 
 #include <sys/mman.h>
@@ -277,9 +278,19 @@ ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     p.freq_scale = swa ? hp_.rope_freq_scale_swa : hp_.rope_freq_scale;
     p.n_ctx_orig = static_cast<int>(hp_.n_ctx_orig ? hp_.n_ctx_orig : hp_.n_ctx_train);
     p.attn_factor = hp_.rope_attn_factor;
+    p.ext_factor = hp_.rope_yarn_ext_factor;
+    p.beta_fast = hp_.rope_yarn_beta_fast;
+    p.beta_slow = hp_.rope_yarn_beta_slow;
     const std::vector<float>& factors =
         long_rope && !weights_.rope_factors_long.empty() ? weights_.rope_factors_long : weights_.rope_factors;
     p.freq_factors = factors.empty() ? nullptr : factors.data();
+    return p;
+}
+
+ops::RopeParams Model::rope_shift_params(uint32_t layer, bool long_rope) const {
+    ops::RopeParams p = rope_params(layer, long_rope);
+    // The op multiplies cos/sin by attn_factor, and by 1 + 0.1 ln(1 / freq_scale) with YaRN.
+    p.attn_factor = p.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * std::log(1.0f / p.freq_scale)) : 1.0f;
     return p;
 }
 

@@ -116,6 +116,13 @@ TEST(Deepseek2HParams, RefusesWhatItCannotRun) {
                    "temperature_scale");
     expect_refused(rewritten(src, {{"deepseek2.expert_gating_func", Value::u32(7)}}, "ds2-gating"),
                    "expert_gating_func");
+    // YaRN, which the common reader accepts since gpt-oss, is not followed
+    // for deepseek2's pre-scaled scores yet.
+    expect_refused(rewritten(src,
+                             {{"deepseek2.rope.scaling.type", Value::string("yarn")},
+                              {"deepseek2.rope.scaling.factor", Value::f32(40.0f)}},
+                             "ds2-yarn"),
+                   "yarn");
 }
 
 // glm4moe, the other family of this file's routing: M-RoPE from

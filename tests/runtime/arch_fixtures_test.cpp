@@ -103,8 +103,9 @@ const std::vector<std::pair<std::string, bool>> kMustCheck{
     {"llama", false},   {"qwen2", false},   {"qwen3", false},    {"gemma2", false},     {"gemma3", false},
     {"phi3", false},    {"smollm3", false}, {"seed_oss", false}, {"mistral3", false},   {"granite", false},
     {"exaone4", false}, {"llama", true},    {"qwen2moe", true},  {"qwen3moe", true},    {"olmoe", true},
-    {"minimax-m2", true}, {"ernie4_5-moe", true}, {"deepseek2", true},
-    {"glm4moe", true},
+    {"minimax-m2", true}, {"ernie4_5-moe", true},
+    {"granitemoe", true}, {"granite", true},    {"mistral3", true},   {"muse-glimmer", false},
+    {"gpt-oss", true},   {"deepseek2", true}, {"glm4moe", true},
 };
 
 #define SKIP_WITHOUT_FIXTURES()                                                                         \

@@ -129,7 +129,8 @@ TEST(PackedWeightsArchitectures, SameLogitsAsTheFileLayout) {
     if (matmul::preferred_packing(ElementType::Q8_0, cpu::best_isa()) == matmul::Packing::None)
         GTEST_SKIP() << "this CPU's kernels read Q8_0 rows unpacked";
     for (const char* arch : {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3",
-                             "phi3", "smollm3", "seed_oss", "mistral3", "granite", "exaone4", "deepseek2", "glm4moe"}) {
+                             "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe", "exaone4", "muse-glimmer",
+                             "granite_swa", "gpt-oss", "deepseek2", "glm4moe"}) {
         model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny(arch);
         spec.weight_type = spec.embd_type = ElementType::Q8_0;
         spec.stddev = 0.08f;

@@ -65,6 +65,9 @@ struct Linear {
 struct ExpertLinear {
     ops::TensorView w;
     std::vector<float> scale;  // n_expert values, or empty
+    // Per-expert biases [rows, n_expert] (gpt-oss; ggml_add_id after the
+    // scaled product), or empty.
+    std::vector<float> bias;
 
     bool present() const { return w.data != nullptr; }
 };
@@ -76,6 +79,11 @@ struct LayerWeights {
     std::vector<float> attn_norm, post_attn_norm, ffn_norm, post_ffn_norm;
     std::vector<float> q_norm, k_norm;
     Linear wq, wk, wv, wqkv, wo;  // wqkv: the file's fused [q; k; v] (phi3), or joined at load
+    // muse-glimmer: sigmoid(attn_gate h) gates the attention output channel by channel before wo.
+    Linear attn_gate;
+    // Attention sinks (gpt-oss, granite_swa): one learned logit per query head
+    // that joins each softmax's normalisation and weighs no value. Empty: none.
+    std::vector<float> attn_sinks;
     Linear gate, up, down;        // up holds [gate; up] when the file fuses them (phi3)
     // Joined at load time from separate matrices of the file (packed weights
     // only): wqkv.w = [wq; wk; wv] (then wq.w, wk.w, wv.w are empty; their
@@ -188,6 +196,11 @@ public:
     // Rope parameters of a layer (SWA layers may use their own base);
     // n_dims 0 for a layer that applies no rope (its keys never rotate).
     ops::RopeParams rope_params(uint32_t layer, bool long_rope) const;
+    // The same rotation for moving cached keys by a position delta, with a
+    // magnitude of 1: the keys already carry the attn_factor (and YaRN's
+    // gain) of their first rotation. (llama.cpp's K-shift cancels YaRN's
+    // gain for deepseek2 only and scales other families' keys by it again.)
+    ops::RopeParams rope_shift_params(uint32_t layer, bool long_rope) const;
 
     // The widest output of a fused or joined product ([q; k; v], [gate; up]),
     // from the tensor table: the scratch those products are split from.

@@ -63,6 +63,11 @@ void read_hparams(const HParamsKeys& keys, HParams& hp) {
                   std::to_string(hp.n_rot) + ")");
     if (keys.f32("attention.temperature_scale", 0.0f) != 0.0f)
         keys.fail("'" + keys.key("attention.temperature_scale") + "' (Mistral-Large-3 query scaling) is not supported yet");
+    // YaRN (accepted by the common reader since gpt-oss) meets deepseek2's own
+    // handling in llama.cpp (the context's yarn_log_multiplier special case
+    // and the graph's pre-scaled scores), which this file does not follow
+    // yet: refused, as before the common reader took YaRN.
+    if (hp.rope_yarn_ext_factor != 0.0f) keys.fail("rope scaling 'yarn' is not supported yet for deepseek2");
     // llama.cpp's graph undoes the context's YaRN magnitude adjustment and
     // puts it into the scores: mscale = attn_factor (1 + 0.1 ln f)
     // (1 + 0.1 ylm ln f), f the scaling factor, ylm the stored log multiplier / 0.1.

@@ -3,22 +3,59 @@
 // rather than self-registering objects: the model is a static library, and
 // the linker drops object files nothing refers to.)
 
-#include <array>
-
 #include "model/arch.h"
 
 namespace cria::model {
 namespace archs {
-extern const ArchDefinition kLlama, kQwen2, kQwen3, kGemma2, kGemma3, kPhi3, kSmollm3, kSeedOss, kMistral3, kGranite,
-    kExaone4, kQwen2Moe, kQwen3Moe, kOlmoe, kMinimaxM2, kErnie45Moe, kDeepseek2, kGlm4Moe;
-}
+// One line per architecture (merges of new families touch only their own line).
+extern const ArchDefinition kLlama;
+extern const ArchDefinition kQwen2;
+extern const ArchDefinition kQwen3;
+extern const ArchDefinition kGemma2;
+extern const ArchDefinition kGemma3;
+extern const ArchDefinition kPhi3;
+extern const ArchDefinition kSmollm3;
+extern const ArchDefinition kSeedOss;
+extern const ArchDefinition kMistral3;
+extern const ArchDefinition kGranite;
+extern const ArchDefinition kExaone4;
+extern const ArchDefinition kQwen2Moe;
+extern const ArchDefinition kQwen3Moe;
+extern const ArchDefinition kOlmoe;
+extern const ArchDefinition kMinimaxM2;
+extern const ArchDefinition kErnie45Moe;
+extern const ArchDefinition kGraniteMoe;
+extern const ArchDefinition kMuseGlimmer;
+extern const ArchDefinition kGraniteSwa;
+extern const ArchDefinition kGptOss;
+extern const ArchDefinition kDeepseek2;
+extern const ArchDefinition kGlm4Moe;
+}  // namespace archs
 
 namespace {
-constexpr std::array<const ArchDefinition*, 18> kArchitectures{
-    &archs::kLlama,    &archs::kQwen2,   &archs::kQwen3,    &archs::kGemma2,     &archs::kGemma3,     &archs::kPhi3,
-    &archs::kSmollm3,  &archs::kSeedOss, &archs::kMistral3, &archs::kGranite,    &archs::kExaone4,    &archs::kQwen2Moe,
-    &archs::kQwen3Moe, &archs::kOlmoe,   &archs::kMinimaxM2, &archs::kErnie45Moe,
-    &archs::kDeepseek2, &archs::kGlm4Moe,
+const ArchDefinition* const kArchitectures[] = {
+    &archs::kLlama,
+    &archs::kQwen2,
+    &archs::kQwen3,
+    &archs::kGemma2,
+    &archs::kGemma3,
+    &archs::kPhi3,
+    &archs::kSmollm3,
+    &archs::kSeedOss,
+    &archs::kMistral3,
+    &archs::kGranite,
+    &archs::kExaone4,
+    &archs::kQwen2Moe,
+    &archs::kQwen3Moe,
+    &archs::kOlmoe,
+    &archs::kMinimaxM2,
+    &archs::kErnie45Moe,
+    &archs::kGraniteMoe,
+    &archs::kMuseGlimmer,
+    &archs::kGraniteSwa,
+    &archs::kGptOss,
+    &archs::kDeepseek2,
+    &archs::kGlm4Moe,
 };
 }  // namespace
 
