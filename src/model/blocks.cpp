@@ -198,13 +198,14 @@ ops::MoeGating op_gating(ExpertGating g) {
     return ops::MoeGating::Softmax;
 }
 
-// out[:, j, t] *= scale[ids[t * k + j]]: an expert's `.scale` on its outputs.
+// out[:, j, t] *= scale[ids[t * k + j]]: an expert's `.scale` on its outputs
+// (rows values per pair, `stride` floats apart; 0: rows).
 void scale_experts(const std::vector<float>& scale, const int32_t* ids, int64_t rows, int64_t k, int64_t n,
-                   float* out) {
+                   float* out, int64_t stride = 0) {
     if (scale.empty()) return;
     for (int64_t i = 0; i < k * n; ++i) {
         const float sc = scale[static_cast<size_t>(ids[i])];
-        float* y = out + i * rows;
+        float* y = out + i * (stride ? stride : rows);
         for (int64_t r = 0; r < rows; ++r) y[r] *= sc;
     }
 }
@@ -249,26 +250,31 @@ void moe_ffn_block(Step& s, uint32_t layer) {
     const TensorView gate = TensorView::contiguous(ElementType::F32, ws.expert_gate.data(), {F, k, n});
     const TensorView up = TensorView::contiguous(ElementType::F32, ws.expert_up.data(), {F, k, n});
     if (lw.gate_up_exps.present()) {
-        // The file's fused [gate; up] per expert: one product, then the halves.
+        // One product per token for both (the file's fused [gate; up], or
+        // joined at load): the fused tensor's own scale and bias on the whole
+        // product, then split so that the halves' scales, biases and the
+        // activation apply as to separate products (the copy is small beside
+        // the product).
         const TensorView gate_up = TensorView::contiguous(ElementType::F32, ws.expert_gate_up.data(), {2 * F, k, n});
         s.ops.matmul_id(lw.gate_up_exps.w, hx, ids, k, gate_up);
         scale_experts(lw.gate_up_exps.scale, ids, 2 * F, k, n, ws.expert_gate_up.data());
         add_expert_bias(lw.gate_up_exps.bias, ids, 2 * F, k, n, ws.expert_gate_up.data());
         split_rows(ws.expert_gate_up.data(), 2 * F, 0, F, k * n, ws.expert_gate.data());
         split_rows(ws.expert_gate_up.data(), 2 * F, F, F, k * n, ws.expert_up.data());
-        gated_activation(s.ops, hp.expert_activation, gate, up, gate);
+    } else if (lw.gate_exps.present()) {
+        s.ops.matmul_id(lw.up_exps.w, hx, ids, k, up);
+        s.ops.matmul_id(lw.gate_exps.w, hx, ids, k, gate);
     } else {
         s.ops.matmul_id(lw.up_exps.w, hx, ids, k, up);
-        scale_experts(lw.up_exps.scale, ids, F, k, n, ws.expert_up.data());
-        add_expert_bias(lw.up_exps.bias, ids, F, k, n, ws.expert_up.data());
-        if (lw.gate_exps.present()) {
-            s.ops.matmul_id(lw.gate_exps.w, hx, ids, k, gate);
-            scale_experts(lw.gate_exps.scale, ids, F, k, n, ws.expert_gate.data());
-            add_expert_bias(lw.gate_exps.bias, ids, F, k, n, ws.expert_gate.data());
-            gated_activation(s.ops, hp.expert_activation, gate, up, gate);
-        } else {
-            s.ops.silu(up, gate);
-        }
+    }
+    scale_experts(lw.up_exps.scale, ids, F, k, n, ws.expert_up.data());
+    add_expert_bias(lw.up_exps.bias, ids, F, k, n, ws.expert_up.data());
+    if (lw.gate_exps.present() || lw.gate_up_exps.present()) {
+        scale_experts(lw.gate_exps.scale, ids, F, k, n, ws.expert_gate.data());
+        add_expert_bias(lw.gate_exps.bias, ids, F, k, n, ws.expert_gate.data());
+        gated_activation(s.ops, hp.expert_activation, gate, up, gate);
+    } else {
+        s.ops.silu(up, gate);
     }
     const TensorView down = TensorView::contiguous(ElementType::F32, ws.expert_out.data(), {E, k, n});
     s.ops.matmul_id(lw.down_exps.w, gate, ids, k, down);

@@ -30,7 +30,8 @@ void binary(cpu::ThreadPool& pool, const TensorView& a, const TensorView& b, con
     require_f32(b, op, "b");
     require_f32(out, op, "out");
     require_same_shape(a, out, op);
-    require(broadcasts(a, b), op, "b " + shape_string(b) + " neither matches nor broadcasts to " + shape_string(a));
+    if (!broadcasts(a, b))  // (the message built only on failure: this runs for every add, mul, swiglu)
+        require(false, op, "b " + shape_string(b) + " neither matches nor broadcasts to " + shape_string(a));
     const bool one_row = b.n_rows() == 1 && a.n_rows() != 1;
     for_each_row(pool, a.n_rows(), a.ne[0], [&](int64_t r, int) {
         const float* pb = reinterpret_cast<const float*>(one_row ? b.row_at(0) : b.row_at(r));

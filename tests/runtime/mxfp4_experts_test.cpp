@@ -75,8 +75,13 @@ void expect_mxfp4_experts_match_reference(ElementType weight_type, const std::st
     const std::shared_ptr<const gguf::File> file(gguf::File::open(path));
     const auto m = model::Model::from_file(file);
     for (const model::LayerWeights& lw : m->weights().layers) {
-        EXPECT_EQ(lw.gate_exps.w.type, ElementType::MXFP4);
-        EXPECT_EQ(lw.up_exps.w.type, ElementType::MXFP4);
+        // Gate and up are joined into one packed matrix at load (still MXFP4).
+        if (lw.gate_up_exps.present()) {
+            EXPECT_EQ(lw.gate_up_exps.w.type, ElementType::MXFP4);
+        } else {
+            EXPECT_EQ(lw.gate_exps.w.type, ElementType::MXFP4);
+            EXPECT_EQ(lw.up_exps.w.type, ElementType::MXFP4);
+        }
         EXPECT_EQ(lw.down_exps.w.type, ElementType::MXFP4);
     }
 

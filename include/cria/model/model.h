@@ -59,7 +59,8 @@ struct Linear {
 
 // The matrices of a layer's experts: one [k, rows] matrix per expert,
 // stacked as GGUF's `*_exps` tensors ([k, rows, n_expert], a view into the
-// file, not packed yet) and the file's optional per-expert `.scale` (one
+// file, or packed at load like the dense matrices: then expert e's packed
+// matrix starts at w.row(0, e), nb[2] bytes apart) and the file's optional per-expert `.scale` (one
 // multiplier of each expert's output), loaded when the architecture's graph
 // applies it.
 struct ExpertLinear {
@@ -93,7 +94,12 @@ struct LayerWeights {
     Linear gate_inp;                            // [n_embd, n_expert]
     std::vector<float> exp_probs_b;             // [n_expert] selection bias (exp_probs_b.bias), or empty
     ExpertLinear gate_exps, up_exps, down_exps;  // gate_exps may be absent (then silu(up))
-    ExpertLinear gate_up_exps;  // the file's fused [gate; up] per expert (2 n_ff_exp rows), instead of the two
+    // Each expert's [gate; up] as one matrix, so one indexed product gives
+    // both: either the file's own fused ffn_gate_up_exps (2 n_ff_exp rows per
+    // expert, with its own scale and bias; gate_exps / up_exps absent), or
+    // joined at load (packed weights only): then gate_exps.w and up_exps.w are
+    // empty (their scales stay, applied to each half).
+    ExpertLinear gate_up_exps;
     // The shared expert (HParams::n_ff_shexp > 0) and its optional scalar gate ([n_embd, 1]).
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
     // Multi-head latent attention (HParams::n_lora_kv > 0): Q from wq, or
@@ -150,8 +156,8 @@ public:
     std::vector<float> x, h, q, k, v, qkv, attn, o, gate, up, ffn, out_rows;
     // Mixture of experts: router logits, expert weights and ids per token,
     // the experts' gate/up/activation ([n_ff_exp, k, n]) and outputs ([n_embd, k, n]).
-    std::vector<float> router, expert_weights, expert_gate, expert_up, expert_out;
-    std::vector<float> expert_gate_up;  // the fused experts' [gate; up] ([2 n_ff_exp, k, n])
+    // expert_gate_up: [2 n_ff_exp, k, n], the output of the joined [gate; up] experts.
+    std::vector<float> router, expert_weights, expert_gate, expert_up, expert_out, expert_gate_up;
     std::vector<int32_t> expert_ids;
     std::vector<int32_t> rope_positions;  // M-RoPE: the 4 position streams of the micro-batch
     // Multi-head latent attention: the low-rank query, the latent with the

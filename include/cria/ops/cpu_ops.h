@@ -2,7 +2,11 @@
 // The CPU implementation of the op API: kernels chosen by cpu::best_isa() at
 // each call (so CRIA_ISA / set_isa_limit apply), work spread over a thread pool.
 
+#include <cstdint>
+#include <vector>
+
 #include "cria/cpu/thread_pool.h"
+#include "cria/matmul/matmul_id.h"
 #include "cria/ops/ops.h"
 
 namespace cria::ops {
@@ -43,6 +47,11 @@ public:
 
 private:
     cpu::ThreadPool& pool_;
+    // Scratch of matmul_id, grown to the largest batch and then reused: a
+    // decode step allocates nothing. (One CpuOps serves one caller at a time.)
+    matmul::MatmulIdWorkspace moe_workspace_;
+    std::vector<float> route_scores_;  // moe_route: 2 x n_expert
+    std::vector<int32_t> route_order_;
 };
 
 }  // namespace cria::ops
