@@ -44,7 +44,14 @@ KvCache::KvCache(const KvCacheParams& p) : params_(p) {
     if (!is_cache_type(p.type_k) || !is_cache_type(p.type_v))
         throw Error("KV cache: types must be f32, f16, bf16, q8_0 or q4_0");
     k_row_bytes_ = row_bytes(p.type_k, p.head_dim, "key");
-    v_row_bytes_ = row_bytes(p.type_v, p.head_dim_v, "value");
+    if (p.rope_first >= p.head_dim) throw Error("KV cache: the roped part of the keys starts beyond them");
+    if (p.value_in_key) {
+        if (p.head_dim_v > p.head_dim) throw Error("KV cache: values read from the keys cannot be wider than them");
+        row_bytes(p.type_k, p.head_dim_v, "value");  // the value prefix must be whole blocks of the key type
+        v_row_bytes_ = 0;
+    } else {
+        v_row_bytes_ = row_bytes(p.type_v, p.head_dim_v, "value");
+    }
     k_cell_bytes_ = k_row_bytes_ * p.n_head_kv;
     v_cell_bytes_ = v_row_bytes_ * p.n_head_kv;
     k_.resize(p.n_layer);
@@ -148,13 +155,15 @@ void KvCache::unplace() {
 void KvCache::store(uint32_t layer, const ops::TensorView& k, const ops::TensorView& v) {
     const int64_t n = static_cast<int64_t>(slots_.size());
     const int64_t nk = int64_t{params_.head_dim} * params_.n_head_kv, nv = int64_t{params_.head_dim_v} * params_.n_head_kv;
-    if (k.ne[0] * k.ne[1] != nk || k.ne[2] != n || v.ne[0] * v.ne[1] != nv || v.ne[2] != n || !k.is_contiguous() ||
-        !v.is_contiguous())
+    const bool store_v = !params_.value_in_key;
+    if (k.ne[0] * k.ne[1] != nk || k.ne[2] != n || !k.is_contiguous() ||
+        (store_v && (v.ne[0] * v.ne[1] != nv || v.ne[2] != n || !v.is_contiguous())))
         throw Error("KV cache: store() needs dense K/V of the placed micro-batch");
     for (int64_t i = 0; i < n; ++i) {
         const size_t c = slots_[static_cast<size_t>(i)];
         encode(params_.type_k, reinterpret_cast<const float*>(k.row(0, i)), k_[layer].data() + c * k_cell_bytes_, nk);
-        encode(params_.type_v, reinterpret_cast<const float*>(v.row(0, i)), v_[layer].data() + c * v_cell_bytes_, nv);
+        if (store_v)
+            encode(params_.type_v, reinterpret_cast<const float*>(v.row(0, i)), v_[layer].data() + c * v_cell_bytes_, nv);
     }
 }
 
@@ -164,8 +173,15 @@ ops::TensorView KvCache::k_view(uint32_t layer, uint32_t first, uint32_t count) 
 }
 
 ops::TensorView KvCache::v_view(uint32_t layer, uint32_t first, uint32_t count) const {
+    if (params_.value_in_key) return value_prefix(k_view(layer, first, count));
     return ops::TensorView::contiguous(params_.type_v, v_[layer].data() + first * v_cell_bytes_,
                                        {params_.head_dim_v, params_.n_head_kv, count});
+}
+
+ops::TensorView KvCache::value_prefix(const ops::TensorView& keys) const {
+    ops::TensorView v = keys;  // same rows and strides, only the first head_dim_v values of each
+    v.ne[0] = params_.head_dim_v;
+    return v;
 }
 
 const KvCache::Plan& KvCache::plan_for(uint32_t window) {
@@ -284,7 +300,9 @@ void KvCache::attend_one(ops::Ops& ops, uint32_t layer, const ops::TensorView& q
             std::memcpy(gather_v_.data() + i * v_cell_bytes_, v_[layer].data() + c * v_cell_bytes_, v_cell_bytes_);
         }
         const auto kt = ops::TensorView::contiguous(params_.type_k, gather_k_.data(), {params_.head_dim, params_.n_head_kv, count});
-        const auto vt = ops::TensorView::contiguous(params_.type_v, gather_v_.data(), {params_.head_dim_v, params_.n_head_kv, count});
+        const auto vt = params_.value_in_key ? value_prefix(kt)
+                                             : ops::TensorView::contiguous(params_.type_v, gather_v_.data(),
+                                                                           {params_.head_dim_v, params_.n_head_kv, count});
         ops.attention(qt, kt, vt, ap, ot);
     }
 }
@@ -379,15 +397,29 @@ void KvCache::apply_shift(ops::Ops& ops, const std::function<ops::RopeParams(uin
         }
     const int64_t nk = int64_t{params_.head_dim} * params_.n_head_kv;
     const auto m = static_cast<int64_t>(cells.size());
+    std::vector<int32_t> mrope_deltas;  // the four position streams, made when a layer uses M-RoPE
     convert_.resize(static_cast<size_t>(nk * m));
     for (uint32_t l = 0; l < params_.n_layer && m > 0; ++l) {
         const ops::RopeParams rope = rope_for_layer(l);
         if (rope.n_dims == 0) continue;  // a layer without rope: its keys do not depend on the position
+        // Text positions under M-RoPE move t, h and w together; extra stays 0.
+        const bool mrope = rope.order == ops::RopeOrder::MRope;
+        if (mrope && mrope_deltas.empty()) {
+            mrope_deltas.assign(4 * cells.size(), 0);
+            for (size_t k = 0; k < 3; ++k)
+                std::copy(deltas.begin(), deltas.end(), mrope_deltas.begin() + static_cast<std::ptrdiff_t>(k * cells.size()));
+        }
         for (int64_t i = 0; i < m; ++i)
             quant::dequantize_row(params_.type_k, k_[l].data() + cells[static_cast<size_t>(i)] * k_cell_bytes_,
                                   convert_.data() + i * nk, nk);
-        const auto keys = ops::TensorView::contiguous(ElementType::F32, convert_.data(), {params_.head_dim, params_.n_head_kv, m});
-        ops.rope(keys, deltas.data(), rope, keys);
+        // Only the roped part of each head turns: from rope_first on (MLA:
+        // the latent before it does not), a strided view of the rows.
+        auto keys = ops::TensorView::contiguous(ElementType::F32, convert_.data() + params_.rope_first,
+                                                {params_.head_dim - params_.rope_first, params_.n_head_kv, m});
+        keys.nb[1] = params_.head_dim * sizeof(float);
+        keys.nb[2] = keys.nb[1] * params_.n_head_kv;
+        keys.nb[3] = keys.nb[2] * static_cast<size_t>(m);
+        ops.rope(keys, mrope ? mrope_deltas.data() : deltas.data(), rope, keys);
         for (int64_t i = 0; i < m; ++i)
             encode(params_.type_k, convert_.data() + i * nk, k_[l].data() + cells[static_cast<size_t>(i)] * k_cell_bytes_, nk);
     }

@@ -52,6 +52,16 @@ void linear(Step& s, const Linear& lin, const TensorView& x, const TensorView& y
     finish_linear(s, lin, y);
 }
 
+const int32_t* rope_positions(Step& s) {
+    if (s.hp.rope_order != RopeOrder::MRope) return s.in.positions;
+    // Text tokens under M-RoPE: t, h and w are the position, extra is 0
+    // (llama.cpp turns 1-D positions into these for token input).
+    std::vector<int32_t>& p = s.ws.rope_positions;
+    p.assign(static_cast<size_t>(4 * s.n), 0);
+    for (int64_t k = 0; k < 3; ++k) std::copy(s.in.positions, s.in.positions + s.n, p.begin() + k * s.n);
+    return p.data();
+}
+
 void embed(Step& s, bool scale) {
     const int64_t n_embd = s.hp.n_embd;
     const TensorView x = view(s.ws.x, n_embd, s.n);
@@ -111,8 +121,9 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     }
     if (hp.uses_rope(layer)) {
         const ops::RopeParams rope = s.model.rope_params(layer, s.in.long_rope);
-        s.ops.rope(qh, s.in.positions, rope, qh);
-        s.ops.rope(kh, s.in.positions, rope, kh);
+        const int32_t* positions = rope_positions(s);
+        s.ops.rope(qh, positions, rope, qh);
+        s.ops.rope(kh, positions, rope, kh);
     }
 
     ops::AttentionParams ap;
@@ -231,6 +242,8 @@ void moe_ffn_block(Step& s, uint32_t layer) {
     rp.norm_weights = hp.expert_weights_norm;
     rp.weights_scale = hp.expert_weights_scale;
     rp.selection_bias = lw.exp_probs_b.empty() ? nullptr : lw.exp_probs_b.data();
+    rp.group_count = hp.expert_group_count;
+    rp.group_used = hp.expert_group_used;
     const int32_t* ids = ws.expert_ids.data();
     s.ops.moe_route(router, rp, ws.expert_ids.data(), view(ws.expert_weights, k, n));
 
@@ -238,11 +251,15 @@ void moe_ffn_block(Step& s, uint32_t layer) {
     const TensorView gate = TensorView::contiguous(ElementType::F32, ws.expert_gate.data(), {F, k, n});
     const TensorView up = TensorView::contiguous(ElementType::F32, ws.expert_up.data(), {F, k, n});
     if (lw.gate_up_exps.present()) {
-        // One product per token for both (joined at load): each pair's
-        // [gate; up], then split so that scales, biases and the activation
-        // apply as to separate products (the copy is small beside the product).
+        // One product per token for both (the file's fused [gate; up], or
+        // joined at load): the fused tensor's own scale and bias on the whole
+        // product, then split so that the halves' scales, biases and the
+        // activation apply as to separate products (the copy is small beside
+        // the product).
         const TensorView gate_up = TensorView::contiguous(ElementType::F32, ws.expert_gate_up.data(), {2 * F, k, n});
         s.ops.matmul_id(lw.gate_up_exps.w, hx, ids, k, gate_up);
+        scale_experts(lw.gate_up_exps.scale, ids, 2 * F, k, n, ws.expert_gate_up.data());
+        add_expert_bias(lw.gate_up_exps.bias, ids, 2 * F, k, n, ws.expert_gate_up.data());
         split_rows(ws.expert_gate_up.data(), 2 * F, 0, F, k * n, ws.expert_gate.data());
         split_rows(ws.expert_gate_up.data(), 2 * F, F, F, k * n, ws.expert_up.data());
     } else if (lw.gate_exps.present()) {

@@ -26,6 +26,10 @@ struct Step {
 // A [rows, n] F32 view of a workspace buffer.
 ops::TensorView view(std::vector<float>& buf, int64_t rows, int64_t n);
 
+// The positions the rope op reads for this micro-batch: in.positions, or
+// under M-RoPE the four streams of text tokens (t = h = w = position, extra 0).
+const int32_t* rope_positions(Step& s);
+
 // ws.x = embeddings of the tokens (or a copy of in.embd), scaled by
 // sqrt(n_embd) when `scale`, then by hp.embedding_scale when set (granite).
 void embed(Step& s, bool scale);
@@ -64,13 +68,25 @@ struct FfnOptions {
 // without pre_norm); rs as in attention_block.
 void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 
+// Multi-head latent attention (deepseek2; reusable by the other MLA
+// families): h = rms_norm(x) (attn_norm); q = wq h, or wq_b rms_norm(wq_a h)
+// (q_a_norm); per head q = [q_nope | q_pe]; [c | k_pe] = wkv_a_mqa h, c
+// RMS-normed (kv_a_norm); q_pe and k_pe roped (the layer's rope); scores
+// scaled by hp.attention_scale. Absorbed form (hp.mla_absorbed): per head
+// Q = [k_b_h^T q_nope | q_pe] against one shared K = [c | k_pe] with V = c
+// (the cache keeps the latent), the output per head through v_b. Plain form
+// (attn_kv_b): per head K = [k_nope | k_pe], V from wkv_b c. Then
+// x += Wo · concat of the heads.
+void mla_attention_block(Step& s, uint32_t layer);
+
 // The mixture-of-experts feed-forward block (llama.cpp's build_moe_ffn with
 // SwiGLU experts): h = rms_norm(x) (ffn_norm); router logits ffn_gate_inp h;
 // the top n_expert_used experts and their weights (HParams' gating,
-// renormalisation and scale); per selected expert e, act(gate_e h, up_e h)
-// (hp.expert_activation; silu(up_e h) without expert gates), each matrix's
-// product times its per-expert scale, then plus its per-expert bias, when
-// loaded; x += rs · sum over the ranks j of w_j down_{e_j}(...), rs as in
+// renormalisation, scale and expert groups); per selected expert e,
+// act(gate_e h, up_e h) (hp.expert_activation; gate and up from one fused
+// product when the file fuses them; silu(up_e h) without expert gates), each
+// matrix's product times its per-expert scale, then plus its per-expert bias,
+// when loaded; x += rs · sum over the ranks j of w_j down_{e_j}(...), rs as in
 // attention_block.
 void moe_ffn_block(Step& s, uint32_t layer);
 

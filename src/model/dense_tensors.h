@@ -48,4 +48,9 @@ struct DenseTensorOptions {
 
 void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const DenseTensorOptions& o);
 
+// Only the feed-forward part of layer l (its input norm, then the dense
+// SwiGLU matrices, or the router, experts and shared expert of a MoE
+// layer): for families whose attention has its own tensors (deepseek2's MLA).
+void declare_ffn_tensors(const HParams& hp, TensorTable& t, LayerWeights& lw, uint32_t l, const DenseTensorOptions& o);
+
 }  // namespace cria::model

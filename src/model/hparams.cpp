@@ -118,9 +118,18 @@ void read_common(const HParamsKeys& keys, HParams& hp, bool recurrent) {
         if (hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert)
             keys.fail("'" + keys.key("expert_used_count") + "' must be in [1, expert_count = " +
                       std::to_string(hp.n_expert) + "]");
-        if (const uint32_t groups = keys.u32("expert_group_count", 0); groups > 1)
-            keys.fail("expert groups ('" + keys.key("expert_group_count") + "' = " + std::to_string(groups) +
-                      ") are not supported yet");
+        // Expert groups (DeepSeek-V3): checked against the expert count here,
+        // so that routing never meets a split it cannot make.
+        hp.expert_group_count = keys.u32("expert_group_count", 0);
+        hp.expert_group_used = keys.u32("expert_group_used_count", 0);
+        if (hp.expert_group_count > 1) {
+            if (hp.n_expert % hp.expert_group_count != 0 || hp.n_expert / hp.expert_group_count < 2)
+                keys.fail("'" + keys.key("expert_group_count") + "' = " + std::to_string(hp.expert_group_count) +
+                          " does not split " + std::to_string(hp.n_expert) + " experts into groups of at least 2");
+            if (hp.expert_group_used == 0 || hp.expert_group_used > hp.expert_group_count)
+                keys.fail("'" + keys.key("expert_group_used_count") + "' must be in [1, expert_group_count = " +
+                          std::to_string(hp.expert_group_count) + "]");
+        }
     }
     if (recurrent) {
         // Zeros allowed: a state-space model has neither attention nor a

@@ -127,6 +127,13 @@ void Workspace::reserve(const Model& model, int64_t n) {
         expert_up.resize(size(k * hp.n_ff_exp));
         expert_gate_up.resize(size(2 * k * hp.n_ff_exp));
         expert_out.resize(size(k * hp.n_embd));
+        if (hp.fused_gate_up_exps) expert_gate_up.resize(size(2 * k * hp.n_ff_exp));
+    }
+    if (hp.n_lora_kv > 0) {
+        mla_q_a.resize(size(hp.n_lora_q));
+        mla_kv.resize(size(int64_t{hp.n_lora_kv} + hp.n_rot));
+        mla_q.resize(size(int64_t{hp.n_head} * hp.head_dim_mla));
+        mla_v.resize(size(int64_t{hp.n_head} * hp.head_dim_v_mla));
     }
     if (hp.has_recurrent_layers()) {
         // Mamba-1/2 mixers are d_inner wide; LFM2's short convolution n_embd ([B | C | x]).
@@ -284,7 +291,14 @@ bool Model::long_rope_for_context(uint32_t n_ctx) const { return model::long_rop
 ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     ops::RopeParams p;
     p.n_dims = hp_.uses_rope(layer) ? static_cast<int>(hp_.n_rot) : 0;  // 0: a layer without rope
-    p.order = hp_.rope_order == RopeOrder::NeoX ? ops::RopeOrder::NeoX : ops::RopeOrder::Normal;
+    switch (hp_.rope_order) {
+        case RopeOrder::Normal: p.order = ops::RopeOrder::Normal; break;
+        case RopeOrder::NeoX: p.order = ops::RopeOrder::NeoX; break;
+        case RopeOrder::MRope:
+            p.order = ops::RopeOrder::MRope;
+            std::copy(std::begin(hp_.rope_sections), std::end(hp_.rope_sections), p.sections);
+            break;
+    }
     const bool swa = hp_.is_swa(layer);
     p.freq_base = swa ? hp_.rope_freq_base_swa : hp_.rope_freq_base;
     p.freq_scale = swa ? hp_.rope_freq_scale_swa : hp_.rope_freq_scale;

@@ -1,6 +1,7 @@
 #include "cria/model/synthetic_model.h"
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -69,18 +70,30 @@ public:
 
     // A tensor of random values around `mean`, stored as `type`.
     void add(const std::string& name, ElementType type, std::vector<uint64_t> shape, float mean = 0.0f) {
-        const uint64_t tensor_seed = seed_ * 1000003u + counter_++;
+        const uint64_t tensor_seed = next_seed();
         const float stddev = stddev_;
+        add_values(name, type, shape, [=](size_t n) { return random_values(tensor_seed, n, mean, stddev); });
+    }
+    // The seed the next add() would use (taking it: a tensor built from others' values).
+    uint64_t next_seed() { return seed_ * 1000003u + counter_++; }
+    float stddev() const { return stddev_; }
+    static std::vector<float> random_values(uint64_t seed, size_t n, float mean, float stddev) {
+        std::mt19937_64 rng(seed);
+        std::normal_distribution<float> normal(mean, stddev);
+        std::vector<float> values(n);
+        for (float& v : values) v = normal(rng);
+        return values;
+    }
+    // A tensor whose float values `make(n_elements)` computes when written.
+    void add_values(const std::string& name, ElementType type, std::vector<uint64_t> shape,
+                    std::function<std::vector<float>(size_t)> make) {
         auto buffer = std::make_shared<std::vector<uint8_t>>();
         const std::vector<uint64_t> dims = shape;
         writer_.add_tensor(name, type, dims, [=]() -> std::span<const uint8_t> {
             const int64_t n_per_row = static_cast<int64_t>(dims[0]);
             int64_t n_rows = 1;
             for (size_t i = 1; i < dims.size(); ++i) n_rows *= static_cast<int64_t>(dims[i]);
-            std::mt19937_64 rng(tensor_seed);
-            std::normal_distribution<float> normal(mean, stddev);
-            std::vector<float> values(static_cast<size_t>(n_per_row * n_rows));
-            for (float& v : values) v = normal(rng);
+            const std::vector<float> values = make(static_cast<size_t>(n_per_row * n_rows));
             buffer->assign(*row_size_bytes(type, static_cast<uint64_t>(n_per_row)) * n_rows, 0);
             quant::quantize_rows(type, values.data(), buffer->data(), n_rows, n_per_row);
             return *buffer;
@@ -123,6 +136,22 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
         s.n_ff_exp = 64;
         s.n_ff_shexp = 96;
         s.n_layer_dense_lead = 1;
+    }
+    if (arch == "glm4moe") {  // a dense first layer, then experts with an ungated shared one
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = 64;
+        s.n_ff_shexp = 64;
+        s.n_layer_dense_lead = 1;
+    }
+    if (arch == "deepseek2") {  // a dense first layer, then 4 groups of 2 experts (2 kept), a shared expert
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = 64;
+        s.n_ff_shexp = 64;
+        s.n_layer_dense_lead = 1;
+        s.n_expert_groups = 4;
+        s.n_expert_groups_used = 2;
     }
     if (arch == "granitemoe") {  // experts as wide as feed_forward_length, with an ungated shared expert
         s.n_expert = 8;
@@ -186,25 +215,31 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     if (spec.n_nextn && arch != "exaone4") throw Error("synthetic model: MTP layers are written for exaone4 only");
     if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2",
                           "gemma3", "gpt-oss", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe",
-                          "exaone4", "muse-glimmer", "granite_swa"}))
+                          "exaone4", "muse-glimmer", "granite_swa", "deepseek2", "glm4moe"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool moe = spec.n_expert > 0;
     if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "granite",
-                                 "granitemoe", "mistral3", "granite_swa", "gpt-oss"}))
+                                 "granitemoe", "mistral3", "granite_swa", "gpt-oss", "deepseek2",
+                                 "glm4moe"}))
         throw Error("synthetic model: '" + arch + "' has no experts");
     if (moe && is_one_of(arch, {"olmoe", "minimax-m2", "granite", "granitemoe", "mistral3", "granite_swa"}) &&
         spec.n_ff_exp != spec.n_ff)
         throw Error("synthetic model: " + arch + "'s experts are n_ff wide");
-    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gpt-oss"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
+    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gpt-oss", "deepseek2", "glm4moe"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
     const bool muse = arch == "muse-glimmer";
     const bool granite_swa = arch == "granite_swa";
     if (muse && spec.tied_output) throw Error("synthetic model: muse-glimmer has its own output matrix");
-    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe", "minimax-m2", "exaone4", "muse-glimmer"});
+    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe", "minimax-m2", "exaone4", "muse-glimmer",
+                                         "glm4moe"});
     const bool qk_norm_full = is_one_of(arch, {"olmoe", "minimax-m2"});  // over the whole Q and K vectors
     const bool post_norms = gemma || arch == "exaone4" || muse;
     const bool pre_norms = arch != "exaone4";  // exaone4 is post-norm only
     const bool fused = arch == "phi3";
+    const bool mla = arch == "deepseek2";
+    // MLA widths (see SyntheticModelSpec): latent, roped, unroped, value.
+    const uint64_t mla_r = 2 * uint64_t{spec.head_dim}, mla_rot = spec.head_dim, mla_nope = 2 * uint64_t{spec.head_dim},
+                   mla_dv = 2 * uint64_t{spec.head_dim};
     const bool gpt_oss = arch == "gpt-oss";  // biases everywhere, attention sinks, biased experts
     const ElementType expert_type = spec.expert_type.value_or(spec.weight_type);
 
@@ -218,10 +253,33 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     if (spec.n_nextn) w.add_metadata(key("nextn_predict_layers"), Value::u32(spec.n_nextn));
     w.add_metadata(key("feed_forward_length"), Value::u32(spec.n_ff));
     w.add_metadata(key("attention.head_count"), Value::u32(spec.n_head));
-    w.add_metadata(key("attention.head_count_kv"), Value::u32(spec.n_head_kv));
-    w.add_metadata(key("attention.key_length"), Value::u32(spec.head_dim));
-    w.add_metadata(key("attention.value_length"), Value::u32(spec.head_dim));
-    w.add_metadata(key("rope.dimension_count"), Value::u32(spec.head_dim));
+    if (mla) {
+        // Absorbed files cache one KV head [latent | roped part] whose value is the latent.
+        w.add_metadata(key("attention.head_count_kv"), Value::u32(spec.mla_plain ? spec.n_head : 1));
+        w.add_metadata(key("attention.key_length"),
+                       Value::u32(static_cast<uint32_t>(spec.mla_plain ? mla_nope + mla_rot : mla_r + mla_rot)));
+        w.add_metadata(key("attention.value_length"), Value::u32(static_cast<uint32_t>(spec.mla_plain ? mla_dv : mla_r)));
+        if (!spec.mla_plain) {
+            w.add_metadata(key("attention.key_length_mla"), Value::u32(static_cast<uint32_t>(mla_nope + mla_rot)));
+            w.add_metadata(key("attention.value_length_mla"), Value::u32(static_cast<uint32_t>(mla_dv)));
+        }
+        w.add_metadata(key("attention.kv_lora_rank"), Value::u32(static_cast<uint32_t>(mla_r)));
+        w.add_metadata(key("attention.q_lora_rank"), Value::u32(spec.n_lora_q));
+        w.add_metadata(key("rope.dimension_count"), Value::u32(static_cast<uint32_t>(mla_rot)));
+    } else {
+        w.add_metadata(key("attention.head_count_kv"), Value::u32(spec.n_head_kv));
+        w.add_metadata(key("attention.key_length"), Value::u32(spec.head_dim));
+        w.add_metadata(key("attention.value_length"), Value::u32(spec.head_dim));
+        if (arch == "glm4moe") {
+            // Partial rotary under M-RoPE: half of each head turns, in four
+            // equal sections (the last one, "extra", at position 0 for text).
+            w.add_metadata(key("rope.dimension_count"), Value::u32(spec.head_dim / 2));
+            const int32_t sec = static_cast<int32_t>(spec.head_dim / 16);
+            w.add_metadata(key("rope.dimension_sections"), Value::array(ValueType::I32, std::vector<int32_t>{sec, sec, sec, sec}));
+        } else {
+            w.add_metadata(key("rope.dimension_count"), Value::u32(spec.head_dim));
+        }
+    }
     w.add_metadata(key("rope.freq_base"), Value::f32(spec.rope_freq_base));
     w.add_metadata(key("attention.layer_norm_rms_epsilon"), Value::f32(1e-6f));
     if (moe) {
@@ -229,11 +287,26 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         w.add_metadata(key("expert_used_count"), Value::u32(spec.n_expert_used));
         if (arch != "olmoe") w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff_exp));
         if (arch == "minimax-m2") w.add_metadata(key("expert_gating_func"), Value::u32(2));  // sigmoid
+        if (arch == "glm4moe") {
+            w.add_metadata(key("leading_dense_block_count"), Value::u32(spec.n_layer_dense_lead));
+            w.add_metadata(key("expert_shared_count"), Value::u32(spec.n_ff_shexp / spec.n_ff_exp));
+            w.add_metadata(key("expert_weights_norm"), Value::boolean(true));
+            w.add_metadata(key("expert_weights_scale"), Value::f32(1.5f));
+        }
+        if (arch == "deepseek2") {
+            w.add_metadata(key("leading_dense_block_count"), Value::u32(spec.n_layer_dense_lead));
+            w.add_metadata(key("expert_shared_count"), Value::u32(spec.n_ff_shexp / spec.n_ff_exp));
+            w.add_metadata(key("expert_gating_func"), Value::u32(2));  // sigmoid
+            w.add_metadata(key("expert_weights_norm"), Value::boolean(true));
+            w.add_metadata(key("expert_weights_scale"), Value::f32(2.5f));
+            w.add_metadata(key("expert_group_count"), Value::u32(spec.n_expert_groups));
+            w.add_metadata(key("expert_group_used_count"), Value::u32(spec.n_expert_groups_used));
+        }
         if (arch == "ernie4_5-moe") {
             w.add_metadata(key("leading_dense_block_count"), Value::u32(spec.n_layer_dense_lead));
             w.add_metadata(key("interleave_moe_layer_step"), Value::u32(1));
         }
-        if (spec.n_ff_shexp) w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
+        if (spec.n_ff_shexp && !mla && arch != "glm4moe") w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
     }
     if (spec.sliding_window) w.add_metadata(key("attention.sliding_window"), Value::u32(spec.sliding_window));
     if (spec.rope_yarn_factor > 0.0f) {
@@ -280,17 +353,57 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     const uint64_t d = spec.n_embd, q = uint64_t{spec.n_head} * spec.head_dim,
                    kv = uint64_t{spec.n_head_kv} * spec.head_dim, ff = spec.n_ff, hd = spec.head_dim;
     t.add("token_embd.weight", spec.embd_type, {d, spec.n_vocab});
+    // deepseek2's attention tensors, attn_output included.
+    const auto add_mla_attention = [&](const std::string& p) {
+        const uint64_t H = spec.n_head, r = mla_r, rot = mla_rot, nope = mla_nope, dv = mla_dv;
+        if (spec.n_lora_q > 0) {
+            t.add(p + "attn_q_a.weight", spec.weight_type, {d, spec.n_lora_q});
+            t.add(p + "attn_q_a_norm.weight", ElementType::F32, {spec.n_lora_q}, 1.0f);
+            t.add(p + "attn_q_b.weight", spec.weight_type, {spec.n_lora_q, H * (nope + rot)});
+        } else {
+            t.add(p + "attn_q.weight", spec.weight_type, {d, H * (nope + rot)});
+        }
+        t.add(p + "attn_kv_a_mqa.weight", spec.weight_type, {d, r + rot});
+        t.add(p + "attn_kv_a_norm.weight", ElementType::F32, {r}, 1.0f);
+        const uint64_t kb_seed = t.next_seed(), vb_seed = t.next_seed();
+        const float sd = t.stddev();
+        if (!spec.mla_plain) {
+            t.add_values(p + "attn_k_b.weight", spec.weight_type, {nope, r, H},
+                         [=](size_t n) { return TensorFactory::random_values(kb_seed, n, 0.0f, sd); });
+            t.add_values(p + "attn_v_b.weight", spec.weight_type, {r, dv, H},
+                         [=](size_t n) { return TensorFactory::random_values(vb_seed, n, 0.0f, sd); });
+        } else {
+            // attn_kv_b [r, H (nope + dv)]: head h's rows are k_b[d, :, h]
+            // (k_b's rows read across) for d < nope, then v_b[:, j, h].
+            t.add_values(p + "attn_kv_b.weight", spec.weight_type, {r, H * (nope + dv)}, [=](size_t) {
+                const std::vector<float> kb = TensorFactory::random_values(kb_seed, nope * r * H, 0.0f, sd);
+                const std::vector<float> vb = TensorFactory::random_values(vb_seed, r * dv * H, 0.0f, sd);
+                std::vector<float> out(r * H * (nope + dv));
+                for (uint64_t h = 0; h < H; ++h) {
+                    for (uint64_t dd = 0; dd < nope; ++dd)
+                        for (uint64_t i = 0; i < r; ++i)
+                            out[(h * (nope + dv) + dd) * r + i] = kb[(h * r + i) * nope + dd];
+                    for (uint64_t j = 0; j < dv; ++j)
+                        for (uint64_t i = 0; i < r; ++i) out[(h * (nope + dv) + nope + j) * r + i] = vb[(h * dv + j) * r + i];
+                }
+                return out;
+            });
+        }
+        t.add(p + "attn_output.weight", spec.weight_type, {H * dv, d});
+    };
     const auto add_layer = [&](uint32_t l) {
         const std::string p = "blk." + std::to_string(l) + ".";
         if (pre_norms) t.add(p + "attn_norm.weight", ElementType::F32, {d}, 1.0f);
-        if (fused) {
+        if (mla) {
+            add_mla_attention(p);
+        } else if (fused) {
             t.add(p + "attn_qkv.weight", spec.weight_type, {d, q + 2 * kv});
         } else {
             t.add(p + "attn_q.weight", spec.weight_type, {d, q});
             t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
             t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
         }
-        if (is_one_of(arch, {"qwen2", "qwen2moe", "seed_oss", "gpt-oss"})) {
+        if (is_one_of(arch, {"qwen2", "qwen2moe", "seed_oss", "glm4moe", "gpt-oss"})) {
             t.add(p + "attn_q.bias", ElementType::F32, {q});
             t.add(p + "attn_k.bias", ElementType::F32, {kv});
             t.add(p + "attn_v.bias", ElementType::F32, {kv});
@@ -301,20 +414,20 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         }
         if (muse) t.add(p + "attn_gate.weight", spec.weight_type, {d, q});
         if (granite_swa) t.add(p + "attn_sinks.weight", ElementType::F32, {spec.n_head}, 1.0f);
-        t.add(p + "attn_output.weight", spec.weight_type, {q, d});
+        if (!mla) t.add(p + "attn_output.weight", spec.weight_type, {q, d});
         if (gpt_oss) {
             t.add(p + "attn_output.bias", ElementType::F32, {d});
             t.add(p + "attn_sinks.weight", ElementType::F32, {spec.n_head});
         }
         if (post_norms) t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
         if (pre_norms) {  // seed_oss names its pre-FFN norm post_attention_norm
-            const char* ffn_norm = is_one_of(arch, {"seed_oss", "gpt-oss"}) ? "post_attention_norm.weight" : "ffn_norm.weight";
+            const char* ffn_norm = is_one_of(arch, {"seed_oss", "gpt-oss", "glm4moe"}) ? "post_attention_norm.weight" : "ffn_norm.weight";
             t.add(p + ffn_norm, ElementType::F32, {d}, 1.0f);
         }
         if (moe && l >= spec.n_layer_dense_lead) {
             const uint64_t x = spec.n_expert, fe = spec.n_ff_exp;
             t.add(p + "ffn_gate_inp.weight", ElementType::F32, {d, x});
-            if (is_one_of(arch, {"minimax-m2", "ernie4_5-moe"})) t.add(p + "exp_probs_b.bias", ElementType::F32, {x});
+            if (is_one_of(arch, {"minimax-m2", "ernie4_5-moe", "deepseek2", "glm4moe"})) t.add(p + "exp_probs_b.bias", ElementType::F32, {x});
             if (gpt_oss) t.add(p + "ffn_gate_inp.bias", ElementType::F32, {x});
             t.add(p + "ffn_gate_exps.weight", expert_type, {d, fe, x});
             t.add(p + "ffn_up_exps.weight", expert_type, {d, fe, x});

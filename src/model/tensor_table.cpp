@@ -52,6 +52,11 @@ void TensorTable::experts(const std::string& base, uint64_t cols, uint64_t rows,
     ignored(base + ".input_scale");
 }
 
+void TensorTable::matrix_stack(std::string name, uint64_t cols, uint64_t rows, uint64_t n, ops::TensorView* dst,
+                               Need need) {
+    entries_.push_back({std::move(name), {cols, rows, n}, need, Kind::ExpertMatrix, nullptr, dst, nullptr});
+}
+
 void TensorTable::ignored(std::string name) {
     entries_.push_back({std::move(name), {}, Need::Optional, Kind::Ignored, nullptr, nullptr, nullptr});
 }

@@ -35,7 +35,7 @@ public:
         LookupMatrix,  // viewed in place, rows looked up (token embedding: never packed)
         Bias,          // optional bias of a linear layer
         Scale,         // optional scalar multiplier of a linear layer's output
-        ExpertMatrix,  // [k, rows, n_expert], viewed in place (not packed)
+        ExpertMatrix,  // [k, rows, n_expert] (or any stack of matrices), viewed in place (not packed)
         Ignored,       // accepted but not read (llama.cpp creates it; generation does not use it)
     };
     struct Entry {
@@ -74,6 +74,10 @@ public:
     // llama.cpp refuses it for the families that create none.
     void experts(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert, ExpertLinear* dst,
                  Need need = Need::Required, ScaleUse scale = ScaleUse::AfterProduct, bool bias = false);
+    // `name` [cols, rows, n]: n matrices of [cols, rows] stacked (MLA's
+    // per-head k_b / v_b), viewed in place and never packed.
+    void matrix_stack(std::string name, uint64_t cols, uint64_t rows, uint64_t n, ops::TensorView* dst,
+                      Need need = Need::Required);
     void ignored(std::string name);
     void join(std::vector<Linear*> parts, Linear* target);
 

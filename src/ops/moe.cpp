@@ -26,8 +26,13 @@ void check_moe_route(const TensorView& logits, const MoeRouteParams& p, const in
     const int64_t n_expert = logits.ne[0], n_tokens = logits.ne[1];
     require(p.n_used >= 1 && p.n_used <= n_expert, "moe_route",
             "n_used " + std::to_string(p.n_used) + " must be in [1, " + std::to_string(n_expert) + "]");
-    require(p.group_count <= 1, "moe_route",
-            "expert groups (expert_group_count = " + std::to_string(p.group_count) + ") are not supported yet");
+    if (p.group_count > 1) {
+        require(n_expert % p.group_count == 0 && n_expert / p.group_count >= 2, "moe_route",
+                std::to_string(p.group_count) + " expert groups do not split " + std::to_string(n_expert) +
+                    " experts into groups of at least 2");
+        require(p.group_used >= 1 && p.group_used <= p.group_count, "moe_route",
+                "groups used " + std::to_string(p.group_used) + " must be in [1, " + std::to_string(p.group_count) + "]");
+    }
     require(weights.ne[0] == p.n_used && weights.ne[1] == n_tokens && weights.ne[2] == 1 && weights.ne[3] == 1,
             "moe_route", "weights " + shape_string(weights) + " must be [n_used, n_tokens]");
     require(ids != nullptr || n_tokens == 0, "moe_route", "ids is null");

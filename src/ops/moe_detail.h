@@ -21,6 +21,32 @@ void check_matmul_id(const TensorView& w, const TensorView& x, const int32_t* id
 
 namespace moe_detail {
 
+// Expert groups: every expert outside the `used` best of `groups`
+// consecutive groups (score: the sum of the group's two best entries of
+// sel; ties to the lower group) gets a selection score of -inf.
+template <class T>
+void keep_best_groups(T* sel, int64_t n_expert, uint32_t groups, uint32_t used) {
+    const int64_t per = n_expert / groups;
+    std::vector<T> score(groups);
+    for (uint32_t g = 0; g < groups; ++g) {
+        T first = -INFINITY, second = -INFINITY;
+        for (int64_t e = g * per; e < (g + 1) * per; ++e) {
+            if (sel[e] > first) {
+                second = first;
+                first = sel[e];
+            } else if (sel[e] > second) {
+                second = sel[e];
+            }
+        }
+        score[g] = first + second;
+    }
+    std::vector<uint32_t> order(groups);
+    for (uint32_t g = 0; g < groups; ++g) order[g] = g;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return score[a] > score[b]; });
+    for (uint32_t r = used; r < groups; ++r)
+        for (int64_t e = order[r] * per; e < (order[r] + 1) * per; ++e) sel[e] = -INFINITY;
+}
+
 // l: n_expert logits; pi, sel: n_expert scratch; order: n_expert scratch.
 // Writes the k ids (descending selection score, ties to the lower id, NaN
 // last) and their weights.
@@ -51,6 +77,7 @@ void route_token(const float* l, int64_t n_expert, const MoeRouteParams& p, T* p
         sel[e] = pi[e] + (p.selection_bias ? static_cast<T>(p.selection_bias[e]) : T(0));
         order[e] = static_cast<int32_t>(e);
     }
+    if (p.group_count > 1) keep_best_groups(sel, n_expert, p.group_count, p.group_used);
     std::partial_sort(order, order + k, order + n_expert, [sel](int32_t a, int32_t b) {
         const bool an = std::isnan(sel[a]), bn = std::isnan(sel[b]);
         if (an || bn) return !an && (bn || a < b);

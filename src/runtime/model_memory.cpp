@@ -23,6 +23,10 @@ std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp
     kp.head_dim_v = hp.head_dim_v;
     kp.type_k = params.type_k;
     kp.type_v = params.type_v;
+    // Absorbed MLA caches one latent per token that is also its value, with
+    // the roped key part after it.
+    kp.value_in_key = hp.value_in_key;
+    kp.rope_first = hp.n_lora_kv > 0 ? hp.head_dim - hp.n_rot : 0;  // MLA: rope on the last n_rot of each key head
     std::vector<std::unique_ptr<memory::Memory>> children;
     uint32_t child_of[3] = {0, 0, 0};
     if (count[static_cast<int>(Kind::Full)] > 0) {

@@ -17,7 +17,7 @@ namespace {
 TEST(SyntheticModel, TinyFixturesLoadWithTheirHyperparameters) {
     for (const char* arch : {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3",
                              "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe", "exaone4", "muse-glimmer",
-                             "granite_swa"}) {
+                             "granite_swa", "deepseek2", "glm4moe"}) {
         SCOPED_TRACE(arch);
         const SyntheticModelSpec spec = SyntheticModelSpec::tiny(arch);
         const std::string path = (test::temp_dir() / (std::string(arch) + ".gguf")).string();
@@ -27,8 +27,10 @@ TEST(SyntheticModel, TinyFixturesLoadWithTheirHyperparameters) {
         EXPECT_EQ(hp.arch_name, arch);
         EXPECT_EQ(hp.n_vocab, spec.n_vocab);
         EXPECT_EQ(hp.n_layer, spec.n_layer);
-        EXPECT_EQ(hp.n_head_kv, spec.n_head_kv);
-        EXPECT_EQ(hp.head_dim, spec.head_dim);
+        // deepseek2 caches one KV head [latent (2 head_dim) | roped part (head_dim)].
+        const bool mla = std::string(arch) == "deepseek2";
+        EXPECT_EQ(hp.n_head_kv, mla ? 1u : spec.n_head_kv);
+        EXPECT_EQ(hp.head_dim, mla ? 3 * spec.head_dim : spec.head_dim);
         EXPECT_EQ(hp.tied_output, spec.tied_output);
         EXPECT_EQ(vocab::Vocab::from_gguf(*file).size(), spec.n_vocab);
         // The reference forward runs on it and gives finite, distinct logits.

@@ -4,6 +4,7 @@
 // awkward sizes for plain and quantised weight types, with one input per
 // token (gate/up) or one per slot (down).
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -72,14 +73,93 @@ TEST_P(MoeOpsTest, RoutingTiesGoToTheLowerExpert) {
     EXPECT_FLOAT_EQ(w[0], w[1]);
 }
 
-TEST_P(MoeOpsTest, RoutingRefusesExpertGroupsAndBadK) {
+TEST_P(MoeOpsTest, RoutingKeepsTheBestExpertGroups) {
+    // Groups {0,1} {2,3} {4,5} {6,7}; with raw scores (SoftmaxWeight) the
+    // group scores (sum of the two best) are 0.9, 1.0, 1.1, 0.3: groups 2
+    // and 1 are kept, so expert 0, the best alone, is not selected.
+    const std::vector<float> logits{0.9f, 0.0f, 0.5f, 0.5f, 0.8f, 0.3f, 0.1f, 0.2f};
+    MoeRouteParams p;
+    p.n_used = 3;
+    p.gating = MoeGating::SoftmaxWeight;
+    p.group_count = 4;
+    p.group_used = 2;
+    std::vector<int32_t> ids(3);
+    std::vector<float> w(3);
+    const auto lv = TensorView::contiguous(ElementType::F32, logits.data(), {8, 1});
+    ops_->moe_route(lv, p, ids.data(), TensorView::contiguous(ElementType::F32, w.data(), {3, 1}));
+    EXPECT_EQ(ids, (std::vector<int32_t>{4, 2, 3}));
+    const double z = std::exp(0.8) + 2 * std::exp(0.5);
+    EXPECT_NEAR(w[0], std::exp(0.8) / z, 1e-6);
+    EXPECT_NEAR(w[1], std::exp(0.5) / z, 1e-6);
+    // One group kept: only its experts, even when k asks for more (the rest at -inf).
+    p.group_used = 1;
+    p.n_used = 2;
+    ops_->moe_route(lv, p, ids.data(), TensorView::contiguous(ElementType::F32, w.data(), {2, 1}));
+    EXPECT_EQ((std::vector<int32_t>{ids[0], ids[1]}), (std::vector<int32_t>{4, 5}));
+}
+
+TEST_P(MoeOpsTest, GroupedRoutingPicksOnlyFromTheKeptGroups) {
+    // Random scores with a selection bias, every gating: each selected expert
+    // lies in one of the group_used groups with the best top-two sums
+    // (computed here independently), and CpuOps agrees with ReferenceOps.
+    const int64_t n_expert = 24, n_tokens = 9, groups = 6, per = n_expert / groups;
+    const auto logits = random_floats(static_cast<size_t>(n_expert * n_tokens), 82);
+    const auto bias = random_floats(static_cast<size_t>(n_expert), 83);
+    const auto lv = TensorView::contiguous(ElementType::F32, logits.data(), {n_expert, n_tokens});
+    for (MoeGating gating : {MoeGating::Softmax, MoeGating::Sigmoid})
+        for (uint32_t used : {1u, 2u, 5u}) {
+            MoeRouteParams p;
+            p.n_used = 4;
+            p.gating = gating;
+            p.selection_bias = bias.data();
+            p.group_count = groups;
+            p.group_used = used;
+            std::vector<int32_t> ids(static_cast<size_t>(4 * n_tokens)), ref_ids(ids.size());
+            std::vector<float> w(ids.size()), ref_w(ids.size());
+            ops_->moe_route(lv, p, ids.data(), TensorView::contiguous(ElementType::F32, w.data(), {4, n_tokens}));
+            ref_.moe_route(lv, p, ref_ids.data(), TensorView::contiguous(ElementType::F32, ref_w.data(), {4, n_tokens}));
+            EXPECT_EQ(ids, ref_ids);
+            for (int64_t t = 0; t < n_tokens; ++t) {
+                std::vector<double> sel(static_cast<size_t>(n_expert)), group_score(groups);
+                double max = -1e30, sum = 0;
+                for (int64_t e = 0; e < n_expert; ++e) max = std::max<double>(max, logits[static_cast<size_t>(t * n_expert + e)]);
+                for (int64_t e = 0; e < n_expert; ++e) sum += std::exp(logits[static_cast<size_t>(t * n_expert + e)] - max);
+                for (int64_t e = 0; e < n_expert; ++e) {
+                    const double l = logits[static_cast<size_t>(t * n_expert + e)];
+                    const double pi = gating == MoeGating::Softmax ? std::exp(l - max) / sum : 1 / (1 + std::exp(-l));
+                    sel[static_cast<size_t>(e)] = pi + bias[static_cast<size_t>(e)];
+                }
+                for (int64_t g = 0; g < groups; ++g) {
+                    std::vector<double> v(sel.begin() + g * per, sel.begin() + (g + 1) * per);
+                    std::sort(v.rbegin(), v.rend());
+                    group_score[static_cast<size_t>(g)] = v[0] + v[1];
+                }
+                for (int64_t j = 0; j < 4; ++j) {
+                    const int64_t g = ids[static_cast<size_t>(t * 4 + j)] / per;
+                    int64_t better = 0;  // groups strictly better than the selected expert's group
+                    for (int64_t o = 0; o < groups; ++o) better += group_score[static_cast<size_t>(o)] > group_score[static_cast<size_t>(g)];
+                    EXPECT_LT(better, static_cast<int64_t>(used)) << "token " << t << " rank " << j;  // k <= used * per
+                }
+            }
+        }
+}
+
+TEST_P(MoeOpsTest, RoutingRefusesBadGroupsAndBadK) {
     std::vector<float> logits(8), w(2);
     std::vector<int32_t> ids(2);
     MoeRouteParams p;
     p.n_used = 2;
-    p.group_count = 4;
+    p.group_count = 3;  // does not divide 8
+    p.group_used = 1;
     const auto lv = TensorView::contiguous(ElementType::F32, logits.data(), {8, 1});
     const auto wv = TensorView::contiguous(ElementType::F32, w.data(), {2, 1});
+    EXPECT_THROW(ops_->moe_route(lv, p, ids.data(), wv), Error);
+    p.group_count = 8;  // groups of one expert: no top two
+    EXPECT_THROW(ops_->moe_route(lv, p, ids.data(), wv), Error);
+    p.group_count = 4;
+    p.group_used = 0;
+    EXPECT_THROW(ops_->moe_route(lv, p, ids.data(), wv), Error);
+    p.group_used = 5;
     EXPECT_THROW(ops_->moe_route(lv, p, ids.data(), wv), Error);
     p.group_count = 0;
     p.n_used = 9;

@@ -32,7 +32,7 @@ const std::vector<std::string> kArchs = {"llama",      "qwen2",    "qwen3",    "
                                          "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3", "phi3",  "smollm3",
                                          "seed_oss",   "mistral3", "granite",  "exaone4", "granitemoe",
                                          "muse-glimmer", "granite_swa",
-                                         "gpt-oss"};
+                                         "gpt-oss",      "deepseek2", "glm4moe"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;
@@ -344,6 +344,63 @@ TEST(Exaone4, MtpLayersAreLoadedButNotRun) {
     const Rows expected = decode_chunks(*trunk, tokens, tokens.size(), params());
     const Rows got = decode_chunks(*mtp, tokens, tokens.size(), params());
     EXPECT_EQ(max_abs_diff(expected, got), 0.0);
+}
+
+// deepseek2's two forms of multi-head latent attention on the same weights:
+// the absorbed one (attn_k_b / attn_v_b, attention over the cached latent)
+// and the plain one (attn_kv_b, per-head keys and values) compute the same
+// logits, prefilled at once and decoded a token at a time; and the absorbed
+// cache stores no values (the latent in the keys serves as both).
+TEST(Deepseek2, AbsorbedAndPlainLatentAttentionAgree) {
+    model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny("deepseek2");
+    spec.stddev = 0.08f;
+    spec.seed = 11;
+    const auto absorbed_path = (test::temp_dir() / "runtime-deepseek2-absorbed.gguf").string();
+    model::write_synthetic_model(spec, absorbed_path);
+    spec.mla_plain = true;
+    const auto plain_path = (test::temp_dir() / "runtime-deepseek2-plain.gguf").string();
+    model::write_synthetic_model(spec, plain_path);
+    const auto absorbed = model::Model::load(absorbed_path);
+    const auto plain = model::Model::load(plain_path);
+    ASSERT_TRUE(absorbed->hparams().mla_absorbed);
+    ASSERT_FALSE(plain->hparams().mla_absorbed);
+
+    const std::vector<int32_t> tokens = random_tokens(spec.n_vocab, 21, 9);
+    for (size_t chunk : {tokens.size(), size_t{1}}) {
+        const Rows a = decode_chunks(*absorbed, tokens, chunk, params());
+        const Rows b = decode_chunks(*plain, tokens, chunk, params());
+        expect_agree(b, a, 1e-4, 2e-4, "chunk " + std::to_string(chunk));
+    }
+    // Both agree with the float64 reference of the absorbed file.
+    const Rows ref = model::reference_forward(absorbed->file(), tokens);
+    expect_agree(ref, decode_chunks(*plain, tokens, tokens.size(), params()), 2e-4, 4e-4, "plain vs reference");
+
+    // The absorbed cache holds one [latent | roped part] row per token and layer, no values.
+    Context a_ctx(*absorbed, params()), p_ctx(*plain, params());
+    const model::HParams& hp = absorbed->hparams();
+    EXPECT_EQ(a_ctx.memory().memory_bytes(),
+              size_t{params().n_ctx} * hp.n_layer * (hp.n_lora_kv + hp.n_rot) * sizeof(float));
+    EXPECT_LT(a_ctx.memory().memory_bytes(), p_ctx.memory().memory_bytes());
+}
+
+// Without a low-rank query (q_lora_rank 0, as DeepSeek-V2-Lite: attn_q
+// instead of attn_q_a / attn_q_b), both forms still match the reference.
+TEST(Deepseek2, PlainQueryProjectionMatchesReference) {
+    model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny("deepseek2");
+    spec.stddev = 0.08f;
+    spec.seed = 12;
+    spec.n_lora_q = 0;
+    const std::vector<int32_t> tokens = random_tokens(spec.n_vocab, 17, 4);
+    for (bool plain : {false, true}) {
+        spec.mla_plain = plain;
+        const auto path = (test::temp_dir() / (std::string("runtime-deepseek2-q") + (plain ? "-plain" : "") + ".gguf")).string();
+        model::write_synthetic_model(spec, path);
+        const auto m = model::Model::load(path);
+        ASSERT_EQ(m->hparams().n_lora_q, 0u);
+        ASSERT_TRUE(m->weights().layers[0].wq.present());
+        const Rows ref = model::reference_forward(m->file(), tokens);
+        expect_agree(ref, decode_chunks(*m, tokens, 5, params()), 2e-4, 4e-4, plain ? "plain" : "absorbed");
+    }
 }
 
 // gpt-oss's released files scale rope with YaRN (factor 32 of an original

@@ -66,7 +66,13 @@ void expect_packed_matches_plain(const model::SyntheticModelSpec& spec, const st
     EXPECT_NE(packed->weights().output.w.weight_packing, matmul::Packing::None);
     // Matrices of one input are joined: [q; k; v] and [gate; up] (or the file's own fused ones).
     for (const model::LayerWeights& lw : packed->weights().layers) {
-        EXPECT_NE(lw.wqkv.w.weight_packing, matmul::Packing::None);
+        if (lw.wkv_a_mqa.present()) {
+            // Latent attention (deepseek2): its projections are packed one by one.
+            EXPECT_NE(lw.wkv_a_mqa.w.weight_packing, matmul::Packing::None);
+            EXPECT_NE(lw.wq_b.w.weight_packing, matmul::Packing::None);
+        } else {
+            EXPECT_NE(lw.wqkv.w.weight_packing, matmul::Packing::None);
+        }
         if (lw.down_exps.present()) {
             // Experts: packed expert by expert, each expert's [gate; up] joined.
             EXPECT_NE(lw.down_exps.w.weight_packing, matmul::Packing::None);
@@ -126,7 +132,7 @@ TEST(PackedWeightsArchitectures, SameLogitsAsTheFileLayout) {
         GTEST_SKIP() << "this CPU's kernels read Q8_0 rows unpacked";
     for (const char* arch : {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3",
                              "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe", "exaone4", "muse-glimmer",
-                             "granite_swa", "gpt-oss"}) {
+                             "granite_swa", "gpt-oss", "deepseek2", "glm4moe"}) {
         model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny(arch);
         spec.weight_type = spec.embd_type = ElementType::Q8_0;
         spec.stddev = 0.08f;

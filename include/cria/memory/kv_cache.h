@@ -7,6 +7,8 @@
 // Layout: per layer, K is [head_dim, n_head_kv, n_cells] and V is
 // [head_dim_v, n_head_kv, n_cells] of the cache types (F16 by default; F32,
 // BF16, Q8_0, Q4_0), so one cell's keys for all heads are contiguous bytes.
+// With value_in_key (MLA) there is no V: its views are the first head_dim_v
+// values of each K row, and a saved cell has V rows of 0 bytes.
 //
 // Attention and the mask (the design choice). The op API's attention takes
 // no mask: keys are visible by index (causal j <= position, and a sliding
@@ -57,6 +59,14 @@ struct KvCacheParams {
     // of its own chunk [p - p % n_chunk, p]; earlier chunks are freed like a
     // window. Not together with n_swa.
     uint32_t n_chunk = 0;
+    // The value of a token is the first head_dim_v values of its key row
+    // (multi-head latent attention caches one latent per token that serves
+    // as both): no V is stored, V views read the K rows (head_dim_v <=
+    // head_dim, a whole number of the key type's blocks; type_v is unused).
+    bool value_in_key = false;
+    // Where the roped dimensions of each key head start (a context shift
+    // rotates from there): 0, or after MLA's latent.
+    uint32_t rope_first = 0;
 };
 
 class KvCache final : public Memory {
@@ -84,7 +94,9 @@ public:
     const std::vector<uint32_t>& placed_cells() const { return slots_; }
 
     // Writes the micro-batch's keys and values (F32 [head_dim, n_head_kv,
-    // n_tokens] and [head_dim_v, n_head_kv, n_tokens]) of `layer` into its cells.
+    // n_tokens] and [head_dim_v, n_head_kv, n_tokens]) of `layer` into its
+    // cells. With value_in_key only K is written (v is not read, and may be
+    // a strided view of k).
     void store(uint32_t layer, const ops::TensorView& k, const ops::TensorView& v);
 
     // Attention of the micro-batch's queries over the visible cells (see the
@@ -156,6 +168,8 @@ private:
     uint32_t section_tag() const;
     ops::TensorView k_view(uint32_t layer, uint32_t first, uint32_t count) const;
     ops::TensorView v_view(uint32_t layer, uint32_t first, uint32_t count) const;
+    // The value rows inside key rows (value_in_key): a view of the first head_dim_v values of each.
+    ops::TensorView value_prefix(const ops::TensorView& keys) const;
 
     // Visibility of each token of the current micro-batch for one window.
     struct Plan {

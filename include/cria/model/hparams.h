@@ -20,7 +20,10 @@ namespace cria::model {
 
 // How RoPE pairs the dimensions of a head: ggml's "normal" mode rotates
 // adjacent pairs (x[2i], x[2i+1]); NeoX mode rotates (x[i], x[i + n_rot/2]).
-enum class RopeOrder { Normal, NeoX };
+// MRope (multi-section, qwen2-vl / GLM-4.5V): NeoX pairs whose positions
+// come per section of rope_sections (t, h, w, extra); a text token has
+// t = h = w = its position and extra = 0 (llama.cpp's text positions).
+enum class RopeOrder { Normal, NeoX, MRope };
 
 // The activation of the gated feed-forward block: SwiGLU (silu(gate) * up),
 // GeGLU with GELU's tanh approximation (gelu(gate) * up), as ggml_gelu
@@ -64,6 +67,7 @@ struct HParams {
     float rope_yarn_beta_fast = 32.0f;
     float rope_yarn_beta_slow = 1.0f;
     RopeOrder rope_order = RopeOrder::Normal;
+    int rope_sections[4] = {0, 0, 0, 0};  // MRope: pairs per position kind (t, h, w, extra)
     // Per-dimension divisors of the rope frequencies (n_rot/2 values), from
     // rope_freqs.weight (Llama 3.1 scaling) or phi3's rope_factors_short/long.
     // Empty when the model has none. Which phi3 set applies depends on the
@@ -104,7 +108,7 @@ struct HParams {
     // weighted sum of n_expert_used of n_expert SwiGLU experts of width
     // n_ff_exp, picked by a router (ffn_gate_inp). Routing as llama.cpp's
     // build_moe_ffn: gating, optional renormalisation of the k weights, and a
-    // scale (0: not set). Expert groups (group_count > 1) are refused for now.
+    // scale (0: not set).
     uint32_t n_expert = 0;
     uint32_t n_expert_used = 0;
     uint32_t n_ff_exp = 0;
@@ -120,6 +124,33 @@ struct HParams {
     // The first n_layer_dense_lead layers keep a dense feed-forward block
     // (leading_dense_block_count); the others are mixtures of experts.
     uint32_t n_layer_dense_lead = 0;
+    // The experts' gate and up matrices come fused as ffn_gate_up_exps
+    // ([gate; up], 2 n_ff_exp rows per expert), from the file's tensors.
+    bool fused_gate_up_exps = false;
+    // Expert groups (expert_group_count > 1, DeepSeek-V3): only the experts
+    // of the expert_group_used best groups are candidates (ops::MoeRouteParams).
+    uint32_t expert_group_count = 0;
+    uint32_t expert_group_used = 0;
+
+    // Multi-head latent attention (deepseek2; n_lora_kv > 0): queries from
+    // attn_q or the low-rank attn_q_a -> attn_q_a_norm -> attn_q_b (n_lora_q),
+    // keys and values from one compressed latent of n_lora_kv values plus a
+    // roped key part of n_rot values shared by all heads. Per head the query
+    // and key are head_dim_mla wide (head_dim_mla - n_rot unroped, then n_rot
+    // roped) and the value head_dim_v_mla. In the absorbed form (mla_absorbed:
+    // the file has attn_k_b / attn_v_b) the cache holds the latent and the
+    // roped part, one KV head of head_dim = n_lora_kv + n_rot whose first
+    // head_dim_v = n_lora_kv values are also the value (value_in_key); in the
+    // plain form (attn_kv_b) head_dim = head_dim_mla, head_dim_v =
+    // head_dim_v_mla and every head has its own keys and values.
+    uint32_t n_lora_q = 0;
+    uint32_t n_lora_kv = 0;
+    uint32_t head_dim_mla = 0;
+    uint32_t head_dim_v_mla = 0;
+    bool mla_absorbed = false;
+    // The cache keeps no values: a token's value is the first head_dim_v
+    // values of its key (absorbed MLA's latent).
+    bool value_in_key = false;
 
     // Recurrent layers (mamba, the hybrids): n_layer entries, true for a
     // layer whose mixer keeps a per-sequence state instead of a KV cache;

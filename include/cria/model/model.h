@@ -130,15 +130,25 @@ struct LayerWeights {
     Linear gate_inp;                            // [n_embd, n_expert]
     std::vector<float> exp_probs_b;             // [n_expert] selection bias (exp_probs_b.bias), or empty
     ExpertLinear gate_exps, up_exps, down_exps;  // gate_exps may be absent (then silu(up))
-    // Joined at load (packed weights only): each expert's [gate; up] as one
-    // packed matrix, so one indexed product gives both; then gate_exps.w and
-    // up_exps.w are empty (their scales stay, applied to each half).
+    // Each expert's [gate; up] as one matrix, so one indexed product gives
+    // both: either the file's own fused ffn_gate_up_exps (2 n_ff_exp rows per
+    // expert, with its own scale and bias; gate_exps / up_exps absent), or
+    // joined at load (packed weights only): then gate_exps.w and up_exps.w are
+    // empty (their scales stay, applied to each half).
     ExpertLinear gate_up_exps;
     // The shared expert (HParams::n_ff_shexp > 0) and its optional scalar gate ([n_embd, 1]).
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
     // nemotron_h_moe: the experts may run in a latent space ([n_embd -> L], [L -> n_embd]).
     Linear latent_down, latent_up;
     SsmWeights ssm;  // the state-space mixer of a recurrent layer
+    // Multi-head latent attention (HParams::n_lora_kv > 0): Q from wq, or
+    // from wq_a -> q_a_norm -> wq_b; [latent; roped key] from wkv_a_mqa, the
+    // latent normed by kv_a_norm; then per head k_b [nope, n_lora_kv, n_head]
+    // and v_b [n_lora_kv, head_dim_v_mla, n_head] (absorbed form: one matrix
+    // per head, stacked, not packed), or wkv_b (plain form).
+    Linear wq_a, wq_b, wkv_a_mqa, wkv_b;
+    std::vector<float> q_a_norm, kv_a_norm;
+    ops::TensorView k_b, v_b;
 };
 
 struct Weights {
@@ -192,6 +202,12 @@ public:
     // Mamba-1's [dt_r | B | C], dt, the scan's output, and a copy of a
     // sequence's convolution state before the micro-batch (for checkpoints).
     std::vector<float> ssm_proj, ssm_conv, ssm_xdb, ssm_dt, ssm_y, ssm_conv_before;
+    std::vector<int32_t> rope_positions;  // M-RoPE: the 4 position streams of the micro-batch
+    // Multi-head latent attention: the low-rank query, the latent with the
+    // roped key part, the per-head queries before absorption and the
+    // per-head values after v_b.
+    std::vector<float> mla_q_a, mla_kv, mla_q, mla_v;
+    std::vector<int32_t> mla_head_ids;  // head h for slot h of every token: the per-head indexed products
 
 private:
     int64_t capacity_ = 0;

@@ -18,7 +18,8 @@ namespace cria::model {
 
 struct SyntheticModelSpec {
     // llama, qwen2, qwen3, gemma2, gemma3, phi3, smollm3, seed_oss, mistral3, granite, exaone4,
-    // qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe, granitemoe, muse-glimmer, granite_swa, gpt-oss
+    // qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe, granitemoe, muse-glimmer, granite_swa, gpt-oss,
+    // deepseek2, glm4moe
     std::string arch = "llama";
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
@@ -46,7 +47,17 @@ struct SyntheticModelSpec {
     uint32_t n_expert_used = 0;
     uint32_t n_ff_exp = 0;
     uint32_t n_ff_shexp = 0;  // the shared expert's width (qwen2moe: with its gate; ernie4_5-moe)
-    uint32_t n_layer_dense_lead = 0;  // ernie4_5-moe: leading layers with a dense feed-forward
+    uint32_t n_layer_dense_lead = 0;  // ernie4_5-moe, deepseek2: leading layers with a dense feed-forward
+    uint32_t n_expert_groups = 0;       // deepseek2: expert groups (expert_group_count) ...
+    uint32_t n_expert_groups_used = 0;  // ... and how many each token keeps
+
+    // deepseek2's multi-head latent attention, its widths derived from
+    // head_dim (hd): latent 2 hd, roped part hd, unroped query/key part 2 hd,
+    // value 2 hd, low-rank query 64 (0: attn_q). The k_b / v_b per head
+    // (absorbed form), or with mla_plain the older attn_kv_b built from the
+    // very same values, so both files compute the same function.
+    uint32_t n_lora_q = 64;
+    bool mla_plain = false;
 
     ElementType weight_type = ElementType::F32;  // 2-D projection matrices
     // The stacked expert matrices (*_exps); unset: weight_type. (Real

@@ -66,6 +66,11 @@ struct AttentionParams {
 // the k selected, gpt-oss). Selection is by pi + selection_bias (the bias
 // never reaches the weights); the top k in descending order, ties to the
 // lower expert id (llama.cpp's argsort leaves tie order unspecified).
+// Expert groups (DeepSeek-V3): with group_count > 1 the experts form that
+// many consecutive groups; a group's score is the sum of its two best
+// selection scores, only the group_used best groups (ties to the lower
+// group) keep their experts, the others' scores become -inf before the top k
+// (llama.cpp always sums the top two, whatever DeepSeek-V2's reference did).
 enum class MoeGating { Softmax, Sigmoid, SoftmaxWeight };
 
 struct MoeRouteParams {
@@ -74,7 +79,8 @@ struct MoeRouteParams {
     bool norm_weights = false;              // w /= max(sum w, 6.103515625e-5)
     float weights_scale = 0.0f;             // w *= scale unless it is 0 ("not set") or 1
     const float* selection_bias = nullptr;  // n_expert values added for selection only (exp_probs_b), or null
-    uint32_t group_count = 0;               // expert groups: > 1 is not supported yet (throws)
+    uint32_t group_count = 0;               // expert groups (0 or 1: none); must divide n_expert, >= 2 experts each
+    uint32_t group_used = 0;                // groups kept per token, in [1, group_count] when there are groups
 };
 
 // The selective scan of state-space models (ggml_ssm_scan), one sequence:

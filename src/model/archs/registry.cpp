@@ -36,6 +36,8 @@ extern const ArchDefinition kLfm2;
 extern const ArchDefinition kLfm2Moe;
 extern const ArchDefinition kNemotronH;
 extern const ArchDefinition kNemotronHMoe;
+extern const ArchDefinition kDeepseek2;
+extern const ArchDefinition kGlm4Moe;
 }  // namespace archs
 
 namespace {
@@ -68,6 +70,8 @@ const ArchDefinition* const kArchitectures[] = {
     &archs::kLfm2Moe,
     &archs::kNemotronH,
     &archs::kNemotronHMoe,
+    &archs::kDeepseek2,
+    &archs::kGlm4Moe,
 };
 }  // namespace
 

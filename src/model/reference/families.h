@@ -25,6 +25,11 @@ Logits phi3(const Input& in);
 // pre-normed mixer per layer and nothing else.
 Logits mamba(const Input& in);
 Logits mamba2(const Input& in);
+// deepseek2: multi-head latent attention written as the plain multi-head
+// attention it equals (each head's keys and values decompressed from the
+// latent by k_b / v_b, or by attn_kv_b), leading dense layers, then experts
+// with an ungated shared expert.
+Logits deepseek2(const Input& in);
 // muse-glimmer: normed embeddings, gated attention output, post norms
 // (epsilon 1e-8), rope on the sliding-window layers only, soft-capped logits.
 Logits muse_glimmer(const Input& in);

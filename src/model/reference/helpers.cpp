@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -66,7 +67,9 @@ Rope layer_rope(const Input& in, uint32_t layer) {
     const bool swa = hp.is_swa(layer);
     Rope r;
     r.n_rot = hp.n_rot;
-    r.neox = hp.rope_order == RopeOrder::NeoX;
+    r.neox = hp.rope_order == RopeOrder::NeoX || hp.rope_order == RopeOrder::MRope;
+    r.mrope = hp.rope_order == RopeOrder::MRope;
+    for (int i = 0; i < 4; ++i) r.sections[i] = hp.rope_sections[i];
     r.freq_base = swa ? hp.rope_freq_base_swa : hp.rope_freq_base;
     r.freq_scale = swa ? hp.rope_freq_scale_swa : hp.rope_freq_scale;
     r.attn_factor = hp.rope_attn_factor;
@@ -93,7 +96,12 @@ void rope(Vec& x, uint32_t head_dim, int64_t pos, const Rope& r) {
         for (uint32_t i = 0; i < r.n_rot / 2; ++i) {
             const double freq = std::pow(r.freq_base, -2.0 * i / r.n_rot);
             const double factor = r.factors ? (*r.factors)[i] : 1.0;
-            const double extrapolated = static_cast<double>(pos) * freq / factor;
+            int64_t p = pos;
+            if (r.mrope) {  // the extra section of a text token sits at position 0
+                const int total = r.sections[0] + r.sections[1] + r.sections[2] + r.sections[3];
+                if (static_cast<int>(i) % total >= r.sections[0] + r.sections[1] + r.sections[2]) p = 0;
+            }
+            const double extrapolated = static_cast<double>(p) * freq / factor;
             double theta = extrapolated * r.freq_scale, magnitude = r.attn_factor;
             if (r.ext_factor != 0.0) {
                 const double ramp = 1.0 - std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0);
@@ -271,6 +279,7 @@ MoeFfn::MoeFfn(const HParams& hp_, const LayerWeights& lw_)
       router(lw_.gate_inp),
       gate(expert_matrices(lw_.gate_exps)),
       up(expert_matrices(lw_.up_exps)),
+      gate_up(expert_matrices(lw_.gate_up_exps)),
       down(expert_matrices(lw_.down_exps)) {}
 
 Vec MoeFfn::operator()(const Vec& h) const {
@@ -293,6 +302,20 @@ Vec MoeFfn::operator()(const Vec& h) const {
     Vec score = pi;  // selection: the gate scores plus exp_probs_b when loaded (never in the weights)
     if (!lw.exp_probs_b.empty())
         for (size_t e = 0; e < X; ++e) score[e] += lw.exp_probs_b[e];
+    if (hp.expert_group_count > 1) {
+        // Expert groups: rank the groups by the sum of their two best scores;
+        // the experts of all but the best expert_group_used are out of the running.
+        const size_t G = hp.expert_group_count, per = X / G;
+        std::vector<std::pair<double, size_t>> groups;
+        for (size_t g = 0; g < G; ++g) {
+            Vec v(score.begin() + static_cast<std::ptrdiff_t>(g * per), score.begin() + static_cast<std::ptrdiff_t>((g + 1) * per));
+            std::sort(v.begin(), v.end(), std::greater<>());
+            groups.emplace_back(v[0] + v[1], g);
+        }
+        std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (size_t i = hp.expert_group_used; i < G; ++i)
+            for (size_t e = groups[i].second * per; e < (groups[i].second + 1) * per; ++e) score[e] = -INFINITY;
+    }
     std::vector<size_t> order(X);
     for (size_t e = 0; e < X; ++e) order[e] = e;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
@@ -315,12 +338,20 @@ Vec MoeFfn::operator()(const Vec& h) const {
     Vec out(hp.n_embd, 0.0);
     for (size_t j = 0; j < K; ++j) {
         const size_t e = order[j];
-        Vec a = apply_expert(up, lw.up_exps, e, h);
-        if (!gate.empty()) {
-            const Vec g = apply_expert(gate, lw.gate_exps, e, h);
-            for (size_t i = 0; i < a.size(); ++i) a[i] = expert_activation(hp.expert_activation, g[i], a[i]);
+        Vec a;
+        if (!gate_up.empty()) {  // the fused [gate; up] of the expert
+            const Vec gu = apply_expert(gate_up, lw.gate_up_exps, e, h);
+            const size_t F = gu.size() / 2;
+            a.resize(F);
+            for (size_t i = 0; i < F; ++i) a[i] = expert_activation(hp.expert_activation, gu[i], gu[F + i]);
         } else {
-            for (double& v : a) v = silu(v);
+            a = apply_expert(up, lw.up_exps, e, h);
+            if (!gate.empty()) {
+                const Vec g = apply_expert(gate, lw.gate_exps, e, h);
+                for (size_t i = 0; i < a.size(); ++i) a[i] = expert_activation(hp.expert_activation, g[i], a[i]);
+            } else {
+                for (double& v : a) v = silu(v);
+            }
         }
         const Vec y = apply_expert(down, lw.down_exps, e, a);
         for (size_t i = 0; i < out.size(); ++i) out[i] += w[j] * y[i];

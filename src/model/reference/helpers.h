@@ -74,6 +74,10 @@ struct Rope {
     const std::vector<float>* factors = nullptr;  // n_rot/2 divisors, or null
     double ext_factor = 0.0, beta_fast = 32.0, beta_slow = 1.0;
     uint32_t n_ctx_orig = 0;
+    // M-RoPE (NeoX pairs): pair i belongs to section (i mod the sections'
+    // sum) of t, h, w, extra; for text t = h = w = the position, extra 0.
+    bool mrope = false;
+    int sections[4] = {0, 0, 0, 0};
 };
 // The rope of `layer` (SWA layers may have their own base and scale), with
 // the rope factors the fast path picks (Model::rope_params).
@@ -115,12 +119,14 @@ Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
 // The mixture-of-experts feed-forward of one layer on one normed position
 // (llama.cpp's build_moe_ffn with SwiGLU experts): router logits, gating
 // (softmax / sigmoid / softmax over the selected), the top n_expert_used by
-// score (plus the exp_probs_b selection bias when loaded; ties to the lower id), optional renormalisation and scale, then the
-// weighted sum of the selected experts' act(gate h, up h) through down
-// (silu(up h) without expert gates; act is hp.expert_activation: SwiGLU, or
-// gpt-oss's clamped SwiGLU), each matrix times its per-expert `.scale` and
-// plus its per-expert bias when the table loaded them. Experts are
-// dequantised once, here.
+// score (plus the exp_probs_b selection bias when loaded; ties to the lower
+// id; only from the best expert groups when there are groups), optional
+// renormalisation and scale, then the weighted sum of the selected experts'
+// act(gate h, up h) through down (gate and up from the fused gate_up when the
+// file fuses them; silu(up h) without expert gates; act is
+// hp.expert_activation: SwiGLU, or gpt-oss's clamped SwiGLU), each matrix
+// times its per-expert `.scale` and plus its per-expert bias when the table
+// loaded them. Experts are dequantised once, here.
 struct MoeFfn {
     MoeFfn(const HParams& hp, const LayerWeights& lw);
     Vec operator()(const Vec& h) const;
@@ -128,7 +134,9 @@ struct MoeFfn {
     const HParams& hp;
     const LayerWeights& lw;
     Linear router;
-    std::vector<Matrix> gate, up, down;  // one per expert; gate empty without expert gates
+    // One per expert; gate empty without expert gates; gate_up instead of
+    // gate and up when the file fuses them.
+    std::vector<Matrix> gate, up, gate_up, down;
 };
 
 double softcap(double x, double cap);  // tanh(x / cap) * cap; cap 0: x
