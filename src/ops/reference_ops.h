@@ -34,6 +34,11 @@ public:
                    const TensorView& weights) override;
     void matmul_id(const TensorView& w, const TensorView& x, const int32_t* ids, int64_t n_used,
                    const TensorView& out) override;
+    void gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                         const TensorView& beta, const TensorView& state, const GatedDeltaParams& params,
+                         const TensorView& out) override;
+    void causal_conv(const TensorView& x, const TensorView& weight, const TensorView& state, bool silu,
+                     const TensorView& out) override;
 };
 
 }  // namespace cria::ops

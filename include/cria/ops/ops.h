@@ -77,6 +77,25 @@ struct MoeRouteParams {
     uint32_t group_count = 0;               // expert groups: > 1 is not supported yet (throws)
 };
 
+// The gated delta rule (ggml_gated_delta_net with one scalar gate per head:
+// Gated DeltaNet). Per value head h the state is a d x d matrix M (key index
+// i, value index j, stored at j * d + i: the key index fastest, as ggml's op).
+// Per token t, with the key head that h reads:
+//   M <- exp(g_t) M;  u = M^T k;  M += k (beta_t (v - u))^T;  o = scale M^T q.
+// Which key head a value head reads: Tiled h % H_k (ggml's op, qwen35) or
+// Grouped h / (H_v / H_k) (qwen3next's repeat_interleave).
+enum class DeltaHeadMap { Tiled, Grouped };
+// The recurrent form walks the tokens one by one; the chunked form does the
+// same in chunks of 64 tokens with products of whole chunks (an exact
+// reformulation, equal within float rounding). Auto: chunked for prompts.
+enum class DeltaForm { Auto, Recurrent, Chunked };
+
+struct GatedDeltaParams {
+    float scale = 1.0f;  // usually 1 / sqrt(d)
+    DeltaHeadMap head_map = DeltaHeadMap::Tiled;
+    DeltaForm form = DeltaForm::Auto;
+};
+
 class Ops {
 public:
     virtual ~Ops() = default;
@@ -145,6 +164,24 @@ public:
     // w[:, :, ids[t * n_used + j]] x[:, j % n_x, t].
     virtual void matmul_id(const TensorView& w, const TensorView& x, const int32_t* ids, int64_t n_used,
                            const TensorView& out) = 0;
+
+    // The gated delta rule (GatedDeltaParams above) over the tokens of one
+    // sequence. q, k: F32 [d, H_k, T]; v and out: F32 [d, H_v, T] (H_v a
+    // multiple of H_k); g (log decay, <= 0) and beta: F32 [H_v, T]; state:
+    // F32 [d * d, H_v], the state before the first token, replaced by the
+    // state after the last.
+    virtual void gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                                 const TensorView& beta, const TensorView& state, const GatedDeltaParams& params,
+                                 const TensorView& out) = 0;
+
+    // Causal depthwise convolution with state (ggml_ssm_conv) over the tokens
+    // of one sequence, then SiLU when `silu`. x and out: F32 [C, T]; weight:
+    // F32 [K, C] (tap K-1 multiplies the current token); state: F32 [K-1, C],
+    // each channel's previous K-1 inputs, oldest first, replaced by the last
+    // K-1 inputs of [state | x] (old ones stay when T < K-1).
+    // out[c, t] = sum_i weight[i, c] * [state | x][c, t + i].
+    virtual void causal_conv(const TensorView& x, const TensorView& weight, const TensorView& state, bool silu,
+                             const TensorView& out) = 0;
 };
 
 }  // namespace cria::ops
