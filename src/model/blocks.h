@@ -69,6 +69,11 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 // when loaded; x += sum over the ranks j of w_j down_{e_j}(...).
 void moe_ffn_block(Step& s, uint32_t layer);
 
+// The gated attention block of qwen3next / qwen35 (HParams::attn_output_gate):
+// x += Wo · (attention(rope(norm(q)), rope(norm(k)), v) * sigmoid(gate)),
+// [q; gate] per head from attn_q of h = rms_norm(x); no biases.
+void gated_attention_block(Step& s, uint32_t layer);
+
 // Copies the residual stream of the output rows into in.features when
 // `layer` is one of in.capture_layers (call before each layer, and with
 // n_layer before the output head).

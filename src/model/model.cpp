@@ -121,6 +121,15 @@ void Workspace::reserve(const Model& model, int64_t n) {
         expert_up.resize(size(k * hp.n_ff_exp));
         expert_out.resize(size(k * hp.n_embd));
     }
+    if (std::find(hp.delta_net.layers.begin(), hp.delta_net.layers.end(), true) != hp.delta_net.layers.end()) {
+        const HParams::DeltaNet& dn = hp.delta_net;
+        delta_qkv.resize(size(std::max<int64_t>(dn.n_conv(), 2 * nq)));  // also the gated attention's [q; gate]
+        delta_conv.resize(size(dn.n_conv()));
+        delta_z.resize(size(dn.n_value()));
+        delta_beta.resize(size(3 * int64_t{dn.n_v_heads}));  // beta, then qwen3next's ssm_ba (beta and alpha)
+        delta_g.resize(size(dn.n_v_heads));
+        delta_out.resize(size(dn.n_value()));
+    }
     capacity_ = n;
 }
 

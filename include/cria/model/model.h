@@ -69,6 +69,18 @@ struct ExpertLinear {
     bool present() const { return w.data != nullptr; }
 };
 
+// The weights of a gated delta-net layer (qwen3next, qwen35): the
+// projections of the normed input to [q; k; v] (attn_qkv), the output gate z
+// (attn_gate), beta and the decay's alpha (qwen35: ssm_beta and ssm_alpha;
+// qwen3next: ssm_ba, per key head r beta values then r alpha values), the
+// causal convolution's taps over [q; k; v] ([conv_kernel, n_conv], F32), the
+// decay's bias (ssm_dt.bias) and A (ssm_a, already -exp(A_log)), the gated
+// RMSNorm of each value head (ssm_norm) and the output projection ssm_out.
+struct DeltaNetWeights {
+    Linear qkv, z, beta, alpha, ba, out;
+    std::vector<float> conv, dt_bias, a, norm;
+};
+
 // The weights of one layer. Matrices are views into the file (no copies);
 // small vectors (norms) are F32 copies so kernels can take float*. An
 // architecture's tensor table (archs/*.cpp) says which of them it loads.
@@ -87,6 +99,7 @@ struct LayerWeights {
     ExpertLinear gate_exps, up_exps, down_exps;  // gate_exps may be absent (then silu(up))
     // The shared expert (HParams::n_ff_shexp > 0) and its optional scalar gate ([n_embd, 1]).
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
+    DeltaNetWeights delta;  // a gated delta-net layer (HParams::is_delta_net)
 };
 
 struct Weights {
@@ -135,6 +148,9 @@ public:
     // the experts' gate/up/activation ([n_ff_exp, k, n]) and outputs ([n_embd, k, n]).
     std::vector<float> router, expert_weights, expert_gate, expert_up, expert_out;
     std::vector<int32_t> expert_ids;
+    // Gated delta-net layers: [q; k; v] before and after the convolution,
+    // z, beta and the log decay g per value head, the rule's output.
+    std::vector<float> delta_qkv, delta_conv, delta_z, delta_beta, delta_g, delta_out;
 
 private:
     int64_t capacity_ = 0;

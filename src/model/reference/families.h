@@ -20,5 +20,8 @@ Logits llama(const Input& in);
 Logits gemma(const Input& in);
 // phi3: fused QKV and gate/up matrices, LongRoPE factors.
 Logits phi3(const Input& in);
+// qwen3next, qwen35 and qwen35moe: gated delta-net layers (causal
+// convolution, gated delta rule, gated RMSNorm) and gated attention layers.
+Logits qwen_delta_net(const Input& in);
 
 }  // namespace cria::model::reference
