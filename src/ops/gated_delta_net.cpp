@@ -23,6 +23,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cria/matmul/matmul.h"
 #include "cria/ops/cpu_ops.h"
 #include "ops/recurrent_checks.h"
 #include "ops/vec.h"
@@ -69,75 +70,97 @@ void recurrent_head(const VecKernels& vk, const HeadArgs& a) {
 }
 
 struct ChunkScratch {
-    std::vector<float> G, expG, L, K, Q, U, W, Vn, VnT, row;
+    std::vector<float> G, expG, KQ, AP, UW, Vn, VnT, KT, MW, MQ, dM;
     explicit ChunkScratch(int64_t d) {
         const auto cd = static_cast<size_t>(kChunk * d);
         G.resize(kChunk);
         expG.resize(kChunk);
-        L.resize(static_cast<size_t>(kChunk * kChunk));
-        K.resize(cd);
-        Q.resize(cd);
-        U.resize(cd);
-        W.resize(cd);
-        Vn.resize(cd);
-        VnT.resize(cd);
-        row.resize(static_cast<size_t>(std::max<int64_t>(d, kChunk)));
+        KQ.resize(2 * cd);
+        AP.resize(static_cast<size_t>(2 * kChunk * kChunk));
+        UW.resize(2 * cd);
+        for (std::vector<float>* v : {&Vn, &VnT, &KT, &MW, &MQ}) v->resize(cd);
+        dM.resize(static_cast<size_t>(d * d));
     }
 };
 
+// y[j * y_stride + r] = dot(w row r, x vector j) for r < rows, j < n: the
+// chunk's products through the matmul module's f32 kernels (register-tiled
+// over several vectors, unlike one dot_rows call per vector).
+void product(const float* w, int64_t rows, int64_t k, size_t w_stride_floats, const float* x, int64_t n,
+             int64_t x_stride, float* y, int64_t y_stride) {
+    matmul::MatmulArgs a;
+    a.w = matmul::WeightMatrix{ElementType::F32, w, rows, k, w_stride_floats * sizeof(float), matmul::Packing::None};
+    a.x = x;
+    a.n = n;
+    a.x_stride = x_stride;
+    a.y = y;
+    a.y_stride = y_stride;
+    a.r0 = 0;
+    a.r1 = rows;
+    matmul::matmul(a);
+}
+
 void chunked_head(const VecKernels& vk, const HeadArgs& a) {
     const int64_t d = a.d;
-    const size_t row_bytes = static_cast<size_t>(d) * sizeof(float);
-    float* M = a.state;
+    float* M = a.state;  // column j (value j) = the d key values at M + j * d
     ChunkScratch s(d);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kChunk) {
         const int64_t c = std::min(kChunk, a.n_tokens - t0);
+        float* K = s.KQ.data();      // c rows of d
+        float* Q = K + c * d;        // c rows of d, times the scale
         float cum = 0;
         for (int64_t i = 0; i < c; ++i) {
             cum += gate_at(*a.g, a.head, t0 + i);
             s.G[i] = cum;
             s.expG[i] = std::exp(cum);
-            std::copy_n(token_row(*a.k, a.key_head, t0 + i), d, &s.K[i * d]);
-            vk.scale(token_row(*a.q, a.key_head, t0 + i), a.scale, &s.Q[i * d], d);
+            std::copy_n(token_row(*a.k, a.key_head, t0 + i), d, K + i * d);
+            vk.scale(token_row(*a.q, a.key_head, t0 + i), a.scale, Q + i * d, d);
         }
-        // L (strictly lower) and the two forward substitutions.
+        // k_i . k_j (rows 0..c-1 of AP) and q~_i . k_j (rows c..2c-1), in one product.
+        product(K, c, d, static_cast<size_t>(d), s.KQ.data(), 2 * c, d, s.AP.data(), c);
+        // [U | W] rows: [beta_i v_i | beta_i exp(G_i) k_i], then (I + L)^-1 by
+        // forward substitution, L_ij = beta_i (k_i . k_j) Gam_ij (j < i).
+        const size_t uw_bytes = static_cast<size_t>(2 * d) * sizeof(float);
         for (int64_t i = 0; i < c; ++i) {
             const float beta = gate_at(*a.beta, a.head, t0 + i);
-            float* Li = &s.L[i * kChunk];
-            vk.dot_rows(&s.K[i * d], s.K.data(), row_bytes, i, Li, d);
+            float* Li = &s.AP[i * c];
             for (int64_t j = 0; j < i; ++j) Li[j] = -beta * Li[j] * std::exp(s.G[i] - s.G[j]);
-            vk.scale(token_row(*a.v, a.head, t0 + i), beta, &s.U[i * d], d);
-            vk.scale(&s.K[i * d], beta * s.expG[i], &s.W[i * d], d);
-            vk.weighted_rows(Li, s.U.data(), row_bytes, i, &s.U[i * d], d);
-            vk.weighted_rows(Li, s.W.data(), row_bytes, i, &s.W[i * d], d);
+            float* uw = &s.UW[i * 2 * d];
+            vk.scale(token_row(*a.v, a.head, t0 + i), beta, uw, d);
+            vk.scale(K + i * d, beta * s.expG[i], uw + d, d);
+            vk.weighted_rows(Li, s.UW.data(), uw_bytes, i, uw, 2 * d);
         }
-        // Vn = U - W M; outputs from the state at the chunk's start.
+        // Vn = U - W M and M^T q~ of every token, from the state at the chunk's start.
+        product(M, d, d, static_cast<size_t>(d), s.UW.data() + d, c, 2 * d, s.MW.data(), d);
+        product(M, d, d, static_cast<size_t>(d), Q, c, d, s.MQ.data(), d);
         for (int64_t i = 0; i < c; ++i) {
             float* vn = &s.Vn[i * d];
-            vk.dot_rows(&s.W[i * d], M, row_bytes, d, vn, d);
-            const float* u = &s.U[i * d];
-            for (int64_t j = 0; j < d; ++j) vn[j] = u[j] - vn[j];
+            const float* u = &s.UW[i * 2 * d];
+            const float* mw = &s.MW[i * d];
+            for (int64_t j = 0; j < d; ++j) vn[j] = u[j] - mw[j];
         }
+        // O_i = exp(G_i) M^T q~_i + sum_{j <= i} (q~_i . k_j) Gam_ij Vn_j.
+        const size_t row_bytes = static_cast<size_t>(d) * sizeof(float);
         for (int64_t i = 0; i < c; ++i) {
             float* o = a.out->row_f32(a.head, t0 + i);
-            vk.dot_rows(&s.Q[i * d], M, row_bytes, d, o, d);
-            vk.scale(o, s.expG[i], o, d);
-            float* p = s.row.data();
-            vk.dot_rows(&s.Q[i * d], s.K.data(), row_bytes, i + 1, p, d);
+            vk.scale(&s.MQ[i * d], s.expG[i], o, d);
+            float* p = &s.AP[(c + i) * c];
             for (int64_t j = 0; j <= i; ++j) p[j] *= std::exp(s.G[i] - s.G[j]);
             vk.weighted_rows(p, s.Vn.data(), row_bytes, i + 1, o, d);
         }
-        // The state after the chunk.
+        // The state after the chunk: M_j = exp(G_C) M_j + sum_i Vn_i[j] exp(G_C - G_i) k_i.
         const float G_last = s.G[c - 1];
         for (int64_t i = 0; i < c; ++i) {
-            vk.scale(&s.K[i * d], std::exp(G_last - s.G[i]), &s.K[i * d], d);
+            const float w = std::exp(G_last - s.G[i]);
+            for (int64_t f = 0; f < d; ++f) s.KT[f * kChunk + i] = w * K[i * d + f];
             for (int64_t j = 0; j < d; ++j) s.VnT[j * kChunk + i] = s.Vn[i * d + j];
         }
+        product(s.KT.data(), d, c, static_cast<size_t>(kChunk), s.VnT.data(), d, kChunk, s.dM.data(), d);
         const float decay = s.expG[c - 1];
         for (int64_t j = 0; j < d; ++j) {
             float* col = M + j * d;
             vk.scale(col, decay, col, d);
-            vk.weighted_rows(&s.VnT[j * kChunk], s.K.data(), row_bytes, c, col, d);
+            vk.add(col, &s.dM[j * d], col, d);
         }
     }
 }
