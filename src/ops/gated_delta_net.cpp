@@ -70,11 +70,10 @@ void recurrent_head(const VecKernels& vk, const HeadArgs& a) {
 }
 
 struct ChunkScratch {
-    std::vector<float> G, expG, KQ, AP, UW, Vn, VnT, KT, MW, MQ, dM;
+    std::vector<float> G, expG, rel, inv_rel, KQ, AP, UW, Vn, VnT, KT, MW, MQ, dM;
     explicit ChunkScratch(int64_t d) {
         const auto cd = static_cast<size_t>(kChunk * d);
-        G.resize(kChunk);
-        expG.resize(kChunk);
+        for (std::vector<float>* v : {&G, &expG, &rel, &inv_rel}) v->resize(kChunk);
         KQ.resize(2 * cd);
         AP.resize(static_cast<size_t>(2 * kChunk * kChunk));
         UW.resize(2 * cd);
@@ -116,6 +115,25 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a) {
             std::copy_n(token_row(*a.k, a.key_head, t0 + i), d, K + i * d);
             vk.scale(token_row(*a.q, a.key_head, t0 + i), a.scale, Q + i * d, d);
         }
+        // Gam_ij = exp(G_i - G_j) as rel_i * inv_rel_j (rel_i = exp(G_i - G_0)):
+        // two exps per token instead of one per pair, while the chunk's
+        // decay spans less than exp(-60) (so 1 / rel stays finite);
+        // otherwise one exp per pair.
+        const bool factored = s.G[0] - s.G[c - 1] < 60.0f;
+        if (factored)
+            for (int64_t i = 0; i < c; ++i) {
+                s.rel[i] = std::exp(s.G[i] - s.G[0]);
+                s.inv_rel[i] = 1.0f / s.rel[i];
+            }
+        // row[j] *= f * Gam_ij for j < n.
+        const auto decay_row = [&](float* row, int64_t i, int64_t n, float f) {
+            if (factored) {
+                const float fi = f * s.rel[i];
+                for (int64_t j = 0; j < n; ++j) row[j] *= fi * s.inv_rel[j];
+            } else {
+                for (int64_t j = 0; j < n; ++j) row[j] *= f * std::exp(s.G[i] - s.G[j]);
+            }
+        };
         // k_i . k_j (rows 0..c-1 of AP) and q~_i . k_j (rows c..2c-1), in one product.
         product(K, c, d, static_cast<size_t>(d), s.KQ.data(), 2 * c, d, s.AP.data(), c);
         // [U | W] rows: [beta_i v_i | beta_i exp(G_i) k_i], then (I + L)^-1 by
@@ -124,7 +142,7 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a) {
         for (int64_t i = 0; i < c; ++i) {
             const float beta = gate_at(*a.beta, a.head, t0 + i);
             float* Li = &s.AP[i * c];
-            for (int64_t j = 0; j < i; ++j) Li[j] = -beta * Li[j] * std::exp(s.G[i] - s.G[j]);
+            decay_row(Li, i, i, -beta);
             float* uw = &s.UW[i * 2 * d];
             vk.scale(token_row(*a.v, a.head, t0 + i), beta, uw, d);
             vk.scale(K + i * d, beta * s.expG[i], uw + d, d);
@@ -145,7 +163,7 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a) {
             float* o = a.out->row_f32(a.head, t0 + i);
             vk.scale(&s.MQ[i * d], s.expG[i], o, d);
             float* p = &s.AP[(c + i) * c];
-            for (int64_t j = 0; j <= i; ++j) p[j] *= std::exp(s.G[i] - s.G[j]);
+            decay_row(p, i, i + 1, 1.0f);
             vk.weighted_rows(p, s.Vn.data(), row_bytes, i + 1, o, d);
         }
         // The state after the chunk: M_j = exp(G_C) M_j + sum_i Vn_i[j] exp(G_C - G_i) k_i.
