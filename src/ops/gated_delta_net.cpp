@@ -58,11 +58,8 @@ void recurrent_head(const VecKernels& vk, const HeadArgs& a) {
         const float beta = gate_at(*a.beta, a.head, t);
         vk.dot_rows(k, M, col_bytes, d, delta.data(), d);  // u = M^T k
         for (int64_t j = 0; j < d; ++j) delta[j] = beta * (v[j] - decay * delta[j]);
-        for (int64_t j = 0; j < d; ++j) {
-            float* col = M + j * d;
-            vk.scale(col, decay, col, d);
-            vk.axpy(delta[j], k, col, d);
-        }
+        vk.scale(M, decay, M, d * d);
+        for (int64_t j = 0; j < d; ++j) vk.axpy(delta[j], k, M + j * d, d);
         float* o = a.out->row_f32(a.head, t);
         vk.dot_rows(q, M, col_bytes, d, o, d);
         vk.scale(o, a.scale, o, d);
