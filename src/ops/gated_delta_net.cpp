@@ -17,15 +17,17 @@
 //   O_i = exp(G_i) M^T q~_i + sum_{j <= i} (q~_i . k_j) Gam_ij Vn_j,  q~ = scale q
 //   M' = exp(G_C) M + sum_i exp(G_C - G_i) k_i Vn_i^T
 // The state is streamed three times per chunk instead of three times per
-// token, and the rest is products inside the chunk.
+// token, and the rest is products inside the chunk (small_gemm: register
+// tiles of C, B's rows against broadcast values of A, so the state is used
+// transposed).
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "cria/matmul/matmul.h"
 #include "cria/ops/cpu_ops.h"
 #include "ops/recurrent_checks.h"
+#include "ops/small_gemm.h"
 #include "ops/vec.h"
 
 namespace cria::ops {
@@ -67,33 +69,22 @@ void recurrent_head(const VecKernels& vk, const HeadArgs& a) {
 }
 
 struct ChunkScratch {
-    std::vector<float> G, expG, rel, inv_rel, KQ, AP, UW, Vn, VnT, KT, MW, MQ, dM;
+    std::vector<float> G, expG, rel, inv_rel, KQ, KT, AP, UW, Vn, VnT, MT, MW, MQ;
     explicit ChunkScratch(int64_t d) {
         const auto cd = static_cast<size_t>(kChunk * d);
         for (std::vector<float>* v : {&G, &expG, &rel, &inv_rel}) v->resize(kChunk);
         KQ.resize(2 * cd);
         AP.resize(static_cast<size_t>(2 * kChunk * kChunk));
         UW.resize(2 * cd);
-        for (std::vector<float>* v : {&Vn, &VnT, &KT, &MW, &MQ}) v->resize(cd);
-        dM.resize(static_cast<size_t>(d * d));
+        for (std::vector<float>* v : {&KT, &Vn, &VnT, &MW, &MQ}) v->resize(cd);
+        MT.resize(static_cast<size_t>(d * d));
     }
 };
 
-// y[j * y_stride + r] = dot(w row r, x vector j) for r < rows, j < n: the
-// chunk's products through the matmul module's f32 kernels (register-tiled
-// over several vectors, unlike one dot_rows call per vector).
-void product(const float* w, int64_t rows, int64_t k, size_t w_stride_floats, const float* x, int64_t n,
-             int64_t x_stride, float* y, int64_t y_stride) {
-    matmul::MatmulArgs a;
-    a.w = matmul::WeightMatrix{ElementType::F32, w, rows, k, w_stride_floats * sizeof(float), matmul::Packing::None};
-    a.x = x;
-    a.n = n;
-    a.x_stride = x_stride;
-    a.y = y;
-    a.y_stride = y_stride;
-    a.r0 = 0;
-    a.r1 = rows;
-    matmul::matmul(a);
+// C = A B (accumulate: C += A B), row-major, strides in floats.
+void gemm(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
+          int64_t k, bool accumulate = false) {
+    small_gemm(SmallGemm{a, lda, b, ldb, c, ldc, m, n, k, accumulate});
 }
 
 void chunked_head(const VecKernels& vk, const HeadArgs& a) {
@@ -132,7 +123,9 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a) {
             }
         };
         // k_i . k_j (rows 0..c-1 of AP) and q~_i . k_j (rows c..2c-1), in one product.
-        product(K, c, d, static_cast<size_t>(d), s.KQ.data(), 2 * c, d, s.AP.data(), c);
+        for (int64_t i = 0; i < c; ++i)
+            for (int64_t f = 0; f < d; ++f) s.KT[f * kChunk + i] = K[i * d + f];
+        gemm(s.KQ.data(), d, s.KT.data(), kChunk, s.AP.data(), c, 2 * c, c, d);
         // [U | W] rows: [beta_i v_i | beta_i exp(G_i) k_i], then (I + L)^-1 by
         // forward substitution, L_ij = beta_i (k_i . k_j) Gam_ij (j < i).
         const size_t uw_bytes = static_cast<size_t>(2 * d) * sizeof(float);
@@ -146,8 +139,10 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a) {
             vk.weighted_rows(Li, s.UW.data(), uw_bytes, i, uw, 2 * d);
         }
         // Vn = U - W M and M^T q~ of every token, from the state at the chunk's start.
-        product(M, d, d, static_cast<size_t>(d), s.UW.data() + d, c, 2 * d, s.MW.data(), d);
-        product(M, d, d, static_cast<size_t>(d), Q, c, d, s.MQ.data(), d);
+        for (int64_t j = 0; j < d; ++j)
+            for (int64_t f = 0; f < d; ++f) s.MT[f * d + j] = M[j * d + f];
+        gemm(s.UW.data() + d, 2 * d, s.MT.data(), d, s.MW.data(), d, c, d, d);
+        gemm(Q, d, s.MT.data(), d, s.MQ.data(), d, c, d, d);
         for (int64_t i = 0; i < c; ++i) {
             float* vn = &s.Vn[i * d];
             const float* u = &s.UW[i * 2 * d];
@@ -166,17 +161,11 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a) {
         // The state after the chunk: M_j = exp(G_C) M_j + sum_i Vn_i[j] exp(G_C - G_i) k_i.
         const float G_last = s.G[c - 1];
         for (int64_t i = 0; i < c; ++i) {
-            const float w = std::exp(G_last - s.G[i]);
-            for (int64_t f = 0; f < d; ++f) s.KT[f * kChunk + i] = w * K[i * d + f];
+            vk.scale(K + i * d, std::exp(G_last - s.G[i]), K + i * d, d);
             for (int64_t j = 0; j < d; ++j) s.VnT[j * kChunk + i] = s.Vn[i * d + j];
         }
-        product(s.KT.data(), d, c, static_cast<size_t>(kChunk), s.VnT.data(), d, kChunk, s.dM.data(), d);
-        const float decay = s.expG[c - 1];
-        for (int64_t j = 0; j < d; ++j) {
-            float* col = M + j * d;
-            vk.scale(col, decay, col, d);
-            vk.add(col, &s.dM[j * d], col, d);
-        }
+        vk.scale(M, s.expG[c - 1], M, d * d);
+        gemm(s.VnT.data(), kChunk, K, d, M, d, d, d, c, /*accumulate=*/true);
     }
 }
 
