@@ -43,6 +43,12 @@ struct ArchDefinition {
     // read_hparams sets the expert width and routing (HParams::n_ff_exp...)
     // and the tensor table declares the expert tensors.
     bool supports_experts = false;
+    // Whether the family has recurrent layers (mamba and the hybrids): then
+    // head counts and the feed-forward width may be 0 (a pure state-space
+    // model) or per-layer arrays whose zero entries mark the layers without
+    // attention or feed-forward block (the non-zero entries must agree), and
+    // read_hparams sets HParams::recurrent_layers and the state sizes.
+    bool has_recurrent_layers = false;
 };
 
 // The definition registered under `name`, or null.

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cria/core/error.h"
+#include "model/ssm_block.h"
 
 namespace cria::model::blocks {
 
@@ -300,7 +301,12 @@ void dense_transformer(Step& s, float* logits, float* hidden, bool scale_embeddi
     embed(s, scale_embeddings);
     for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
         capture(s, l);
-        attention_block(s, l, attention);
+        if (!s.hp.is_recurrent(l))
+            attention_block(s, l, attention);
+        else if (s.hp.ssm_groups > 0)  // hybrids: a state-space mixer instead of attention
+            mamba2_block(s, l);
+        else
+            mamba_block(s, l);
         if (s.hp.is_moe(l))
             moe_ffn_block(s, l);
         else

@@ -31,6 +31,24 @@ uint32_t uniform_per_layer(const HParamsKeys& keys, std::string_view suffix, uin
     return v[0];
 }
 
+// The same for families with recurrent layers, where a zero entry marks a
+// layer without that block (head_count [2, 0]: layer 1 has no attention):
+// the non-zero entries must agree; 0 when every entry is zero.
+uint32_t uniform_nonzero_per_layer(const HParamsKeys& keys, std::string_view suffix, uint32_t n_layer,
+                                   uint32_t fallback) {
+    const std::vector<uint32_t> v = keys.u32_per_layer(suffix, n_layer);
+    if (v.empty()) return fallback;
+    uint32_t value = 0;
+    for (uint32_t x : v) {
+        if (x == 0) continue;
+        if (value != 0 && x != value)
+            keys.fail("'" + keys.key(suffix) + "' differs between layers, which architecture '" +
+                      keys.file().architecture() + "' does not support");
+        value = x;
+    }
+    return value;
+}
+
 // A per-dimension rope factor tensor must hold n_rot/2 f32 values.
 void check_rope_factors(const gguf::File& file, const std::string& name, uint32_t n_rot) {
     const gguf::TensorInfo* t = file.find_tensor(name);
@@ -77,7 +95,7 @@ void read_rope_scaling(const HParamsKeys& keys, HParams& hp) {
     }
 }
 
-void read_common(const HParamsKeys& keys, HParams& hp) {
+void read_common(const HParamsKeys& keys, HParams& hp, bool recurrent) {
     hp.n_embd = require_positive(keys, "embedding_length", keys.require_u32("embedding_length"));
     hp.n_layer = require_positive(keys, "block_count", keys.require_u32("block_count"));
     if (hp.n_layer > 512) keys.fail("'" + keys.key("block_count") + "' is larger than 512");
@@ -92,20 +110,28 @@ void read_common(const HParamsKeys& keys, HParams& hp) {
             keys.fail("expert groups ('" + keys.key("expert_group_count") + "' = " + std::to_string(groups) +
                       ") are not supported yet");
     }
-    hp.n_ff = require_positive(keys, "feed_forward_length",
-                               uniform_per_layer(keys, "feed_forward_length", hp.n_layer, 0));
-    hp.n_head = require_positive(keys, "attention.head_count",
-                                 uniform_per_layer(keys, "attention.head_count", hp.n_layer, 0));
-    hp.n_head_kv = require_positive(keys, "attention.head_count_kv",
-                                    uniform_per_layer(keys, "attention.head_count_kv", hp.n_layer, hp.n_head));
-    if (hp.n_head % hp.n_head_kv != 0)
+    if (recurrent) {
+        // Zeros allowed: a state-space model has neither attention nor a
+        // feed-forward block; the architecture checks what its layers need.
+        hp.n_ff = uniform_nonzero_per_layer(keys, "feed_forward_length", hp.n_layer, 0);
+        hp.n_head = uniform_nonzero_per_layer(keys, "attention.head_count", hp.n_layer, 0);
+        hp.n_head_kv = uniform_nonzero_per_layer(keys, "attention.head_count_kv", hp.n_layer, hp.n_head);
+    } else {
+        hp.n_ff = require_positive(keys, "feed_forward_length",
+                                   uniform_per_layer(keys, "feed_forward_length", hp.n_layer, 0));
+        hp.n_head = require_positive(keys, "attention.head_count",
+                                     uniform_per_layer(keys, "attention.head_count", hp.n_layer, 0));
+        hp.n_head_kv = require_positive(keys, "attention.head_count_kv",
+                                        uniform_per_layer(keys, "attention.head_count_kv", hp.n_layer, hp.n_head));
+    }
+    if ((hp.n_head == 0) != (hp.n_head_kv == 0) || (hp.n_head_kv != 0 && hp.n_head % hp.n_head_kv != 0))
         keys.fail("attention.head_count (" + std::to_string(hp.n_head) +
                   ") is not a multiple of attention.head_count_kv (" + std::to_string(hp.n_head_kv) + ")");
 
-    const uint32_t default_head_dim = hp.n_embd % hp.n_head == 0 ? hp.n_embd / hp.n_head : 0;
+    const uint32_t default_head_dim = hp.n_head != 0 && hp.n_embd % hp.n_head == 0 ? hp.n_embd / hp.n_head : 0;
     hp.head_dim = keys.u32_or_unset("attention.key_length", default_head_dim);
     hp.head_dim_v = keys.u32_or_unset("attention.value_length", hp.head_dim);
-    if (hp.head_dim == 0 || hp.head_dim_v == 0)
+    if (hp.n_head != 0 && (hp.head_dim == 0 || hp.head_dim_v == 0))
         keys.fail("head width unknown: embedding_length is not a multiple of head_count and "
                   "attention.key_length is missing");
     hp.n_rot = keys.u32_or_unset("rope.dimension_count", hp.head_dim);
@@ -120,7 +146,7 @@ void read_common(const HParamsKeys& keys, HParams& hp) {
     read_rope_scaling(keys, hp);
     hp.rope_attn_factor = keys.f32_or_unset("rope.scaling.attn_factor", 1.0f);
     hp.n_ctx_orig = keys.u32_or_unset("rope.scaling.original_context_length", hp.n_ctx_train);
-    hp.attention_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+    hp.attention_scale = hp.head_dim == 0 ? 0.0f : 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
     hp.swa_layers.assign(hp.n_layer, false);
     hp.nope_layers.assign(hp.n_layer, false);
 }
@@ -143,13 +169,18 @@ HParams read_hparams(const gguf::File& file) {
         throw Error(file.path() + ": architecture '" + hp.arch_name + "' is not supported (supported: " + names + ")");
     }
     const HParamsKeys keys(file);
-    read_common(keys, hp);
+    read_common(keys, hp, def->has_recurrent_layers);
     if (hp.n_expert > 0 && !def->supports_experts)
         keys.fail("'" + hp.arch_name + "' with experts (expert_count = " + std::to_string(hp.n_expert) +
                   ") is not supported yet");
     def->read_hparams(keys, hp);
     if (hp.n_expert > 0 && hp.n_ff_exp == 0) keys.fail("the expert width of '" + hp.arch_name + "' is unknown");
     if (hp.n_swa == 0) hp.swa_layers.assign(hp.n_layer, false);
+    if (!hp.recurrent_layers.empty() && hp.recurrent_layers.size() != hp.n_layer)
+        keys.fail("the recurrent layers of '" + hp.arch_name + "' must name every one of its " +
+                  std::to_string(hp.n_layer) + " layers");
+    if (hp.has_recurrent_layers() && hp.recurrent_conv_floats == 0 && hp.recurrent_state_floats == 0)
+        keys.fail("the recurrent layers of '" + hp.arch_name + "' keep no state");
     hp.fused_qkv = file.find_tensor("blk.0.attn_qkv.weight") != nullptr;
     check_rope_factors(file, hp.rope_factors_tensor, hp.n_rot);
     check_rope_factors(file, hp.rope_factors_long_tensor, hp.n_rot);

@@ -130,6 +130,15 @@ void Workspace::reserve(const Model& model, int64_t n) {
         delta_g.resize(size(dn.n_v_heads));
         delta_out.resize(size(dn.n_value()));
     }
+    if (hp.ssm_inner > 0) {
+        const int64_t d_inner = hp.ssm_inner, gn = int64_t{hp.ssm_groups} * hp.ssm_state;
+        ssm_proj.resize(size(2 * d_inner + 2 * gn + hp.ssm_dt_rank));
+        ssm_conv.resize(size(d_inner + 2 * gn));
+        ssm_xdb.resize(size(hp.ssm_dt_rank + 2 * int64_t{hp.ssm_state}));
+        ssm_dt.resize(size(std::max<int64_t>(d_inner, hp.ssm_dt_rank)));
+        ssm_y.resize(size(d_inner));
+        ssm_conv_before.resize(hp.recurrent_conv_floats);
+    }
     capacity_ = n;
 }
 
@@ -278,6 +287,16 @@ ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     return p;
 }
 
+RecurrentState AttentionMemory::recurrent_state(uint32_t layer, int32_t) {
+    throw Error("forward: layer " + std::to_string(layer) + " is recurrent, and this memory keeps no recurrent state");
+}
+
+void AttentionMemory::record_position(uint32_t layer, int32_t, int32_t) {
+    throw Error("forward: layer " + std::to_string(layer) + " is recurrent, and this memory keeps no recurrent state");
+}
+
+bool AttentionMemory::keeps_every_position(uint32_t, int32_t) { return false; }
+
 void Model::forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, AttentionMemory& memory, float* logits,
                     float* hidden) const {
     if (in.n_tokens <= 0) throw Error("forward: the micro-batch is empty");
@@ -288,6 +307,8 @@ void Model::forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, Attent
         if (in.capture_layers[c] > hp_.n_layer)
             throw Error("forward: capture layer " + std::to_string(in.capture_layers[c]) + " is beyond the " +
                         std::to_string(hp_.n_layer) + " layers");
+    if (hp_.has_recurrent_layers() && in.seq_masks == nullptr)
+        throw Error("forward: a model with recurrent layers needs every token's sequence (seq_masks)");
     ws.reserve(*this, in.n_tokens);
     blocks::Step step{ops, hp_, weights_, ws, in, memory, *this, in.n_tokens};
     float* out_logits = in.want_logits ? logits : nullptr;

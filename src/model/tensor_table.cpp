@@ -12,6 +12,10 @@ void TensorTable::vector(std::string name, uint64_t n, std::vector<float>* dst, 
     entries_.push_back({std::move(name), {n}, need, Kind::Vector, dst, nullptr, nullptr});
 }
 
+void TensorTable::values(std::string name, std::vector<uint64_t> shape, std::vector<float>* dst, Need need) {
+    entries_.push_back({std::move(name), std::move(shape), need, Kind::Vector, dst, nullptr, nullptr});
+}
+
 void TensorTable::matrix(std::string name, uint64_t cols, uint64_t rows, ops::TensorView* dst, Need need) {
     entries_.push_back({std::move(name), {cols, rows}, need, Kind::Matrix, nullptr, dst, nullptr});
 }
@@ -44,10 +48,6 @@ void TensorTable::experts(const std::string& base, uint64_t cols, uint64_t rows,
     else
         vector(base + ".scale", n_expert, &dst->scale, Need::Optional);
     ignored(base + ".input_scale");
-}
-
-void TensorTable::values(std::string name, std::vector<uint64_t> shape, std::vector<float>* dst, Need need) {
-    entries_.push_back({std::move(name), std::move(shape), need, Kind::Vector, dst, nullptr, nullptr});
 }
 
 void TensorTable::experts_gate_up(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert,

@@ -58,6 +58,8 @@ public:
     };
 
     void vector(std::string name, uint64_t n, std::vector<float>* dst, Need need = Need::Required);
+    // A small tensor of any shape copied to F32 (conv taps [K, C], ssm_a [N, d_inner]).
+    void values(std::string name, std::vector<uint64_t> shape, std::vector<float>* dst, Need need = Need::Required);
     void matrix(std::string name, uint64_t cols, uint64_t rows, ops::TensorView* dst, Need need = Need::Required);
     void lookup_matrix(std::string name, uint64_t cols, uint64_t rows, ops::TensorView* dst);
     // `base`.weight [cols, rows] with the optional `base`.bias [rows],
@@ -73,8 +75,6 @@ public:
     // is refused rather than run without it.
     void experts(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert, ExpertLinear* dst,
                  Need need = Need::Required, ScaleUse scale = ScaleUse::AfterProduct);
-    // A small tensor of any shape copied to F32 (a convolution's taps).
-    void values(std::string name, std::vector<uint64_t> shape, std::vector<float>* dst, Need need = Need::Required);
     // The merged `base`.weight [cols, 2 rows, n_expert] of files that store
     // each expert's gate and up matrices as one (ffn_gate_up_exps): viewed
     // in place as the two halves. No `.scale` is declared (a file with one

@@ -39,6 +39,10 @@ public:
                          const TensorView& out) override;
     void causal_conv(const TensorView& x, const TensorView& weight, const TensorView& state, bool silu,
                      const TensorView& out) override;
+    void ssm_conv(const TensorView& x, const float* weight, int64_t kernel, float* state,
+                  const TensorView& out) override;
+    void ssm_scan(const TensorView& x, const TensorView& dt, const float* a, const TensorView& b, const TensorView& c,
+                  const SsmScanParams& params, float* state, const TensorView& y) override;
 };
 
 }  // namespace cria::ops

@@ -6,48 +6,13 @@
 #include <string>
 
 #include "cria/core/error.h"
+#include "cria/runtime/model_memory.h"
 
 namespace cria::runtime {
 namespace {
 
 double now_ms() {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// The model's memories: sliding-window layers get their own small cache when
-// the window is shorter than the context (llama.cpp's iSWA cache); the other
-// layers share the full cache.
-std::unique_ptr<memory::HybridMemory> make_memory(const model::HParams& hp, const ContextParams& params) {
-    const auto windowed = [&](uint32_t l) { return hp.is_swa(l) && hp.n_swa < params.n_ctx; };
-    uint32_t n_full = 0, n_swa = 0;
-    for (uint32_t l = 0; l < hp.n_layer; ++l) (windowed(l) ? n_swa : n_full)++;
-    memory::KvCacheParams kp;
-    kp.n_head_kv = hp.n_head_kv;
-    kp.head_dim = hp.head_dim;
-    kp.head_dim_v = hp.head_dim_v;
-    kp.type_k = params.type_k;
-    kp.type_v = params.type_v;
-    std::vector<std::unique_ptr<memory::Memory>> children;
-    uint32_t full_child = 0, swa_child = 0;
-    if (n_full > 0) {
-        kp.n_cells = params.n_ctx;
-        kp.n_layer = n_full;
-        full_child = static_cast<uint32_t>(children.size());
-        children.push_back(std::make_unique<memory::KvCache>(kp));
-    }
-    if (n_swa > 0) {
-        kp.n_layer = n_swa;
-        kp.n_swa = hp.n_swa;
-        kp.n_cells = std::min(params.n_ctx, hp.n_swa * params.n_seq_max + params.n_ubatch);
-        swa_child = static_cast<uint32_t>(children.size());
-        children.push_back(std::make_unique<memory::KvCache>(kp));
-    }
-    std::vector<memory::HybridMemory::LayerPlacement> layers;
-    uint32_t i_full = 0, i_swa = 0;
-    for (uint32_t l = 0; l < hp.n_layer; ++l)
-        layers.push_back(windowed(l) ? memory::HybridMemory::LayerPlacement{swa_child, i_swa++}
-                                     : memory::HybridMemory::LayerPlacement{full_child, i_full++});
-    return std::make_unique<memory::HybridMemory>(std::move(children), layers);
 }
 
 }  // namespace
@@ -63,7 +28,7 @@ Context::Context(const model::Model& model, const ContextParams& params, std::un
     if (params_.n_seq_max == 0 || params_.n_seq_max > static_cast<uint32_t>(memory::kMaxSequences))
         throw Error("context: n_seq_max must be within 1.." + std::to_string(memory::kMaxSequences));
 
-    memory_ = memory ? std::move(memory) : make_memory(hp, params_);
+    memory_ = memory ? std::move(memory) : make_model_memory(hp, params_);
     if (memory_->n_layer() != hp.n_layer)
         throw Error("context: the memory maps " + std::to_string(memory_->n_layer()) + " layers, the model has " +
                     std::to_string(hp.n_layer));
@@ -81,6 +46,27 @@ void Context::attend(uint32_t layer, const ops::TensorView& q, const ops::Tensor
     if (slot.kv == nullptr) throw Error("decode: layer " + std::to_string(layer) + " has no KV cache to attend over");
     slot.kv->store(slot.index, k, v);
     slot.kv->attend(ops_, slot.index, q, params, static_cast<uint32_t>(params.window), out);
+}
+
+model::RecurrentState Context::recurrent_state(uint32_t layer, SeqId seq) {
+    const memory::HybridMemory::LayerSlot& slot = memory_->layer(layer);
+    if (slot.recurrent == nullptr)
+        throw Error("decode: layer " + std::to_string(layer) + " has no recurrent state");
+    if (seq < 0 || static_cast<uint32_t>(seq) >= slot.recurrent->params().n_seq_max)
+        throw Error("decode: sequence " + std::to_string(seq) + " is beyond the recurrent memory's sequences");
+    return {slot.recurrent->conv_state(slot.index, seq), slot.recurrent->ssm_state(slot.index, seq)};
+}
+
+void Context::record_position(uint32_t layer, SeqId seq, int32_t pos) {
+    const memory::HybridMemory::LayerSlot& slot = memory_->layer(layer);
+    if (slot.recurrent == nullptr)
+        throw Error("decode: layer " + std::to_string(layer) + " has no recurrent state");
+    slot.recurrent->record_position(slot.index, seq, pos);
+}
+
+bool Context::keeps_every_position(uint32_t layer, SeqId seq) {
+    const memory::HybridMemory::LayerSlot& slot = memory_->layer(layer);
+    return slot.recurrent != nullptr && slot.recurrent->checkpoint_open(seq);
 }
 
 int Context::decode(const Batch& batch) {
@@ -124,8 +110,12 @@ int Context::decode(const Batch& batch) {
 
     for (size_t u = 0; u < split.n_ubatches(); ++u)
         if (decode_ubatch(batch, split, u) != 0) {
-            // Undo the micro-batches already placed, as llama.cpp does. (A
-            // recurrent memory refuses this: its state has moved on.)
+            // Undo the micro-batches already placed, as llama.cpp does. A
+            // recurrent state has moved on and refuses (changing nothing):
+            // its memory then says where the sequence stands (seq_pos_max),
+            // a batch at the old positions is refused by its split, and an
+            // open speculative checkpoint still restores the state before
+            // the batch.
             for (int64_t k = 0; k < split.bounds[u]; ++k) {
                 const int32_t i = split.entry(k), p = batch.positions()[i];
                 for (uint64_t m = batch.seq_masks()[i]; m != 0; m &= m - 1) memory_->seq_rm(std::countr_zero(m), p, p + 1);

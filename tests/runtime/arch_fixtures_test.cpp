@@ -104,6 +104,7 @@ const std::vector<std::pair<std::string, bool>> kMustCheck{
     {"phi3", false},    {"smollm3", false}, {"seed_oss", false}, {"mistral3", false},   {"granite", false},
     {"exaone4", false}, {"llama", true},    {"qwen2moe", true},  {"qwen3moe", true},    {"olmoe", true},
     {"minimax-m2", true}, {"ernie4_5-moe", true},
+    {"mamba", false},   {"mamba2", false},  {"jamba", false},    {"granitehybrid", false},
 };
 
 #define SKIP_WITHOUT_FIXTURES()                                                                         \

@@ -48,6 +48,10 @@ public:
     // Called by a recurrent layer once it has advanced seq's state of `layer`
     // to position pos: inside an open checkpoint the state is kept for a commit.
     void record_position(uint32_t layer, SeqId seq, int32_t pos);
+    // Whether a checkpoint of seq is open (then every position is worth recording).
+    bool checkpoint_open(SeqId seq) const {
+        return seq >= 0 && static_cast<uint32_t>(seq) < params_.n_seq_max && checkpoints_[seq].base >= 0;
+    }
 
     void clear() override;
     bool seq_rm(SeqId seq, int32_t p0, int32_t p1) override;

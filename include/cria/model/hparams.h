@@ -131,6 +131,26 @@ struct HParams {
     // query values then head_dim gate values; the attention output is
     // multiplied by sigmoid(gate) before attn_output.
     bool attn_output_gate = false;
+    // Recurrent layers (mamba, the hybrids): n_layer entries, true for a
+    // layer whose mixer keeps a per-sequence state instead of a KV cache;
+    // empty (or all false) for a pure transformer. Every recurrent layer
+    // keeps recurrent_conv_floats floats of convolution state and
+    // recurrent_state_floats floats of SSM / linear-attention state per
+    // sequence (llama.cpp's n_embd_r and n_embd_s).
+    std::vector<bool> recurrent_layers;
+    uint32_t recurrent_conv_floats = 0;
+    uint32_t recurrent_state_floats = 0;
+    // State-space layers (mamba, mamba2 and the hybrids' SSM layers; llama.cpp's
+    // ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_dt_rank, ssm_n_group): the
+    // convolution's taps, the inner width, the state per channel, the dt rank
+    // (Mamba-1) or number of heads (Mamba-2), the B/C groups (Mamba-2), and
+    // whether dt, B and C are RMS-normed without weight (FalconMamba).
+    uint32_t ssm_conv_kernel = 0;
+    uint32_t ssm_inner = 0;
+    uint32_t ssm_state = 0;
+    uint32_t ssm_dt_rank = 0;
+    uint32_t ssm_groups = 0;
+    bool ssm_dt_b_c_rms = false;
 
     bool has_qk_norm = false;    // qwen3, gemma3: RMSNorm over each Q and K head
     bool fused_qkv = false;      // the file has one attn_qkv matrix instead of attn_q/k/v (phi3)
@@ -139,9 +159,15 @@ struct HParams {
 
     bool is_moe(uint32_t layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
     bool is_delta_net(uint32_t layer) const { return layer < delta_net.layers.size() && delta_net.layers[layer]; }
+    bool is_recurrent(uint32_t layer) const { return layer < recurrent_layers.size() && recurrent_layers[layer]; }
+    bool has_recurrent_layers() const {
+        for (bool r : recurrent_layers)
+            if (r) return true;
+        return false;
+    }
     bool is_swa(uint32_t layer) const { return layer < swa_layers.size() && swa_layers[layer]; }
     bool uses_rope(uint32_t layer) const { return layer >= nope_layers.size() || !nope_layers[layer]; }
-    uint32_t n_gqa() const { return n_head / n_head_kv; }
+    uint32_t n_gqa() const { return n_head_kv == 0 ? 0 : n_head / n_head_kv; }
     uint32_t n_embd_q() const { return n_head * head_dim; }
     uint32_t n_embd_k() const { return n_head_kv * head_dim; }
     uint32_t n_embd_v() const { return n_head_kv * head_dim_v; }

@@ -28,8 +28,20 @@ struct ArchDefinition;
 class Model;
 class TensorTable;
 
-// Stores the keys and values of one micro-batch and attends over everything
-// each token may see. Called once per layer, in layer order.
+// The state a recurrent layer keeps for one sequence (HParams::is_recurrent):
+// the convolution state of HParams::recurrent_conv_floats floats and the SSM
+// / linear-attention state of HParams::recurrent_state_floats floats, both
+// F32, zero for a sequence that has no history yet. The layer reads them at
+// the start of the sequence's run of tokens and leaves the updated state there.
+struct RecurrentState {
+    float* conv = nullptr;
+    float* ssm = nullptr;
+};
+
+// What the forward pass keeps between calls, seen from the model: attention
+// layers store the keys and values of one micro-batch and attend over
+// everything each token may see; recurrent layers read and update one state
+// per sequence. Called once per layer, in layer order.
 class AttentionMemory {
 public:
     virtual ~AttentionMemory() = default;
@@ -38,6 +50,19 @@ public:
     // out: F32 [head_dim_v, n_head, n_tokens].
     virtual void attend(uint32_t layer, const ops::TensorView& q, const ops::TensorView& k,
                         const ops::TensorView& v, const ops::AttentionParams& params, const ops::TensorView& out) = 0;
+    // The state of `seq` at recurrent layer `layer`. The default (a memory
+    // without recurrent state) throws cria::Error.
+    virtual RecurrentState recurrent_state(uint32_t layer, int32_t seq);
+    // Called by a recurrent layer after it has advanced seq's state of
+    // `layer` by the token at position pos, so that a speculative checkpoint
+    // can restore the state after any accepted position
+    // (memory::RecurrentMemory::record_position). The default throws cria::Error.
+    virtual void record_position(uint32_t layer, int32_t seq, int32_t pos);
+    // Whether record_position wants the state after every position of seq
+    // now (a speculative checkpoint is open): then the layer advances the
+    // state token by token; otherwise it may update it once per run. False
+    // by default.
+    virtual bool keeps_every_position(uint32_t layer, int32_t seq);
 };
 
 // A linear layer y = scale * (W x) + bias (or scale * (W x + bias)), as
@@ -81,6 +106,17 @@ struct DeltaNetWeights {
     std::vector<float> conv, dt_bias, a, norm;
 };
 
+// The weights of a state-space mixer (Mamba-1 and Mamba-2 layers): the input
+// projection, the causal convolution ([K, channels] taps and bias), Mamba-1's
+// ssm_x ([dt_r | B | C]) and ssm_dt projections, Mamba-2's dt bias, A
+// (stored negative), D, Mamba-2's grouped output norm, Jamba's dt/B/C norms,
+// and the output projection.
+struct SsmWeights {
+    Linear in, x, dt, out;
+    std::vector<float> conv, conv_bias, dt_bias, a, d, norm;
+    std::vector<float> dt_norm, b_norm, c_norm;
+};
+
 // The weights of one layer. Matrices are views into the file (no copies);
 // small vectors (norms) are F32 copies so kernels can take float*. An
 // architecture's tensor table (archs/*.cpp) says which of them it loads.
@@ -100,6 +136,7 @@ struct LayerWeights {
     // The shared expert (HParams::n_ff_shexp > 0) and its optional scalar gate ([n_embd, 1]).
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
     DeltaNetWeights delta;  // a gated delta-net layer (HParams::is_delta_net)
+    SsmWeights ssm;  // the state-space mixer of a recurrent layer
 };
 
 struct Weights {
@@ -151,6 +188,10 @@ public:
     // Gated delta-net layers: [q; k; v] before and after the convolution,
     // z, beta and the log decay g per value head, the rule's output.
     std::vector<float> delta_qkv, delta_conv, delta_z, delta_beta, delta_g, delta_out;
+    // State-space mixers: the input projection, the convolution's output,
+    // Mamba-1's [dt_r | B | C], dt, the scan's output, and a copy of a
+    // sequence's convolution state before the micro-batch (for checkpoints).
+    std::vector<float> ssm_proj, ssm_conv, ssm_xdb, ssm_dt, ssm_y, ssm_conv_before;
 
 private:
     int64_t capacity_ = 0;

@@ -96,6 +96,19 @@ struct GatedDeltaParams {
     DeltaForm form = DeltaForm::Auto;
 };
 
+// The selective scan of state-space models (ggml_ssm_scan), one sequence:
+// n_head heads of head_dim channels, each channel with a state of n_state
+// values; heads use the B/C group h / (n_head / n_group) (heads grouped
+// contiguously). Mamba-1 is head_dim 1, n_head = d_inner, one group and a
+// per-element A ([n_state, n_head]); Mamba-2 has a scalar A per head.
+struct SsmScanParams {
+    int64_t n_state = 0;  // N
+    int64_t head_dim = 0; // P
+    int64_t n_head = 0;   // H
+    int64_t n_group = 1;  // G (divides H)
+    bool scalar_a = false;  // A is [n_head] (Mamba-2) instead of [n_state, n_head] (Mamba-1)
+};
+
 class Ops {
 public:
     virtual ~Ops() = default;
@@ -182,6 +195,24 @@ public:
     // out[c, t] = sum_i weight[i, c] * [state | x][c, t + i].
     virtual void causal_conv(const TensorView& x, const TensorView& weight, const TensorView& state, bool silu,
                              const TensorView& out) = 0;
+
+    // Causal depthwise convolution with state (ggml_ssm_conv), one sequence:
+    // x F32 [C, T] (rows may be strided), weight F32 [K, C] (channel c's taps
+    // at c*K, tap K-1 on the current token), state F32 [K-1, C] (channel c's
+    // K-1 previous inputs at c*(K-1), oldest first; updated in place to the
+    // last K-1 inputs of [state | x]). out F32 [C, T] (may be x itself):
+    // out[c, t] = sum_i weight[c*K + i] * X_c[t + i], X_c = [state_c | x_c].
+    virtual void ssm_conv(const TensorView& x, const float* weight, int64_t kernel, float* state,
+                          const TensorView& out) = 0;
+
+    // Selective scan (SsmScanParams above), one sequence of T tokens: x F32
+    // [P*H, T], dt F32 [H, T] (before softplus, bias included), A F32 (see
+    // scalar_a), B and C F32 [N*G, T] (rows may be strided), state F32
+    // [N, P, H] ((h*P + p)*N + n), updated in place; y F32 [P*H, T]. Per token
+    // and head: d = softplus(dt), s = s * exp(d*A) + B * (x*d), y = sum_n s*C.
+    // The D skip is not included.
+    virtual void ssm_scan(const TensorView& x, const TensorView& dt, const float* a, const TensorView& b,
+                          const TensorView& c, const SsmScanParams& params, float* state, const TensorView& y) = 0;
 };
 
 }  // namespace cria::ops

@@ -128,6 +128,10 @@ public:
 private:
     void attend(uint32_t layer, const ops::TensorView& q, const ops::TensorView& k, const ops::TensorView& v,
                 const ops::AttentionParams& params, const ops::TensorView& out) override;
+    // A recurrent layer's state, through the layer's slot in the router.
+    model::RecurrentState recurrent_state(uint32_t layer, SeqId seq) override;
+    void record_position(uint32_t layer, SeqId seq, int32_t pos) override;
+    bool keeps_every_position(uint32_t layer, SeqId seq) override;
     // Micro-batch u of the split: placed, then run. 1 when the memory has no room.
     size_t feature_floats() const;  // captured floats per output
     int decode_ubatch(const Batch& batch, const memory::Split& split, size_t u);

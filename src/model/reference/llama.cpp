@@ -6,9 +6,12 @@
 // norm when its table loaded attn_q_norm / attn_k_norm, the post norms when it
 // loaded post_attention_norm / post_ffw_norm and the input norms only when it
 // loaded attn_norm / ffn_norm (exaone4 has post norms only); granite's
-// embedding, residual and logit scales when the hyperparameters set them.
+// embedding, residual and logit scales when the hyperparameters set them;
+// the hybrids (jamba, granitehybrid), whose recurrent layers have a
+// state-space mixer instead of attention.
 
 #include "model/reference/families.h"
+#include "model/reference/ssm.h"
 
 namespace cria::model::reference {
 namespace {
@@ -33,10 +36,18 @@ Logits llama(const Input& in) {
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
         const LayerWeights& lw = in.w.layers[l];
 
-        // Attention: x += Wo · attention(rope(q), rope(k), v) of rms_norm(x).
-        const Rows attn = self_attention(in, l, x);
-        const Linear wo(lw.wo);
-        for (size_t t = 0; t < n; ++t) add_to(x[t], block_output(hp, wo(attn[t]), lw.post_attn_norm));
+        if (hp.is_recurrent(l)) {
+            // Hybrids: x += the state-space mixer of rms_norm(x) instead (reference/ssm.h).
+            Rows h(n);
+            for (size_t t = 0; t < n; ++t) h[t] = rms_norm(x[t], lw.attn_norm, eps);
+            const Rows m = hp.ssm_groups > 0 ? mamba2_mixer(in, l, h) : mamba_mixer(in, l, h);
+            for (size_t t = 0; t < n; ++t) add_to(x[t], block_output(hp, m[t], lw.post_attn_norm));
+        } else {
+            // Attention: x += Wo · attention(rope(q), rope(k), v) of rms_norm(x).
+            const Rows attn = self_attention(in, l, x);
+            const Linear wo(lw.wo);
+            for (size_t t = 0; t < n; ++t) add_to(x[t], block_output(hp, wo(attn[t]), lw.post_attn_norm));
+        }
 
         // With experts: x += the weighted sum of the routed experts (MoeFfn).
         if (hp.is_moe(l)) {

@@ -1,0 +1,61 @@
+#include "cria/runtime/model_memory.h"
+
+#include <algorithm>
+#include <string>
+
+#include "cria/core/error.h"
+#include "cria/runtime/context.h"
+
+namespace cria::runtime {
+
+std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp, const ContextParams& params) {
+    enum class Kind { Full, Window, Recurrent };
+    const auto kind = [&](uint32_t l) {
+        if (hp.is_recurrent(l)) return Kind::Recurrent;
+        return hp.is_swa(l) && hp.n_swa < params.n_ctx ? Kind::Window : Kind::Full;
+    };
+    uint32_t count[3] = {0, 0, 0};
+    for (uint32_t l = 0; l < hp.n_layer; ++l) ++count[static_cast<int>(kind(l))];
+
+    memory::KvCacheParams kp;
+    kp.n_head_kv = hp.n_head_kv;
+    kp.head_dim = hp.head_dim;
+    kp.head_dim_v = hp.head_dim_v;
+    kp.type_k = params.type_k;
+    kp.type_v = params.type_v;
+    std::vector<std::unique_ptr<memory::Memory>> children;
+    uint32_t child_of[3] = {0, 0, 0};
+    if (count[static_cast<int>(Kind::Full)] > 0) {
+        kp.n_cells = params.n_ctx;
+        kp.n_layer = count[static_cast<int>(Kind::Full)];
+        child_of[static_cast<int>(Kind::Full)] = static_cast<uint32_t>(children.size());
+        children.push_back(std::make_unique<memory::KvCache>(kp));
+    }
+    if (count[static_cast<int>(Kind::Window)] > 0) {
+        kp.n_layer = count[static_cast<int>(Kind::Window)];
+        kp.n_swa = hp.n_swa;
+        kp.n_cells = std::min(params.n_ctx, hp.n_swa * params.n_seq_max + params.n_ubatch);
+        child_of[static_cast<int>(Kind::Window)] = static_cast<uint32_t>(children.size());
+        children.push_back(std::make_unique<memory::KvCache>(kp));
+    }
+    if (count[static_cast<int>(Kind::Recurrent)] > 0) {
+        if (hp.recurrent_conv_floats == 0 && hp.recurrent_state_floats == 0)
+            throw Error("context: the recurrent layers of '" + hp.arch_name + "' keep no state");
+        memory::RecurrentParams rp;
+        rp.n_layer = count[static_cast<int>(Kind::Recurrent)];
+        rp.r_size = hp.recurrent_conv_floats;
+        rp.s_size = hp.recurrent_state_floats;
+        rp.n_seq_max = params.n_seq_max;
+        child_of[static_cast<int>(Kind::Recurrent)] = static_cast<uint32_t>(children.size());
+        children.push_back(std::make_unique<memory::RecurrentMemory>(rp));
+    }
+    std::vector<memory::HybridMemory::LayerPlacement> layers;
+    uint32_t next_index[3] = {0, 0, 0};
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        const int k = static_cast<int>(kind(l));
+        layers.push_back({child_of[k], next_index[k]++});
+    }
+    return std::make_unique<memory::HybridMemory>(std::move(children), layers);
+}
+
+}  // namespace cria::runtime
