@@ -105,6 +105,7 @@ const std::vector<std::pair<std::string, bool>> kMustCheck{
     {"exaone4", false}, {"llama", true},    {"qwen2moe", true},  {"qwen3moe", true},    {"olmoe", true},
     {"minimax-m2", true}, {"ernie4_5-moe", true},
     {"mamba", false},   {"mamba2", false},  {"jamba", false},    {"granitehybrid", false},
+    {"qwen35", false},    {"qwen35moe", true},    {"qwen3next", true},
 };
 
 #define SKIP_WITHOUT_FIXTURES()                                                                         \

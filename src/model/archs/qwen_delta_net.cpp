@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cria/gguf/file.h"
+#include "model/blocks.h"
 
 namespace cria::model::archs {
 namespace {
@@ -103,6 +104,13 @@ void read_qwen_delta_net_hparams(const HParamsKeys& keys, HParams& hp, const Qwe
     std::vector<bool> layers = delta_net_layers(keys, n_blocks);
     layers.resize(hp.n_layer);
     dn.layers = std::move(layers);
+    // The recurrent memory keeps, per delta-net layer and sequence, the
+    // convolution's last inputs and the delta rule's matrices.
+    hp.recurrent_layers = dn.layers;
+    if (dn.conv_state_floats() > UINT32_MAX || dn.matrix_state_floats() > UINT32_MAX)
+        keys.fail("delta-net state too large");
+    hp.recurrent_conv_floats = static_cast<uint32_t>(dn.conv_state_floats());
+    hp.recurrent_state_floats = static_cast<uint32_t>(dn.matrix_state_floats());
 
     if (o.qwen3next) {
         for (uint32_t l = 0; l < hp.n_layer; ++l)
@@ -203,6 +211,28 @@ void declare_qwen_delta_net_tensors(const HParams& hp, TensorTable& t, Weights& 
                                  "nextn.shared_head_head", "nextn.shared_head_norm"})
             for (const char* suffix : {".weight", ".bias", ".scale", ".input_scale"})
                 t.ignored(layer_tensor(l, base) + suffix);
+}
+
+}  // namespace cria::model::archs
+
+namespace cria::model::archs {
+
+void qwen_delta_net_forward(blocks::Step& s, float* logits, float* hidden) {
+    blocks::embed(s, /*scale=*/false);
+    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+        blocks::capture(s, l);
+        if (s.hp.is_delta_net(l))
+            blocks::delta_net_block(s, l);
+        else
+            blocks::gated_attention_block(s, l);
+        // The feed-forward block reads post_attention_norm (loaded as ffn_norm).
+        if (s.hp.is_moe(l))
+            blocks::moe_ffn_block(s, l);
+        else
+            blocks::ffn_block(s, l, {});
+    }
+    blocks::capture(s, s.hp.n_layer);
+    blocks::output_head(s, logits, hidden);
 }
 
 }  // namespace cria::model::archs

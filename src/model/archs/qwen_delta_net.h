@@ -22,5 +22,6 @@ struct QwenDeltaNetOptions {
 
 void read_qwen_delta_net_hparams(const HParamsKeys& keys, HParams& hp, const QwenDeltaNetOptions& o);
 void declare_qwen_delta_net_tensors(const HParams& hp, TensorTable& t, Weights& w, const QwenDeltaNetOptions& o);
+void qwen_delta_net_forward(blocks::Step& s, float* logits, float* hidden);
 
 }  // namespace cria::model::archs

@@ -11,15 +11,16 @@ namespace cria::model {
 namespace archs {
 extern const ArchDefinition kLlama, kQwen2, kQwen3, kGemma2, kGemma3, kPhi3, kSmollm3, kSeedOss, kMistral3, kGranite,
     kExaone4, kQwen2Moe, kQwen3Moe, kOlmoe, kMinimaxM2, kErnie45Moe;
-extern const ArchDefinition kMamba, kMamba2, kJamba, kGraniteHybrid;
+extern const ArchDefinition kMamba, kMamba2, kJamba, kGraniteHybrid, kQwen35, kQwen35Moe, kQwen3Next;
 }
 
 namespace {
-constexpr std::array<const ArchDefinition*, 20> kArchitectures{
+constexpr std::array<const ArchDefinition*, 23> kArchitectures{
     &archs::kLlama,    &archs::kQwen2,   &archs::kQwen3,    &archs::kGemma2,     &archs::kGemma3,     &archs::kPhi3,
     &archs::kSmollm3,  &archs::kSeedOss, &archs::kMistral3, &archs::kGranite,    &archs::kExaone4,    &archs::kQwen2Moe,
     &archs::kQwen3Moe, &archs::kOlmoe,   &archs::kMinimaxM2, &archs::kErnie45Moe,
     &archs::kMamba,    &archs::kMamba2,  &archs::kJamba,    &archs::kGraniteHybrid,
+    &archs::kQwen35,   &archs::kQwen35Moe, &archs::kQwen3Next,
 };
 }  // namespace
 
