@@ -1,4 +1,4 @@
-// Shape and type checks of gated_delta_net and causal_conv: every failure a
+// Shape and type checks of gated_delta_net: every failure a
 // cria::Error naming the op and the operand.
 
 #include "ops/recurrent_checks.h"
@@ -38,23 +38,6 @@ void check_gated_delta_net(const TensorView& q, const TensorView& k, const Tenso
     require(state.ne[0] == d * d && state.ne[1] == n_v_heads && state.ne[2] == 1 && state.ne[3] == 1, op,
             "state " + shape_string(state) + " must be [" + std::to_string(d * d) + ", " + std::to_string(n_v_heads) +
                 "]");
-}
-
-void check_causal_conv(const TensorView& x, const TensorView& weight, const TensorView& state, const TensorView& out) {
-    const char* op = "causal_conv";
-    require_f32(x, op, "x");
-    require_f32(weight, op, "weight");
-    require_f32(state, op, "state");
-    require_f32(out, op, "out");
-    const int64_t channels = x.ne[0], n_taps = weight.ne[0];
-    require(x.ne[2] == 1 && x.ne[3] == 1, op, "x must be [channels, tokens], got " + shape_string(x));
-    require(n_taps >= 1, op, "weight must have at least one tap");
-    require(weight.ne[1] == channels && weight.ne[2] == 1 && weight.ne[3] == 1, op,
-            "weight " + shape_string(weight) + " must be [taps, " + std::to_string(channels) + "]");
-    require(state.ne[0] == n_taps - 1 && state.ne[1] == channels && state.ne[2] == 1 && state.ne[3] == 1, op,
-            "state " + shape_string(state) + " must be [" + std::to_string(n_taps - 1) + ", " +
-                std::to_string(channels) + "]");
-    require(same_shape(out, x), op, "out " + shape_string(out) + " must have x's shape " + shape_string(x));
 }
 
 }  // namespace cria::ops

@@ -1,6 +1,6 @@
 #pragma once
-// Argument checks of the recurrent-layer ops (gated_delta_net, causal_conv),
-// shared by CpuOps and ReferenceOps so both refuse the same calls.
+// Argument checks of gated_delta_net, shared by CpuOps and ReferenceOps so
+// both refuse the same calls.
 
 #include "cria/ops/ops.h"
 
@@ -8,7 +8,5 @@ namespace cria::ops {
 
 void check_gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
                            const TensorView& beta, const TensorView& state, const TensorView& out);
-
-void check_causal_conv(const TensorView& x, const TensorView& weight, const TensorView& state, const TensorView& out);
 
 }  // namespace cria::ops

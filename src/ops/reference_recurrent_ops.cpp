@@ -1,6 +1,5 @@
-// The double-precision reference of the recurrent-layer ops
-// (ReferenceOps::gated_delta_net and causal_conv): the recurrences written
-// exactly as ops.h states them, token by token, in double.
+// The double-precision reference of ReferenceOps::gated_delta_net: the
+// recurrence written exactly as ops.h states it, token by token, in double.
 
 #include <cmath>
 #include <vector>
@@ -41,24 +40,6 @@ void ReferenceOps::gated_delta_net(const TensorView& q, const TensorView& k, con
             }
         }
         for (int64_t i = 0; i < d * d; ++i) stored[i] = static_cast<float>(M[i]);
-    }
-}
-
-void ReferenceOps::causal_conv(const TensorView& x, const TensorView& weight, const TensorView& state, bool silu,
-                               const TensorView& out) {
-    check_causal_conv(x, weight, state, out);
-    const int64_t channels = x.ne[0], n_tokens = x.ne[1], n_taps = weight.ne[0], n_state = n_taps - 1;
-    for (int64_t c = 0; c < channels; ++c) {
-        std::vector<double> window;
-        for (int64_t i = 0; i < n_state; ++i) window.push_back(state.row_f32(c)[i]);
-        for (int64_t t = 0; t < n_tokens; ++t) window.push_back(x.row_f32(t)[c]);
-        for (int64_t t = 0; t < n_tokens; ++t) {
-            double acc = 0;
-            for (int64_t i = 0; i < n_taps; ++i) acc += static_cast<double>(weight.row_f32(c)[i]) * window[t + i];
-            if (silu) acc = acc / (1.0 + std::exp(-acc));
-            out.row_f32(t)[c] = static_cast<float>(acc);
-        }
-        for (int64_t i = 0; i < n_state; ++i) state.row_f32(c)[i] = static_cast<float>(window[n_tokens + i]);
     }
 }
 

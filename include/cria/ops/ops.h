@@ -187,15 +187,6 @@ public:
                                  const TensorView& beta, const TensorView& state, const GatedDeltaParams& params,
                                  const TensorView& out) = 0;
 
-    // Causal depthwise convolution with state (ggml_ssm_conv) over the tokens
-    // of one sequence, then SiLU when `silu`. x and out: F32 [C, T]; weight:
-    // F32 [K, C] (tap K-1 multiplies the current token); state: F32 [K-1, C],
-    // each channel's previous K-1 inputs, oldest first, replaced by the last
-    // K-1 inputs of [state | x] (old ones stay when T < K-1).
-    // out[c, t] = sum_i weight[i, c] * [state | x][c, t + i].
-    virtual void causal_conv(const TensorView& x, const TensorView& weight, const TensorView& state, bool silu,
-                             const TensorView& out) = 0;
-
     // Causal depthwise convolution with state (ggml_ssm_conv), one sequence:
     // x F32 [C, T] (rows may be strided), weight F32 [K, C] (channel c's taps
     // at c*K, tap K-1 on the current token), state F32 [K-1, C] (channel c's
