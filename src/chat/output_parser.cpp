@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "atem_calls.h"
 #include "cria/core/error.h"
 
 namespace cria::chat {
@@ -37,6 +38,13 @@ const std::string kHarmonyMessage = "<|message|>";
 const std::string kHarmonyEnd = "<|end|>";
 const std::string kHarmonyReturn = "<|return|>";
 const std::string kHarmonyCall = "<|call|>";
+// Muse Glimmer: messages are "<|start|>assistant to=RECIPIENT<|message|>BODY"
+// ended by <|eom|> (more follows) or <|eot|> (end of turn).
+const std::string kMuseStart = "<|start|>";
+const std::string kMuseMessage = "<|message|>";
+const std::string kMuseEom = "<|eom|>";
+const std::string kMuseEot = "<|eot|>";
+const std::string kMuseAssistant = "assistant";
 
 std::string trim(const std::string& s) {
     const auto b = s.find_first_not_of(" \t\r\n");
@@ -185,10 +193,15 @@ OutputFormat output_format_from_name(const std::string& name) {
     if (name == "mistral") return OutputFormat::Mistral;
     if (name == "deepseek") return OutputFormat::DeepSeek;
     if (name == "harmony" || name == "gpt-oss") return OutputFormat::Harmony;
-    throw cria::Error("unknown output format '" + name + "' (generic, hermes, llama3, mistral, deepseek, harmony)");
+    if (name == "muse-glimmer") return OutputFormat::MuseGlimmer;
+    throw cria::Error("unknown output format '" + name +
+                      "' (generic, hermes, llama3, mistral, deepseek, harmony, muse-glimmer)");
 }
 
 OutputFormat detect_output_format(const std::string& src) {
+    // As llama.cpp selects it: the ATEM call markup and the end-of-message token.
+    if (src.find("<atem:function_calls>") != std::string::npos && src.find(kMuseEom) != std::string::npos)
+        return OutputFormat::MuseGlimmer;
     if (src.find("<|channel|>") != std::string::npos) return OutputFormat::Harmony;
     if (src.find(kDsCallsBegin) != std::string::npos) return OutputFormat::DeepSeek;
     if (src.find(kMistralCalls) != std::string::npos) return OutputFormat::Mistral;
@@ -208,6 +221,13 @@ bool prompt_opens_reasoning(const std::string& prompt) {
 }
 
 StreamingOutputParser::StreamingOutputParser(OutputParserOptions options) : opt_(options) {
+    if (opt_.format == OutputFormat::MuseGlimmer) {
+        // The generation prompt ends in "<|start|>assistant": the model
+        // writes the rest of the header (" to=self<|message|>") itself, and
+        // none of it is content.
+        mode_ = Mode::Header;
+        return;
+    }
     if (opt_.reasoning_starts_open) {
         mode_ = Mode::Reasoning;
         reasoning_end_ = opt_.format == OutputFormat::Mistral ? "[/THINK]" : "</think>";
@@ -216,6 +236,12 @@ StreamingOutputParser::StreamingOutputParser(OutputParserOptions options) : opt_
 
 std::vector<std::string> StreamingOutputParser::markers_for_mode() const {
     const bool harmony = opt_.format == OutputFormat::Harmony;
+    if (opt_.format == OutputFormat::MuseGlimmer) {
+        // <|eom|> and <|eot|> may be control tokens the detokenizer does not
+        // show: <|start|> alone also opens the next message.
+        if (mode_ == Mode::Header) return {kMuseMessage, kMuseStart};
+        return {kMuseStart, kMuseEom, kMuseEot};
+    }
     switch (mode_) {
         case Mode::Content: {
             if (harmony) return {kHarmonyChannel, kHarmonyStart, kHarmonyEnd, kHarmonyReturn, kHarmonyCall};
@@ -265,6 +291,7 @@ void StreamingOutputParser::end_collect(OutputDelta& out, bool terminated) {
             if (a) calls = std::vector<ToolCall>{ToolCall{"", recipient_, *a}};
             break;
         }
+        case OutputFormat::MuseGlimmer: calls = parse_atem_calls(collected_); break;
         case OutputFormat::Generic: break;
     }
     const std::string raw = collect_marker_ + collected_;
@@ -279,7 +306,42 @@ void StreamingOutputParser::end_collect(OutputDelta& out, bool terminated) {
     }
 }
 
+void StreamingOutputParser::on_muse_glimmer_marker(const std::string& marker, OutputDelta& out) {
+    if (mode_ == Mode::Header) {
+        if (marker == kMuseStart) {  // the output repeated the prompt's "<|start|>": still a header
+            collected_.clear();
+            return;
+        }
+        // "assistant to=RECIPIENT" or " to=RECIPIENT" (the prompt had "<|start|>assistant").
+        std::string header = trim(collected_);
+        collected_.clear();
+        if (header.rfind(kMuseAssistant, 0) == 0) header = trim(header.substr(kMuseAssistant.size()));
+        std::string recipient;
+        if (header.rfind("to=", 0) == 0) {
+            for (size_t p = 3; p < header.size() && header[p] != ' ' && header[p] != '<'; ++p) recipient += header[p];
+        }
+        if (recipient == "self") {
+            mode_ = Mode::Reasoning;
+        } else if (recipient.empty() || recipient == "user") {
+            mode_ = Mode::Content;
+        } else {
+            recipient_ = recipient;
+            mode_ = Mode::Collect;
+            collect_marker_.clear();
+        }
+        return;
+    }
+    // The end of a message body (reasoning, answer or tool call), or the start of the next message.
+    if (mode_ == Mode::Collect) end_collect(out, true);
+    mode_ = marker == kMuseStart ? Mode::Header : Mode::Content;
+    collected_.clear();
+}
+
 void StreamingOutputParser::on_marker(const std::string& marker, OutputDelta& out) {
+    if (opt_.format == OutputFormat::MuseGlimmer) {
+        on_muse_glimmer_marker(marker, out);
+        return;
+    }
     const bool harmony = opt_.format == OutputFormat::Harmony;
     switch (mode_) {
         case Mode::Content:
@@ -402,8 +464,13 @@ OutputDelta StreamingOutputParser::finish() {
         if (calls) out.tool_calls = *calls;
         else emit(out, raw);
     } else if (mode_ == Mode::Header) {
-        collected_.clear();  // an unfinished harmony header carries no text
+        // An unfinished harmony header carries no text; Muse Glimmer output
+        // that never wrote a header ("<|message|>") is all content, unless
+        // it is the start of one.
+        const std::string rest = collected_;
+        collected_.clear();
         mode_ = Mode::Content;
+        if (opt_.format == OutputFormat::MuseGlimmer && rest.find("to=") == std::string::npos) emit(out, rest);
     }
     return out;
 }

@@ -1,7 +1,8 @@
 // Hugging Face checkpoint -> GGUF, following llama.cpp's convert_hf_to_gguf.py
 // for the architectures below: the same tensor names, the same transforms
-// (Llama's Q/K row permutation, Gemma's norm + 1, Llama 3 rope factors), the
-// same metadata keys in the same order.
+// (Llama's Q/K row permutation, Gemma's norm + 1, Llama 3 rope factors, experts
+// stacked per layer, gpt-oss's MXFP4 blocks repacked), the same metadata keys
+// in the same order.
 
 #include "cria/convert/convert.h"
 
@@ -17,6 +18,9 @@
 
 #include "checkpoint.h"
 #include "cria/convert/tokenizer_import.h"
+#include "expert_tensors.h"
+#include "gpt_oss_tensors.h"
+#include "planned_tensor.h"
 #include "cria/core/error.h"
 #include "cria/core/float16.h"
 #include "cria/gguf/writer.h"
@@ -29,7 +33,7 @@ namespace fs = std::filesystem;
 using gguf::Value;
 using nlohmann::json;
 
-enum class Family { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3 };
+enum class Family { Llama, Qwen2, Qwen3, Qwen3Moe, Gemma2, Gemma3, Phi3, GptOss };
 
 struct ArchInfo {
     const char* hf_class;
@@ -42,6 +46,9 @@ constexpr ArchInfo kArchs[] = {
     {"Qwen2ForCausalLM", Family::Qwen2, "qwen2"},   {"Qwen3ForCausalLM", Family::Qwen3, "qwen3"},
     {"Gemma2ForCausalLM", Family::Gemma2, "gemma2"}, {"Gemma3ForCausalLM", Family::Gemma3, "gemma3"},
     {"Phi3ForCausalLM", Family::Phi3, "phi3"},
+    // Mixture-of-experts checkpoints (llama.cpp's LlamaModel, Qwen3MoeModel, GptOssModel).
+    {"MixtralForCausalLM", Family::Llama, "llama"}, {"Qwen3MoeForCausalLM", Family::Qwen3Moe, "qwen3moe"},
+    {"GptOssForCausalLM", Family::GptOss, "gpt-oss"},
 };
 
 // Reads a config value with a clear error when it is missing or mistyped.
@@ -62,24 +69,18 @@ public:
         if (!j_[key].is_number()) throw Error(std::string("convert: config.json '") + key + "' is not a number");
         return j_[key].get<float>();
     }
+    // The first of `keys` present, as convert_hf_to_gguf's find_hparam.
+    std::optional<uint32_t> first_u32(std::initializer_list<const char*> keys) const {
+        for (const char* k : keys)
+            if (has(k)) return u32(k);
+        return std::nullopt;
+    }
     bool boolean(const char* key, bool fallback) const {
         return has(key) && j_[key].is_boolean() ? j_[key].get<bool>() : fallback;
     }
 
 private:
     json j_;
-};
-
-// One output tensor: where it comes from and how it is changed on the way.
-struct Planned {
-    std::string name;                // GGUF name
-    std::string source;              // Hugging Face name ("" for generated tensors)
-    std::vector<uint64_t> shape;     // GGUF order (innermost first)
-    std::function<void(std::vector<float>&)> transform;
-    std::vector<float> generated;    // data of a generated tensor (rope factors)
-    int layer = -1;
-    int role = 0;                    // position within a block, for llama.cpp's order
-    bool is_bias = false;
 };
 
 // Hugging Face block member -> (GGUF name, order within the block).
@@ -90,6 +91,8 @@ struct Role {
 
 std::vector<Role> block_roles(Family f) {
     const bool gemma = f == Family::Gemma2 || f == Family::Gemma3;
+    // gpt-oss's post-attention norm is the FFN's input norm, but llama.cpp names it like Gemma's.
+    const bool post_attention_norm = gemma || f == Family::GptOss;
     return {
         {"input_layernorm", "attn_norm"},
         {"self_attn.q_proj", "attn_q"},
@@ -99,12 +102,20 @@ std::vector<Role> block_roles(Family f) {
         {"self_attn.q_norm", "attn_q_norm"},
         {"self_attn.k_norm", "attn_k_norm"},
         {"self_attn.o_proj", "attn_output"},
-        {"post_attention_layernorm", gemma ? "post_attention_norm" : "ffn_norm"},
+        {"self_attn.sinks", "attn_sinks"},
+        {"post_attention_layernorm", post_attention_norm ? "post_attention_norm" : "ffn_norm"},
         {"pre_feedforward_layernorm", "ffn_norm"},
         {"mlp.gate_proj", "ffn_gate"},
         {"mlp.gate_up_proj", "ffn_up"},
         {"mlp.up_proj", "ffn_up"},
         {"mlp.down_proj", "ffn_down"},
+        // The expert router (Qwen3-MoE, Mixtral, gpt-oss) and the stacked experts.
+        {"mlp.gate", "ffn_gate_inp"},
+        {"block_sparse_moe.gate", "ffn_gate_inp"},
+        {"mlp.router", "ffn_gate_inp"},
+        {"", "ffn_gate_exps"},
+        {"", "ffn_up_exps"},
+        {"", "ffn_down_exps"},
         {"post_feedforward_layernorm", "post_ffw_norm"},
     };
 }
@@ -150,10 +161,14 @@ std::vector<float> llama3_rope_factors(const json& rs, float theta, uint32_t hea
 }
 
 // GGUF type of one tensor for the requested output type (convert_hf_to_gguf's
-// rule: 1-D tensors and norms stay f32; q8_0 needs rows of whole blocks).
+// rule: 1-D tensors, norms, the expert router and anything not named
+// ".weight" (2-D expert biases) stay f32; q8_0 needs rows of whole blocks;
+// tensors copied in their own block format keep it).
 ElementType tensor_type(const Planned& p, ElementType outtype) {
-    const bool is_norm = p.name.size() > 12 && p.name.compare(p.name.size() - 12, 12, "_norm.weight") == 0;
+    if (p.raw_type) return *p.raw_type;
+    const bool is_norm = p.name.ends_with("_norm.weight");
     if (p.shape.size() <= 1 || is_norm) return ElementType::F32;
+    if (!p.name.ends_with(".weight") || p.name.find(".ffn_gate_inp.") != std::string::npos) return ElementType::F32;
     if (outtype == ElementType::Q8_0 && p.shape[0] % 32 != 0) return ElementType::F16;
     return outtype;
 }
@@ -241,14 +256,50 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
     const float rope_theta = cfg.f32("rope_theta", family == Family::Gemma3 ? 1e6f : 10000.0f);
     const bool tied = cfg.boolean("tie_word_embeddings", gemma);
 
+    // Experts: llama.cpp reads num_local_experts or num_experts, num_experts_per_tok or num_experts_per_token.
+    const std::optional<uint32_t> n_expert_key = cfg.first_u32({"num_local_experts", "num_experts"});
+    const uint32_t n_expert = n_expert_key.value_or(0);
+    const std::optional<uint32_t> n_expert_used = cfg.first_u32({"num_experts_per_tok", "num_experts_per_token"});
+    if ((family == Family::Qwen3Moe || family == Family::GptOss || hf_class == "MixtralForCausalLM") &&
+        (n_expert == 0 || !n_expert_used || *n_expert_used == 0 || *n_expert_used > n_expert))
+        throw Error("convert: " + hf_class + " needs num_experts (or num_local_experts) > 0 and 0 < num_experts_per_tok <= it");
+    if (n_expert > 4096) throw Error("convert: config.json asks for " + std::to_string(n_expert) + " experts");
+
     Checkpoint ckpt(dir);
 
     // --- Plan the tensors -------------------------------------------------
     std::vector<Planned> plan;
     const std::regex block_re(R"(^model\.layers\.(\d+)\.(.+)\.(weight|bias)$)");
+    const std::regex layer_re(R"(^model\.layers\.(\d+)\.(.+)$)");
     const auto roles = block_roles(family);
+    // A block member's place in llama.cpp's order, from its GGUF name.
+    auto role_of = [&roles](const std::string& gguf_name) {
+        for (size_t r = 0; r < roles.size(); ++r)
+            if (gguf_name.find(std::string(".") + roles[r].gguf + ".") != std::string::npos) return static_cast<int>(r);
+        return static_cast<int>(roles.size());
+    };
+    auto layer_index = [&](const std::string& hf_name, const std::string& digits) {
+        const int layer = digits.size() > 6 ? INT32_MAX : std::stoi(digits);
+        if (layer >= static_cast<int>(n_layer))
+            throw Error("convert: tensor '" + hf_name + "' is in layer " + digits + " of " + std::to_string(n_layer));
+        return layer;
+    };
+    ExpertStacker experts(n_expert);
     for (const auto& [hf_name, entry] : ckpt.tensors()) {
         const StTensor& t = *entry.tensor;
+        std::smatch lm;
+        if ((family == Family::GptOss || family == Family::Qwen3Moe) && std::regex_match(hf_name, lm, layer_re)) {
+            std::vector<Planned> parts;
+            const int layer = layer_index(hf_name, lm[1].str());
+            if (family == Family::GptOss ? plan_gpt_oss_tensor(ckpt, hf_name, layer, lm[2].str(), n_expert, parts)
+                                         : plan_fused_experts(ckpt, hf_name, layer, lm[2].str(), n_expert, parts)) {
+                for (Planned& q : parts) {
+                    q.role = role_of(q.name);
+                    plan.push_back(std::move(q));
+                }
+                continue;
+            }
+        }
         Planned p;
         p.source = hf_name;
         for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) p.shape.push_back(*it);
@@ -266,11 +317,13 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
         } else if (hf_name.ends_with("rotary_emb.inv_freq")) {
             continue;  // recomputed at run time
         } else if (std::regex_match(hf_name, m, block_re)) {
-            p.layer = std::stoi(m[1].str());
-            if (p.layer >= static_cast<int>(n_layer))
-                throw Error("convert: tensor '" + hf_name + "' is in layer " + m[1].str() + " of " + std::to_string(n_layer));
+            p.layer = layer_index(hf_name, m[1].str());
             const std::string member = m[2].str();
             p.is_bias = m[3].str() == "bias";
+            if (const auto expert = parse_expert_member(member); expert && !p.is_bias && n_expert > 0) {
+                experts.add(p.layer, *expert, hf_name, t);
+                continue;
+            }
             for (size_t r = 0; r < roles.size(); ++r)
                 if (member == roles[r].hf) {
                     p.name = "blk." + m[1].str() + "." + roles[r].gguf + "." + m[3].str();
@@ -298,6 +351,10 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
                 for (float& x : w) x += 1.0f;
             };
         plan.push_back(std::move(p));
+    }
+    for (Planned& q : experts.finish()) {
+        q.role = role_of(q.name);
+        plan.push_back(std::move(q));
     }
     if (!ckpt.find("model.embed_tokens.weight")) throw Error("convert: checkpoint has no model.embed_tokens.weight");
     const uint32_t n_vocab = static_cast<uint32_t>(ckpt.find("model.embed_tokens.weight")->tensor->shape[0]);
@@ -327,12 +384,37 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
         return a.is_bias < b.is_bias;
     });
 
-    uint64_t n_params = 0;
+    // Two checkpoint tensors for one GGUF tensor (say fused and per-expert
+    // copies of the same experts) would make an ambiguous file.
+    for (size_t i = 0; i < plan.size(); ++i)
+        for (size_t j = i + 1; j < plan.size() && plan[j].layer == plan[i].layer; ++j)
+            if (plan[j].name == plan[i].name)
+                throw Error("convert: the checkpoint gives tensor '" + plan[i].name + "' twice");
+
+    // gguf-py's parameter counts: expert tensors ("_exps.") count once per
+    // expert in the size label ("8x7.2B": experts x (shared + one expert)).
+    uint64_t n_params = 0, shared_params = 0, expert_params = 0, expert_sum = 0, n_expert_tensors = 0;
+    bool has_mxfp4 = false;
     for (const Planned& p : plan) {
         uint64_t n = 1;
         for (uint64_t d : p.shape) n *= d;
         n_params += n;
+        has_mxfp4 |= p.raw_type == ElementType::MXFP4;
+        if (p.name.find("_exps.") != std::string::npos) {
+            const uint64_t count = p.shape.back();
+            expert_params += n / count;
+            expert_sum += count;
+            ++n_expert_tensors;
+        } else {
+            shared_params += n;
+        }
     }
+    const std::string label = n_expert_tensors == 0
+                                  ? size_label(n_params)
+                                  : std::to_string(expert_sum / n_expert_tensors) + "x" + size_label(shared_params + expert_params);
+    // A float conversion of a checkpoint whose experts stay MXFP4 is labelled as such (llama.cpp's prepare_metadata).
+    const uint32_t file_type_written =
+        has_mxfp4 && (file_type == 0 || file_type == 1 || file_type == 32) ? 38 : file_type;
 
     // --- Metadata ---------------------------------------------------------
     gguf::Writer w;
@@ -348,14 +430,25 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
     add("general.architecture", Value::string(A));
     add("general.type", Value::string("model"));
     add("general.name", Value::string(name));
-    add("general.size_label", Value::string(size_label(n_params)));
+    add("general.size_label", Value::string(label));
     auto u32 = [&](const std::string& k, uint32_t v) { add(A + "." + k, Value::u32(v)); };
     auto f32 = [&](const std::string& k, float v) { add(A + "." + k, Value::f32(v)); };
     const bool has_head_dim = cfg.has("head_dim");
+    // TextModel's expert keys, right after the norm epsilon, whenever config.json has them.
+    auto add_expert_counts = [&] {
+        if (n_expert_key) u32("expert_count", *n_expert_key);
+        if (n_expert_used) u32("expert_used_count", *n_expert_used);
+    };
+    auto scaling_number = [&](const char* key) {
+        if (!rope_scaling.contains(key) || !rope_scaling[key].is_number())
+            throw Error(std::string("convert: rope_scaling needs a number '") + key + "'");
+        return rope_scaling[key].get<double>();
+    };
     switch (family) {
         case Family::Llama:
         case Family::Qwen2:
         case Family::Qwen3:
+        case Family::Qwen3Moe:
             u32("block_count", n_layer);
             u32("context_length", n_ctx);
             u32("embedding_length", n_embd);
@@ -364,11 +457,17 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
             u32("attention.head_count_kv", n_head_kv);
             f32("rope.freq_base", rope_theta);
             f32("attention.layer_norm_rms_epsilon", rms_eps);
+            add_expert_counts();
             if (has_head_dim) {
                 u32("attention.key_length", head_dim);
                 u32("attention.value_length", head_dim);
             }
             add("general.file_type", Value::u32(file_type));
+            if (family == Family::Qwen3Moe) {  // Qwen2MoeModel's additions
+                if (cfg.has("moe_intermediate_size")) u32("expert_feed_forward_length", cfg.u32("moe_intermediate_size"));
+                if (cfg.has("shared_expert_intermediate_size"))
+                    u32("expert_shared_feed_forward_length", cfg.u32("shared_expert_intermediate_size"));
+            }
             if (family == Family::Llama) {
                 u32("vocab_size", n_vocab);
                 u32("rope.dimension_count", head_dim);
@@ -415,6 +514,37 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
                 f32("rope.scaling.factor", rope_scaling["factor"].get<float>());
             }
             break;
+        case Family::GptOss:
+            u32("block_count", n_layer);
+            u32("context_length", n_ctx);
+            u32("embedding_length", n_embd);
+            u32("feed_forward_length", n_ff);
+            u32("attention.head_count", n_head);
+            u32("attention.head_count_kv", n_head_kv);
+            // TextModel writes the rope scaling before the base frequency.
+            if (rope_type == "yarn" && rope_scaling.contains("factor")) {
+                add(A + ".rope.scaling.type", Value::string("yarn"));
+                f32("rope.scaling.factor", static_cast<float>(scaling_number("factor")));
+                u32("rope.scaling.original_context_length",
+                    static_cast<uint32_t>(scaling_number("original_max_position_embeddings")));
+                if (rope_scaling.contains("beta_fast"))
+                    f32("rope.scaling.yarn_beta_fast", static_cast<float>(scaling_number("beta_fast")));
+                if (rope_scaling.contains("beta_slow"))
+                    f32("rope.scaling.yarn_beta_slow", static_cast<float>(scaling_number("beta_slow")));
+            } else if (!rope_type.empty()) {
+                throw Error("convert: gpt-oss rope_scaling type '" + rope_type + "' is not supported (yarn is)");
+            }
+            f32("rope.freq_base", rope_theta);
+            f32("attention.layer_norm_rms_epsilon", rms_eps);
+            add_expert_counts();
+            if (has_head_dim) {
+                u32("attention.key_length", head_dim);
+                u32("attention.value_length", head_dim);
+            }
+            add("general.file_type", Value::u32(file_type_written));
+            u32("attention.sliding_window", cfg.u32("sliding_window"));
+            u32("expert_feed_forward_length", n_ff);
+            break;
         case Family::Phi3: {
             const float partial = cfg.f32("partial_rotary_factor", 1.0f);
             u32("context_length", n_ctx);
@@ -445,7 +575,23 @@ ConvertSummary convert(const fs::path& dir, const std::string& out_path, const C
         const ElementType type = tensor_type(p, options.outtype);
         w.add_tensor(p.name, type, p.shape, [&, type, buffer]() -> std::span<const uint8_t> {
             std::vector<float> values;
-            if (p.source.empty()) {
+            if (p.raw) {
+                *buffer = p.raw();
+                if (buffer->size() != *row_size_bytes(type, p.shape[0]) * (p.shape.size() > 1 ? p.shape[1] : 1) *
+                                           (p.shape.size() > 2 ? p.shape[2] : 1))
+                    throw Error("convert: tensor '" + p.name + "' came out the wrong size");
+                summary.bytes_written += buffer->size();
+                if (progress) progress(++done, plan.size(), p.name);
+                return *buffer;
+            }
+            if (!p.stacked.empty()) {
+                values.reserve(p.shape[0] * p.shape[1] * p.shape[2]);
+                for (const std::string& src : p.stacked) {
+                    const Checkpoint::Entry& e = *ckpt.find(src);
+                    const std::vector<float> part = e.file->to_f32(*e.tensor);
+                    values.insert(values.end(), part.begin(), part.end());
+                }
+            } else if (p.source.empty()) {
                 values = p.generated;
             } else {
                 const Checkpoint::Entry& e = *ckpt.find(p.source);

@@ -28,6 +28,11 @@ const std::map<std::string, std::string>& known_pre_regexes() {
         {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
          "qwen2"},
         {R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)", "gpt-2"},
+        // OpenAI's o200k expression (gpt-oss).
+        {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+         R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+         R"(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+         "gpt-4o"},
     };
     return table;
 }
@@ -276,7 +281,7 @@ std::string detect_bpe_pre_tokenizer(const json& tj) {
     auto it = table.find(regex);
     if (it == table.end())
         throw Error("convert: unknown BPE pre-tokenizer (split regex " + regex +
-                    "); known: llama-bpe (Llama 3), qwen2, gpt-2");
+                    "); known: llama-bpe (Llama 3), qwen2, gpt-2, gpt-4o");
     return it->second;
 }
 

@@ -82,12 +82,17 @@ TypeKernel avx512_kernel(ElementType t);
 
 // Rows16 of the 32-value block types (packing.h): a group's blocks go in
 // pairs, [quants of b0][quants of b1][scales of b0][scales of b1], an odd
-// last block alone; qbr = quant bytes of one block of 16 rows. One stream.
-inline size_t rows16_pair_base(int64_t b, size_t qbr) { return static_cast<size_t>(b / 2) * 2 * (qbr + 32); }
-inline size_t rows16_quants_offset(int64_t b, size_t qbr) { return rows16_pair_base(b, qbr) + static_cast<size_t>(b % 2) * qbr; }
-inline size_t rows16_scales_offset(int64_t b, int64_t nb, size_t qbr) {
+// last block alone; qbr = quant bytes of one block of 16 rows, sbr = scale
+// bytes of one block of 16 rows (32: f16 scales; 16: MXFP4's E8M0). One stream.
+inline size_t rows16_pair_base(int64_t b, size_t qbr, size_t sbr = 32) {
+    return static_cast<size_t>(b / 2) * 2 * (qbr + sbr);
+}
+inline size_t rows16_quants_offset(int64_t b, size_t qbr, size_t sbr = 32) {
+    return rows16_pair_base(b, qbr, sbr) + static_cast<size_t>(b % 2) * qbr;
+}
+inline size_t rows16_scales_offset(int64_t b, int64_t nb, size_t qbr, size_t sbr = 32) {
     const bool pair = b / 2 * 2 + 1 < nb;
-    return rows16_pair_base(b, qbr) + (pair ? 2 : 1) * qbr + static_cast<size_t>(b % 2) * 32;
+    return rows16_pair_base(b, qbr, sbr) + (pair ? 2 : 1) * qbr + static_cast<size_t>(b % 2) * sbr;
 }
 
 // Kernels for packed weights (packing.h): the tile's w points at a group of
@@ -95,5 +100,10 @@ inline size_t rows16_scales_offset(int64_t b, int64_t nb, size_t qbr) {
 // less than a group (the last one) and only those rows are written.
 TypeKernel packed_scalar_kernel(ElementType t, Packing p);
 TypeKernel packed_avx512_kernel(ElementType t, Packing p);
+
+// The kernel the products of `isa` use for type t in packing p: the highest
+// level that has one (packed weights: VNNI where the CPU has it, else the
+// scalar reference, which reads every packing). matmul.cpp.
+TypeKernel select_kernel(ElementType t, Isa isa, Packing packing);
 
 }  // namespace cria::matmul::detail

@@ -16,9 +16,7 @@ namespace cria::matmul {
 
 using namespace detail;
 
-namespace {
-
-TypeKernel kernel_for(ElementType t, Isa isa, Packing packing) {
+TypeKernel detail::select_kernel(ElementType t, Isa isa, Packing packing) {
     if (packing != Packing::None) {
         // Packed weights: the VNNI kernels where the CPU has them, else the
         // scalar reference, which reads every packing.
@@ -36,6 +34,8 @@ TypeKernel kernel_for(ElementType t, Isa isa, Packing packing) {
     }
     return scalar_kernel(t);
 }
+
+namespace {
 
 // Matrix x vector is split into about kVectorTasks tasks of at least
 // kMinTaskBytes of weights. Few large tasks stream best: every task boundary
@@ -110,7 +110,7 @@ MatmulPlan::MatmulPlan(const MatmulArgs& args, Isa isa) : impl_(new Impl) {
         throw Error("matmul: this CPU cannot run " + std::string(cpu::isa_name(isa)) + " kernels");
     Impl& p = *impl_;
     p.args = args;
-    p.kernel = kernel_for(args.w.type, isa, args.w.packing);
+    p.kernel = select_kernel(args.w.type, isa, args.w.packing);
     if (args.w.packing != Packing::None) p.group_bytes = packed_group_bytes(args.w.type, args.w.k, args.w.packing);
     p.format = p.kernel.act;
     p.act_row_bytes = activation_row_bytes(p.format, args.w.k);

@@ -57,8 +57,29 @@ void rows16_tile_of(const Tile& t) {
     }
 }
 
+// The 16 rows' scales of one block, as floats.
+struct F16Scales {
+    static constexpr size_t kScaleBytes = 2 * kGroupRows;
+    static __m512 scales(const uint8_t* p) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+};
+// MXFP4: one E8M0 exponent per row, as 2^(e-128) (half the scale: the code
+// book holds doubled values), exactly as e8m0_to_f32_half: e < 2 gives the
+// subnormals 0x00200000 << e, otherwise the exponent field e - 1.
+struct E8M0Scales {
+    static constexpr size_t kScaleBytes = kGroupRows;
+    static __m512 scales(const uint8_t* p) {
+        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+        const __m512i small = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+        const __mmask16 is_small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+        return _mm512_castsi512_ps(_mm512_mask_blend_epi32(is_small, normal, small));
+    }
+};
+
 // Decoders: the 8 weight registers of one block from its quant bytes.
-struct UnpackQ4_0 {
+struct UnpackQ4_0 : F16Scales {
     static constexpr size_t kQuantBytes = 16 * kGroupRows;
     static constexpr int kOffset = 8;
     static void unpack(const uint8_t* q, __m512i w[8]) {
@@ -71,7 +92,7 @@ struct UnpackQ4_0 {
     }
 };
 
-struct UnpackIq4Nl {
+struct UnpackIq4Nl : F16Scales {
     static constexpr size_t kQuantBytes = 16 * kGroupRows;
     static constexpr int kOffset = 128;
     static void unpack(const uint8_t* q, __m512i w[8]) {
@@ -85,7 +106,21 @@ struct UnpackIq4Nl {
     }
 };
 
-struct UnpackQ8_0 {
+struct UnpackMxfp4 : E8M0Scales {
+    static constexpr size_t kQuantBytes = 16 * kGroupRows;
+    static constexpr int kOffset = 128;
+    static void unpack(const uint8_t* q, __m512i w[8]) {
+        const __m512i low = _mm512_set1_epi8(0x0F);
+        const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kCodeTables.mxfp4)));
+        for (int j = 0; j < 4; ++j) {
+            const __m512i p = _mm512_loadu_si512(q + 64 * j);
+            w[j] = _mm512_shuffle_epi8(table, _mm512_and_si512(p, low));
+            w[j + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(p, 4), low));
+        }
+    }
+};
+
+struct UnpackQ8_0 : F16Scales {
     static constexpr size_t kQuantBytes = 32 * kGroupRows;
     static constexpr int kOffset = 128;
     static void unpack(const uint8_t* q, __m512i w[8]) {
@@ -100,15 +135,14 @@ void rows16_run(const Tile& t) {
     __m512 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* q = t.w + rows16_quants_offset(b, U::kQuantBytes);
+        const uint8_t* q = t.w + rows16_quants_offset(b, U::kQuantBytes, U::kScaleBytes);
         // One prefetch per 64 bytes of the stream: a block and its half of
         // the pair's 64 scale bytes.
         for (size_t line = 0; line <= U::kQuantBytes; line += 64)
             _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchDistance + line), _MM_HINT_T0);
         __m512i w[8];
         U::unpack(q, w);
-        const __m512 dw = _mm512_cvtph_ps(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.w + rows16_scales_offset(b, nb, U::kQuantBytes))));
+        const __m512 dw = U::scales(t.w + rows16_scales_offset(b, nb, U::kQuantBytes, U::kScaleBytes));
         for (int c = 0; c < C; ++c) {
             const uint8_t* act = t.a + static_cast<size_t>(c) * t.a_stride;
             const auto* aq = reinterpret_cast<const int32_t*>(act) + 8 * b;
@@ -326,6 +360,7 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
         case ElementType::Q4_0: return {rows16_tile_of<Blocks32<UnpackQ4_0>::Run>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::IQ4_NL: return {rows16_tile_of<Blocks32<UnpackIq4Nl>::Run>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile_of<Blocks32<UnpackQ8_0>::Run>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::MXFP4: return {rows16_tile_of<Blocks32<UnpackMxfp4>::Run>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q4_K: return {rows16_tile_of<Q4KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {rows16_tile_of<Q6KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_tile_of<Half<false>::Run>, kGroupRows, 4, ActivationFormat::F32};

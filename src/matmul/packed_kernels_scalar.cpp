@@ -20,15 +20,16 @@ namespace {
 
 constexpr int kGroupRows = 16;
 
-// Block b of row r of a Rows16 group, in the file's form.
+// Block b of row r of a Rows16 group, in the file's form (its scale, f16 or
+// E8M0, first; then its quants).
 template <typename Block>
 Block gather_rows16_block(const uint8_t* group, int64_t nb, int r, int64_t b) {
-    constexpr size_t qb = sizeof(Block::qs);
+    constexpr size_t qb = sizeof(Block::qs), sb = sizeof(Block) - qb;
     const uint8_t flip = std::is_same_v<Block, block_q8_0> ? 0x80 : 0x00;
-    const uint8_t* quants = group + rows16_quants_offset(b, kGroupRows * qb);
-    const uint8_t* scales = group + rows16_scales_offset(b, nb, kGroupRows * qb);
+    const uint8_t* quants = group + rows16_quants_offset(b, kGroupRows * qb, kGroupRows * sb);
+    const uint8_t* scales = group + rows16_scales_offset(b, nb, kGroupRows * qb, kGroupRows * sb);
     Block block;
-    std::memcpy(&block.d, scales + static_cast<size_t>(r) * 2, 2);
+    std::memcpy(reinterpret_cast<uint8_t*>(&block), scales + static_cast<size_t>(r) * sb, sb);
     auto* qs = reinterpret_cast<uint8_t*>(block.qs);
     for (size_t j = 0; j < qb / 4; ++j)
         for (size_t i = 0; i < 4; ++i) qs[4 * j + i] = static_cast<uint8_t>(quants[j * 64 + static_cast<size_t>(r) * 4 + i] ^ flip);
@@ -50,7 +51,7 @@ void rows16_tile(const Tile& t) {
                 Decode(block, q);
                 int isum = 0;
                 for (int j = 0; j < 32; ++j) isum += q[j] * aq[b * 32 + j];
-                sum += static_cast<float>(isum) * (f16_to_f32(block.d) * ad[b]);
+                sum += static_cast<float>(isum) * (block_scale(block) * ad[b]);
             }
             t.y[static_cast<size_t>(c) * t.y_stride + static_cast<size_t>(r)] = sum;
         }
@@ -144,6 +145,8 @@ TypeKernel packed_scalar_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL:
             return {rows16_tile<block_iq4_nl, decode_iq4_nl>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile<block_q8_0, decode_q8_0>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::MXFP4:
+            return {rows16_tile<block_mxfp4, decode_mxfp4>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q4_K: return {rows16_superblock_tile<ElementType::Q4_K>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {rows16_superblock_tile<ElementType::Q6_K>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_half_tile<half_to_float>, kGroupRows, 4, ActivationFormat::F32};

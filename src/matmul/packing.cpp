@@ -23,16 +23,22 @@ constexpr int64_t kGroupRows = 16;
 size_t rows16_quant_bytes(ElementType t) {
     switch (t) {
         case ElementType::Q4_0:
-        case ElementType::IQ4_NL: return 16;
+        case ElementType::IQ4_NL:
+        case ElementType::MXFP4: return 16;
         case ElementType::Q8_0: return 32;
         default: return 0;
     }
 }
 
-// The block's f16 scale and quant bytes, at the same place in all three types.
+// Scale bytes per row and block: an f16, or MXFP4's one E8M0 exponent (kept
+// as it is, so the packed matrix takes exactly the file's bytes).
+size_t rows16_scale_bytes(ElementType t) { return t == ElementType::MXFP4 ? 1 : 2; }
+
+// The block's scale first, then its quant bytes, in all four types.
 static_assert(offsetof(quant::block_q4_0, d) == 0 && offsetof(quant::block_q4_0, qs) == 2);
 static_assert(offsetof(quant::block_iq4_nl, d) == 0 && offsetof(quant::block_iq4_nl, qs) == 2);
 static_assert(offsetof(quant::block_q8_0, d) == 0 && offsetof(quant::block_q8_0, qs) == 2);
+static_assert(offsetof(quant::block_mxfp4, e) == 0 && offsetof(quant::block_mxfp4, qs) == 1);
 
 // Packs a super-block type: for each group of 16 rows (zero rows padding
 // the last) and each super-block b, `put(sb, r, block)` writes row r's block
@@ -133,7 +139,7 @@ size_t packed_group_bytes(ElementType t, int64_t k, Packing p) {
     if (p == Packing::Rows16 && is_half(t)) return k > 0 ? static_cast<size_t>(k) * kGroupRows * 2 : 0;
     const size_t qb = rows16_quant_bytes(t);
     if (qb == 0 || k <= 0 || k % 32 != 0) return 0;
-    return static_cast<size_t>(k / 32) * kGroupRows * (qb + sizeof(uint16_t));
+    return static_cast<size_t>(k / 32) * kGroupRows * (qb + rows16_scale_bytes(t));
 }
 
 size_t packed_bytes(ElementType t, int64_t rows, int64_t k, Packing p) {
@@ -153,8 +159,8 @@ void pack_weights(const WeightMatrix& w, Packing p, void* out) {
     if (w.type == ElementType::Q6_K) return pack_rows16_q6_k(w, static_cast<uint8_t*>(out));
     if (is_half(w.type)) return pack_rows16_half(w, static_cast<uint8_t*>(out));
 
-    const size_t qb = rows16_quant_bytes(w.type);
-    const size_t block_bytes = sizeof(uint16_t) + qb;  // the file's block: f16 scale, quants
+    const size_t qb = rows16_quant_bytes(w.type), sb = rows16_scale_bytes(w.type);
+    const size_t block_bytes = sb + qb;  // the file's block: scale, quants
     const int64_t nb = w.k / 32;
     const size_t group_bytes = packed_group_bytes(w.type, w.k, p);
     // Q8_0's signed quants become unsigned (+ 128) for vpdpbusd.
@@ -170,12 +176,12 @@ void pack_weights(const WeightMatrix& w, Packing p, void* out) {
             const uint8_t* row = src + static_cast<size_t>(g * kGroupRows + r) * w.row_stride;
             for (int64_t b = 0; b < nb; ++b) {
                 const uint8_t* block = row + static_cast<size_t>(b) * block_bytes;
-                const size_t qbr = kGroupRows * qb;
-                std::memcpy(group + detail::rows16_scales_offset(b, nb, qbr) + static_cast<size_t>(r) * 2, block, 2);
-                uint8_t* q = group + detail::rows16_quants_offset(b, qbr);
+                const size_t qbr = kGroupRows * qb, sbr = kGroupRows * sb;
+                std::memcpy(group + detail::rows16_scales_offset(b, nb, qbr, sbr) + static_cast<size_t>(r) * sb, block, sb);
+                uint8_t* q = group + detail::rows16_quants_offset(b, qbr, sbr);
                 for (size_t j = 0; j < qb / 4; ++j)
                     for (size_t i = 0; i < 4; ++i)
-                        q[j * 64 + static_cast<size_t>(r) * 4 + i] = static_cast<uint8_t>(block[2 + 4 * j + i] ^ flip);
+                        q[j * 64 + static_cast<size_t>(r) * 4 + i] = static_cast<uint8_t>(block[sb + 4 * j + i] ^ flip);
             }
         }
     }

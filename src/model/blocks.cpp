@@ -21,6 +21,17 @@ TensorView vec_view(const std::vector<float>& v) {
     return TensorView::contiguous(ElementType::F32, v.data(), {static_cast<int64_t>(v.size())});
 }
 
+// out = act(gate, up), the activation of a gated feed-forward block.
+void gated_activation(ops::Ops& ops, FfnActivation act, const TensorView& gate, const TensorView& up,
+                      const TensorView& out) {
+    switch (act) {
+        case FfnActivation::Silu: ops.swiglu(gate, up, out); return;
+        case FfnActivation::GeluTanh: ops.geglu(gate, up, out); return;
+        // alpha and limit as llama.cpp's build_moe_ffn hard-codes them for gpt-oss.
+        case FfnActivation::SwigluOai: ops.swiglu_oai(gate, up, 1.702f, 7.0f, out); return;
+    }
+}
+
 // Copies rows [first, first + rows) of every column of a [total, n] buffer
 // into a dense [rows, n] buffer: splits the output of a fused projection.
 void split_rows(const float* src, int64_t total, int64_t first, int64_t rows, int64_t n, float* dst) {
@@ -109,13 +120,24 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     ap.causal = true;
     ap.window = hp.is_swa(layer) ? hp.n_swa : 0;
     ap.softcap = hp.attn_softcap;
+    ap.sinks = lw.attn_sinks.empty() ? nullptr : lw.attn_sinks.data();
     ap.positions = s.in.positions;
     const TensorView attn = TensorView::contiguous(ElementType::F32, ws.attn.data(), {hp.head_dim_v, hp.n_head, n});
     s.memory.attend(layer, qh, kh, vh, ap, attn);
 
+    const int64_t n_attn = static_cast<int64_t>(hp.n_head) * hp.head_dim_v;
+    if (o.output_gate) {
+        // ws.q is free once attended, and as wide (the gate is [n_head * head_dim]; the
+        // architecture checks head_dim_v == head_dim); h still holds the block's input.
+        const TensorView g = view(ws.q, n_attn, n);
+        linear(s, lw.attn_gate, h, g);
+        for (int64_t i = 0; i < n_attn * n; ++i) ws.q[static_cast<size_t>(i)] = 1.0f / (1.0f + std::exp(-ws.q[static_cast<size_t>(i)]));
+        s.ops.mul(view(ws.attn, n_attn, n), g, view(ws.attn, n_attn, n));
+    }
     const TensorView out = view(ws.o, hp.n_embd, n);
-    linear(s, lw.wo, view(ws.attn, static_cast<int64_t>(hp.n_head) * hp.head_dim_v, n), out);
-    if (o.post_norm) s.ops.rms_norm(out, lw.post_attn_norm.data(), hp.norm_rms_eps, out);
+    linear(s, lw.wo, view(ws.attn, n_attn, n), out);
+    const float post_eps = hp.post_norm_eps != 0.0f ? hp.post_norm_eps : hp.norm_rms_eps;
+    if (o.post_norm) s.ops.rms_norm(out, lw.post_attn_norm.data(), post_eps, out);
     if (hp.residual_scale != 0.0f) s.ops.scale(out, hp.residual_scale, out);
     s.ops.add(x, out, x);
 }
@@ -145,14 +167,12 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
         linear(s, lw.gate, h, gate);
         linear(s, lw.up, h, up);
     }
-    if (o.activation == FfnActivation::Silu)
-        s.ops.swiglu(gate, up, gate);
-    else
-        s.ops.geglu(gate, up, gate);
+    gated_activation(s.ops, o.activation, gate, up, gate);
 
     const TensorView out = view(ws.o, hp.n_embd, n);
     linear(s, lw.down, gate, out);
-    if (o.post_norm) s.ops.rms_norm(out, lw.post_ffn_norm.data(), hp.norm_rms_eps, out);
+    if (o.post_norm)
+        s.ops.rms_norm(out, lw.post_ffn_norm.data(), hp.post_norm_eps != 0.0f ? hp.post_norm_eps : hp.norm_rms_eps, out);
     if (hp.residual_scale != 0.0f) s.ops.scale(out, hp.residual_scale, out);
     s.ops.add(x, out, x);
 }
@@ -168,14 +188,26 @@ ops::MoeGating op_gating(ExpertGating g) {
     return ops::MoeGating::Softmax;
 }
 
-// out[:, j, t] *= scale[ids[t * k + j]]: an expert's `.scale` on its outputs.
+// out[:, j, t] *= scale[ids[t * k + j]]: an expert's `.scale` on its outputs
+// (rows values per pair, `stride` floats apart; 0: rows).
 void scale_experts(const std::vector<float>& scale, const int32_t* ids, int64_t rows, int64_t k, int64_t n,
-                   float* out) {
+                   float* out, int64_t stride = 0) {
     if (scale.empty()) return;
     for (int64_t i = 0; i < k * n; ++i) {
         const float sc = scale[static_cast<size_t>(ids[i])];
-        float* y = out + i * rows;
+        float* y = out + i * (stride ? stride : rows);
         for (int64_t r = 0; r < rows; ++r) y[r] *= sc;
+    }
+}
+
+// out[:, j, t] += bias[:, ids[t * k + j]] (ggml_add_id): an expert's own bias.
+void add_expert_bias(const std::vector<float>& bias, const int32_t* ids, int64_t rows, int64_t k, int64_t n,
+                     float* out) {
+    if (bias.empty()) return;
+    for (int64_t i = 0; i < k * n; ++i) {
+        const float* b = bias.data() + static_cast<int64_t>(ids[i]) * rows;
+        float* y = out + i * rows;
+        for (int64_t r = 0; r < rows; ++r) y[r] += b[r];
     }
 }
 
@@ -205,18 +237,33 @@ void moe_ffn_block(Step& s, uint32_t layer) {
     const TensorView hx = TensorView::contiguous(ElementType::F32, ws.h.data(), {E, 1, n});
     const TensorView gate = TensorView::contiguous(ElementType::F32, ws.expert_gate.data(), {F, k, n});
     const TensorView up = TensorView::contiguous(ElementType::F32, ws.expert_up.data(), {F, k, n});
-    s.ops.matmul_id(lw.up_exps.w, hx, ids, k, up);
-    scale_experts(lw.up_exps.scale, ids, F, k, n, ws.expert_up.data());
-    if (lw.gate_exps.present()) {
+    if (lw.gate_up_exps.present()) {
+        // One product per token for both (joined at load): each pair's
+        // [gate; up], then split so that scales, biases and the activation
+        // apply as to separate products (the copy is small beside the product).
+        const TensorView gate_up = TensorView::contiguous(ElementType::F32, ws.expert_gate_up.data(), {2 * F, k, n});
+        s.ops.matmul_id(lw.gate_up_exps.w, hx, ids, k, gate_up);
+        split_rows(ws.expert_gate_up.data(), 2 * F, 0, F, k * n, ws.expert_gate.data());
+        split_rows(ws.expert_gate_up.data(), 2 * F, F, F, k * n, ws.expert_up.data());
+    } else if (lw.gate_exps.present()) {
+        s.ops.matmul_id(lw.up_exps.w, hx, ids, k, up);
         s.ops.matmul_id(lw.gate_exps.w, hx, ids, k, gate);
+    } else {
+        s.ops.matmul_id(lw.up_exps.w, hx, ids, k, up);
+    }
+    scale_experts(lw.up_exps.scale, ids, F, k, n, ws.expert_up.data());
+    add_expert_bias(lw.up_exps.bias, ids, F, k, n, ws.expert_up.data());
+    if (lw.gate_exps.present() || lw.gate_up_exps.present()) {
         scale_experts(lw.gate_exps.scale, ids, F, k, n, ws.expert_gate.data());
-        s.ops.swiglu(gate, up, gate);
+        add_expert_bias(lw.gate_exps.bias, ids, F, k, n, ws.expert_gate.data());
+        gated_activation(s.ops, hp.expert_activation, gate, up, gate);
     } else {
         s.ops.silu(up, gate);
     }
     const TensorView down = TensorView::contiguous(ElementType::F32, ws.expert_out.data(), {E, k, n});
     s.ops.matmul_id(lw.down_exps.w, gate, ids, k, down);
     scale_experts(lw.down_exps.scale, ids, E, k, n, ws.expert_out.data());
+    add_expert_bias(lw.down_exps.bias, ids, E, k, n, ws.expert_out.data());
 
     // out[:, t] = sum_j w[j, t] down[:, j, t], summed in rank order as
     // llama.cpp does, then added to the residual stream.
@@ -248,6 +295,7 @@ void moe_ffn_block(Step& s, uint32_t layer) {
         }
         s.ops.add(view(ws.o, E, n), shared, view(ws.o, E, n));
     }
+    if (hp.residual_scale != 0.0f) s.ops.scale(view(ws.o, E, n), hp.residual_scale, view(ws.o, E, n));
     s.ops.add(x, view(ws.o, E, n), x);
 }
 

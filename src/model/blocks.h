@@ -42,11 +42,14 @@ struct AttentionOptions {
     bool qk_norm = false;    // qwen3, gemma3: RMSNorm over each q and k head (olmoe: over the whole vectors)
     bool post_norm = false;  // gemma2/3: RMSNorm of the block's output before the residual add
     bool pre_norm = true;    // false (exaone4): the projections read the residual stream itself
+    bool output_gate = false;  // muse-glimmer: attention output times sigmoid(attn_gate h), before wo
 };
 
-// x += rs · [post_norm](Wo · attention(rope(Wq h), rope(Wk h), Wv h)), h =
-// rms_norm(x) (x without pre_norm). Rope is skipped on the layers
-// hp.nope_layers marks; rs is hp.residual_scale when set (granite), else 1.
+// x += rs · [post_norm](Wo · ([sigmoid(Wg h) ⊙] attention(rope(Wq h), rope(Wk h), Wv h))),
+// h = rms_norm(x) (x without pre_norm). Rope is skipped on the layers
+// hp.nope_layers marks; rs is hp.residual_scale when set (granite), else 1;
+// the post norm's epsilon is hp.post_norm_eps when set. The layer's attention
+// sinks join the softmax when the table loaded them.
 void attention_block(Step& s, uint32_t layer, const AttentionOptions& options);
 
 // Gate and up come from ffn_gate/ffn_up, or from one product when the file
@@ -64,9 +67,11 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 // The mixture-of-experts feed-forward block (llama.cpp's build_moe_ffn with
 // SwiGLU experts): h = rms_norm(x) (ffn_norm); router logits ffn_gate_inp h;
 // the top n_expert_used experts and their weights (HParams' gating,
-// renormalisation and scale); per selected expert e, silu(gate_e h) * up_e h
-// (silu(up_e h) without expert gates), times each matrix's per-expert scale
-// when loaded; x += sum over the ranks j of w_j down_{e_j}(...).
+// renormalisation and scale); per selected expert e, act(gate_e h, up_e h)
+// (hp.expert_activation; silu(up_e h) without expert gates), each matrix's
+// product times its per-expert scale, then plus its per-expert bias, when
+// loaded; x += rs · sum over the ranks j of w_j down_{e_j}(...), rs as in
+// attention_block.
 void moe_ffn_block(Step& s, uint32_t layer);
 
 // The gated attention block of qwen3next / qwen35 (HParams::attn_output_gate):

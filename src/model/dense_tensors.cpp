@@ -57,9 +57,9 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
                 t.vector(name("exp_probs_b.bias"), X, &lw.exp_probs_b,
                          o.expert_selection_bias ? Need::Required : Need::Optional);
             t.experts(name("ffn_gate_exps"), E, Fe, X, &lw.gate_exps,
-                      o.expert_gate_optional ? Need::Optional : Need::Required, ffn_scale);
-            t.experts(name("ffn_up_exps"), E, Fe, X, &lw.up_exps, Need::Required, ffn_scale);
-            t.experts(name("ffn_down_exps"), Fe, E, X, &lw.down_exps, Need::Required, ffn_scale);
+                      o.expert_gate_optional ? Need::Optional : Need::Required, ffn_scale, o.expert_biases);
+            t.experts(name("ffn_up_exps"), E, Fe, X, &lw.up_exps, Need::Required, ffn_scale, o.expert_biases);
+            t.experts(name("ffn_down_exps"), Fe, E, X, &lw.down_exps, Need::Required, ffn_scale, o.expert_biases);
             if (const uint64_t Fs = hp.n_ff_shexp; Fs > 0) {
                 if (o.shared_expert_gate) t.linear(name("ffn_gate_inp_shexp"), E, 1, &lw.gate_inp_shexp);
                 t.linear(name("ffn_gate_shexp"), E, Fs, &lw.gate_shexp, Need::Required, ffn_scale);

@@ -37,6 +37,8 @@ struct DenseTensorOptions {
     // exp_probs_b.bias [n_expert]: added to the gate scores for selection only.
     bool expert_selection_bias = false;
     bool expert_selection_bias_optional = false;  // ... which files may omit (ernie4_5-moe)
+    // ffn_{gate,up,down}_exps.bias [rows, n_expert]: per-expert biases (gpt-oss).
+    bool expert_biases = false;
     bool attn_output_bias = true;  // false: attn_output.bias is accepted and not applied (ernie4_5-moe)
     // A global tensor of n_rot/2 rope frequency divisors, and phi3's second
     // set for long contexts (empty names: none).

@@ -77,22 +77,34 @@ uint32_t read_vocab_size(const gguf::File& file, uint32_t n_embd) {
     return static_cast<uint32_t>(from_tensor);
 }
 
-// Rope scaling: "none", or "linear" with a factor (0 or absent: none).
-// YaRN and LongRoPE-by-type are refused until the rope op implements them.
+// Rope scaling: "none", "linear" with a factor (0 or absent: none), or
+// "yarn" (the same freq_scale, plus YaRN's per-pair mix: ext_factor 1, as
+// llama.cpp's context sets it for that type). LongRoPE-by-type is refused.
 void read_rope_scaling(const HParamsKeys& keys, HParams& hp) {
     const std::string type = keys.string("rope.scaling.type", "linear");
     float factor = keys.f32("rope.scaling.factor", 0.0f);
     if (factor == 0.0f) factor = keys.f32("rope.scale_linear", 0.0f);
+    if (type == "yarn") hp.rope_yarn_ext_factor = 1.0f;
     if (type == "none" || factor == 0.0f) {
         hp.rope_freq_scale = 1.0f;
-    } else if (type == "linear") {
+    } else if (type == "linear" || type == "yarn") {
         if (!(factor > 0.0f)) keys.fail("rope.scaling.factor must be positive");
         hp.rope_freq_scale = 1.0f / factor;
-    } else if (type == "yarn" || type == "longrope") {
+    } else if (type == "longrope") {
         keys.fail("rope scaling '" + type + "' is not supported yet");
     } else {
         keys.fail("unknown rope scaling type '" + type + "' (none, linear, yarn or longrope)");
     }
+}
+
+// llama.cpp's yarn_attn_factor before the file's attn_factor (its context
+// setup, float math as there): YaRN's magnitude gain 1 + 0.1 ln s (s = 1 /
+// freq_scale, 1 for s <= 1), divided by the gain ggml's rope multiplies in
+// itself whenever ext_factor is set, so that the net gain is applied once.
+float yarn_attn_factor(float freq_scale) {
+    const float s = 1.0f / freq_scale;
+    const float gain = s <= 1.0f ? 1.0f : 0.1f * std::log(s) + 1.0f;
+    return gain * (1.0f / (1.0f + 0.1f * std::log(s)));
 }
 
 void read_common(const HParamsKeys& keys, HParams& hp, bool recurrent) {
@@ -145,6 +157,7 @@ void read_common(const HParamsKeys& keys, HParams& hp, bool recurrent) {
     if (!(hp.rope_freq_base > 0.0f)) keys.fail("rope.freq_base must be positive");
     read_rope_scaling(keys, hp);
     hp.rope_attn_factor = keys.f32_or_unset("rope.scaling.attn_factor", 1.0f);
+    if (hp.rope_yarn_ext_factor != 0.0f) hp.rope_attn_factor *= yarn_attn_factor(hp.rope_freq_scale);
     hp.n_ctx_orig = keys.u32_or_unset("rope.scaling.original_context_length", hp.n_ctx_train);
     hp.attention_scale = hp.head_dim == 0 ? 0.0f : 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
     hp.swa_layers.assign(hp.n_layer, false);

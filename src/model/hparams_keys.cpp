@@ -50,6 +50,29 @@ std::vector<uint32_t> HParamsKeys::u32_per_layer(std::string_view suffix, uint32
     return out;
 }
 
+std::vector<bool> HParamsKeys::layer_flags(std::string_view suffix, uint32_t n_layer) const {
+    const gguf::Value* v = file_.find(key(suffix));
+    if (v == nullptr) return {};
+    if (!v->is_array()) fail("'" + key(suffix) + "' must be an array of one flag per layer here");
+    if (v->size() != n_layer)
+        fail("'" + key(suffix) + "' has " + std::to_string(v->size()) + " values, one per layer (" +
+             std::to_string(n_layer) + ") expected");
+    std::vector<bool> out(n_layer);
+    for (uint32_t i = 0; i < n_layer; ++i) {
+        const gguf::Value e = v->at(i);
+        if (const auto b = e.as_bool()) {
+            out[i] = *b;
+        } else if (const auto x = e.as_i64()) {
+            out[i] = *x != 0;
+        } else if (const auto u = e.as_u64()) {
+            out[i] = *u != 0;
+        } else {
+            fail("'" + key(suffix) + "' must hold booleans or integers");
+        }
+    }
+    return out;
+}
+
 float HParamsKeys::f32(std::string_view suffix, float fallback) const { return file_.get_f32(key(suffix), fallback); }
 
 float HParamsKeys::f32_or_unset(std::string_view suffix, float fallback) const {

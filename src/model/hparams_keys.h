@@ -35,6 +35,11 @@ public:
     // A scalar, or an array with one value per layer (llama.cpp's
     // get_key_or_arr): n_layer values, or an empty vector when absent.
     std::vector<uint32_t> u32_per_layer(std::string_view suffix, uint32_t n_layer) const;
+    // An array of n_layer flags (bool or integer entries; an entry is set
+    // when it is not 0), as llama.cpp reads a per-layer bool array with
+    // get_key_or_arr. Empty when absent; fails for a scalar, another length
+    // or another element type.
+    std::vector<bool> layer_flags(std::string_view suffix, uint32_t n_layer) const;
 
     float f32(std::string_view suffix, float fallback) const;
     float f32_or_unset(std::string_view suffix, float fallback) const;

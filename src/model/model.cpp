@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 
 #include <sys/mman.h>
@@ -45,19 +46,20 @@ std::shared_ptr<void> allocate_packed(size_t bytes) {
 
 // One packed matrix to make: the rows of `parts` one after another (one
 // part, or the matrices that multiply the same input: [q; k; v], [gate; up]),
-// which replaces them in `target`.
+// which replaces them in `target`. Stacks of expert matrices ([k, rows,
+// n_expert]) are packed expert by expert, each expert's [gate; up] joined.
 struct PackJob {
     std::vector<ops::TensorView*> parts;
     ops::TensorView* target;
 };
 
-// Whether the parts can be packed as one matrix by `isa`'s kernels.
+// Whether the parts can be packed as one matrix (per expert) by `isa`'s kernels.
 matmul::Packing job_packing(const PackJob& job, cpu::Isa isa) {
     const ops::TensorView& first = *job.parts.front();
-    if (!first.data || first.weight_packing != matmul::Packing::None || first.ne[2] != 1 || first.ne[3] != 1)
+    if (!first.data || first.weight_packing != matmul::Packing::None || first.ne[3] != 1)
         return matmul::Packing::None;
     for (const ops::TensorView* v : job.parts)
-        if (!v->data || v->type != first.type || v->ne[0] != first.ne[0] || v->ne[2] != 1 || v->ne[3] != 1 ||
+        if (!v->data || v->type != first.type || v->ne[0] != first.ne[0] || v->ne[2] != first.ne[2] || v->ne[3] != 1 ||
             v->weight_packing != matmul::Packing::None)
             return matmul::Packing::None;
     return matmul::preferred_packing(first.type, isa);
@@ -69,27 +71,31 @@ std::shared_ptr<void> pack_job(const PackJob& job, cpu::Isa isa) {
     const matmul::Packing packing = job_packing(job, isa);
     if (packing == matmul::Packing::None) return nullptr;
     const ops::TensorView first = *job.parts.front();  // a copy: the parts are cleared below
-    const int64_t k = first.ne[0];
+    const int64_t k = first.ne[0], n_matrices = first.ne[2];
     int64_t rows = 0;
     for (const ops::TensorView* v : job.parts) rows += v->ne[1];
-    const size_t bytes = matmul::packed_bytes(first.type, rows, k, packing);
-    if (bytes == 0) return nullptr;
+    const size_t matrix_bytes = matmul::packed_bytes(first.type, rows, k, packing);
+    if (matrix_bytes == 0) return nullptr;
 
-    // The rows to pack: the file's, or the parts copied one after another.
+    std::shared_ptr<void> copy = allocate_packed(matrix_bytes * static_cast<size_t>(n_matrices));
     const size_t row_bytes = first.row_bytes();
-    matmul::WeightMatrix plain{first.type, first.data, rows, k, first.nb[1]};
     std::vector<uint8_t> joined;
-    if (job.parts.size() > 1) {
-        joined.resize(row_bytes * static_cast<size_t>(rows));
-        uint8_t* out = joined.data();
-        for (const ops::TensorView* v : job.parts)
-            for (int64_t r = 0; r < v->ne[1]; ++r, out += row_bytes) std::memcpy(out, v->row(r), row_bytes);
-        plain = {first.type, joined.data(), rows, k, row_bytes};
+    for (int64_t e = 0; e < n_matrices; ++e) {
+        // The rows to pack: the file's, or the parts copied one after another.
+        matmul::WeightMatrix plain{first.type, first.row(0, e), rows, k, first.nb[1]};
+        if (job.parts.size() > 1) {
+            joined.resize(row_bytes * static_cast<size_t>(rows));
+            uint8_t* out = joined.data();
+            for (const ops::TensorView* v : job.parts)
+                for (int64_t r = 0; r < v->ne[1]; ++r, out += row_bytes) std::memcpy(out, v->row(r, e), row_bytes);
+            plain = {first.type, joined.data(), rows, k, row_bytes};
+        }
+        matmul::pack_weights(plain, packing, static_cast<uint8_t*>(copy.get()) + matrix_bytes * static_cast<size_t>(e));
     }
-    std::shared_ptr<void> copy = allocate_packed(bytes);
-    matmul::pack_weights(plain, packing, copy.get());
     for (ops::TensorView* v : job.parts) *v = ops::TensorView{};
-    *job.target = ops::TensorView::contiguous(first.type, copy.get(), {k, rows});
+    *job.target = ops::TensorView::contiguous(first.type, copy.get(), {k, rows, n_matrices});
+    job.target->nb[2] = matrix_bytes;  // expert e's packed matrix
+    job.target->nb[3] = matrix_bytes * static_cast<size_t>(n_matrices);
     job.target->weight_packing = packing;
     return copy;
 }
@@ -119,6 +125,7 @@ void Workspace::reserve(const Model& model, int64_t n) {
         expert_ids.resize(size(k));
         expert_gate.resize(size(k * hp.n_ff_exp));
         expert_up.resize(size(k * hp.n_ff_exp));
+        expert_gate_up.resize(size(2 * k * hp.n_ff_exp));
         expert_out.resize(size(k * hp.n_embd));
     }
     if (std::find(hp.delta_net.layers.begin(), hp.delta_net.layers.end(), true) != hp.delta_net.layers.end()) {
@@ -186,15 +193,25 @@ void Model::pack_weights(const TensorTable& table, cpu::Isa isa) {
             in_joins.insert(in_joins.end(), job.parts.begin(), job.parts.end());
         }
     }
+    // Each expert's gate and up multiply the same input too: joined per expert.
+    for (LayerWeights& lw : weights_.layers) {
+        PackJob job{{&lw.gate_exps.w, &lw.up_exps.w}, &lw.gate_up_exps.w};
+        if (lw.gate_exps.present() && lw.up_exps.present() && !lw.gate_up_exps.present() &&
+            job_packing(job, isa) != matmul::Packing::None) {
+            jobs.push_back(job);
+            in_joins.insert(in_joins.end(), job.parts.begin(), job.parts.end());
+        }
+    }
     for (const TensorTable::Entry& e : table.entries())
-        if (e.kind == TensorTable::Kind::Matrix && e.view->data &&
+        if ((e.kind == TensorTable::Kind::Matrix || e.kind == TensorTable::Kind::ExpertMatrix) && e.view->data &&
             std::find(in_joins.begin(), in_joins.end(), e.view) == in_joins.end())
             jobs.push_back({{e.view}, e.view});
     // The file's bytes of each job, released once it is packed.
     std::vector<std::vector<std::span<const uint8_t>>> sources(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i)
         for (const ops::TensorView* v : jobs[i].parts)
-            if (v->data) sources[i].emplace_back(static_cast<const uint8_t*>(v->data), v->nb[1] * static_cast<size_t>(v->ne[1]));
+            if (v->data)
+                sources[i].emplace_back(static_cast<const uint8_t*>(v->data), v->nb[1] * static_cast<size_t>(v->ne[1] * v->ne[2]));
     std::vector<std::shared_ptr<void>> copies(jobs.size());
 
     const uint8_t* embd = static_cast<const uint8_t*>(weights_.token_embd.data);
@@ -228,7 +245,7 @@ void Model::pack_weights(const TensorTable& table, cpu::Isa isa) {
     for (size_t i = 0; i < jobs.size(); ++i) {
         if (!copies[i]) continue;
         const ops::TensorView& t = *jobs[i].target;
-        packed_bytes_ += matmul::packed_bytes(t.type, t.ne[1], t.ne[0], t.weight_packing);
+        packed_bytes_ += matmul::packed_bytes(t.type, t.ne[1], t.ne[0], t.weight_packing) * static_cast<size_t>(t.ne[2]);
         packed_storage_.push_back(std::move(copies[i]));
     }
 }
@@ -281,6 +298,9 @@ ops::RopeParams Model::rope_params(uint32_t layer, bool long_rope) const {
     p.freq_scale = swa ? hp_.rope_freq_scale_swa : hp_.rope_freq_scale;
     p.n_ctx_orig = static_cast<int>(hp_.n_ctx_orig ? hp_.n_ctx_orig : hp_.n_ctx_train);
     p.attn_factor = hp_.rope_attn_factor;
+    p.ext_factor = hp_.rope_yarn_ext_factor;
+    p.beta_fast = hp_.rope_yarn_beta_fast;
+    p.beta_slow = hp_.rope_yarn_beta_slow;
     const std::vector<float>& factors =
         long_rope && !weights_.rope_factors_long.empty() ? weights_.rope_factors_long : weights_.rope_factors;
     p.freq_factors = factors.empty() ? nullptr : factors.data();
@@ -296,6 +316,13 @@ void AttentionMemory::record_position(uint32_t layer, int32_t, int32_t) {
 }
 
 bool AttentionMemory::keeps_every_position(uint32_t, int32_t) { return false; }
+
+ops::RopeParams Model::rope_shift_params(uint32_t layer, bool long_rope) const {
+    ops::RopeParams p = rope_params(layer, long_rope);
+    // The op multiplies cos/sin by attn_factor, and by 1 + 0.1 ln(1 / freq_scale) with YaRN.
+    p.attn_factor = p.ext_factor != 0.0f ? 1.0f / (1.0f + 0.1f * std::log(1.0f / p.freq_scale)) : 1.0f;
+    return p;
+}
 
 void Model::forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, AttentionMemory& memory, float* logits,
                     float* hidden) const {

@@ -206,8 +206,9 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
     s.n_head_kv = 2;
     s.head_dim = 16;
     s.n_ff = 96;
-    s.tied_output = arch != "phi3";
-    if (is_one_of(arch, {"gemma2", "gemma3", "phi3"})) s.sliding_window = 8;
+    s.tied_output = !is_one_of(arch, {"phi3", "muse-glimmer"});
+    if (is_one_of(arch, {"gemma2", "gemma3", "phi3", "muse-glimmer", "granite_swa"})) s.sliding_window = 8;
+    if (arch == "granite_swa") s.n_layer = 4;  // two sliding layers, two global, the last without rope
     if (arch == "smollm3") s.n_layer = 4;  // layer 3 applies no rope
     if (arch == "qwen2moe" || arch == "qwen3moe") {
         s.n_expert = 8;
@@ -232,6 +233,19 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
             s.n_ff_exp = 64;
             s.n_ff_shexp = 96;
         }
+    }
+    if (arch == "granitemoe") {  // experts as wide as feed_forward_length, with an ungated shared expert
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = s.n_ff;
+        s.n_ff_shexp = 64;
+    }
+    if (arch == "gpt-oss") {  // every layer routed; sliding window on the even layers
+        s.n_expert = 8;
+        s.n_expert_used = 3;
+        s.n_ff_exp = 64;  // whole blocks for MXFP4
+        s.sliding_window = 8;
+        s.tied_output = false;  // llama.cpp requires output.weight for gpt-oss
     }
     if (arch == "olmoe" || arch == "minimax-m2") {  // experts as wide as feed_forward_length
         s.n_expert = 8;
@@ -282,20 +296,28 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     if (is_one_of(arch, {"qwen35", "qwen35moe", "qwen3next"})) return write_delta_net_model(spec, path);
     if (spec.n_nextn && arch != "exaone4") throw Error("synthetic model: MTP layers are written for exaone4 only");
     if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2",
-                          "gemma3", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "exaone4"}))
+                          "gemma3", "gpt-oss", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe",
+                          "exaone4", "muse-glimmer", "granite_swa"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool moe = spec.n_expert > 0;
-    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe"}))
+    if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "granite",
+                                 "granitemoe", "mistral3", "granite_swa", "gpt-oss"}))
         throw Error("synthetic model: '" + arch + "' has no experts");
-    if (is_one_of(arch, {"olmoe", "minimax-m2"}) && spec.n_ff_exp != spec.n_ff)
+    if (moe && is_one_of(arch, {"olmoe", "minimax-m2", "granite", "granitemoe", "mistral3", "granite_swa"}) &&
+        spec.n_ff_exp != spec.n_ff)
         throw Error("synthetic model: " + arch + "'s experts are n_ff wide");
-    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
+    if (is_one_of(arch, {"qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gpt-oss"}) && !moe) throw Error("synthetic model: " + arch + " needs experts");
     const bool gemma = is_one_of(arch, {"gemma2", "gemma3"});
-    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe", "minimax-m2", "exaone4"});
+    const bool muse = arch == "muse-glimmer";
+    const bool granite_swa = arch == "granite_swa";
+    if (muse && spec.tied_output) throw Error("synthetic model: muse-glimmer has its own output matrix");
+    const bool qk_norm = is_one_of(arch, {"qwen3", "qwen3moe", "gemma3", "olmoe", "minimax-m2", "exaone4", "muse-glimmer"});
     const bool qk_norm_full = is_one_of(arch, {"olmoe", "minimax-m2"});  // over the whole Q and K vectors
-    const bool post_norms = gemma || arch == "exaone4";
+    const bool post_norms = gemma || arch == "exaone4" || muse;
     const bool pre_norms = arch != "exaone4";  // exaone4 is post-norm only
     const bool fused = arch == "phi3";
+    const bool gpt_oss = arch == "gpt-oss";  // biases everywhere, attention sinks, biased experts
+    const ElementType expert_type = spec.expert_type.value_or(spec.weight_type);
 
     gguf::Writer w;
     auto key = [&](const char* suffix) { return arch + "." + suffix; };
@@ -325,11 +347,37 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         if (spec.n_ff_shexp) w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
     }
     if (spec.sliding_window) w.add_metadata(key("attention.sliding_window"), Value::u32(spec.sliding_window));
+    if (spec.rope_yarn_factor > 0.0f) {
+        w.add_metadata(key("rope.scaling.type"), Value::string("yarn"));
+        w.add_metadata(key("rope.scaling.factor"), Value::f32(spec.rope_yarn_factor));
+        w.add_metadata(key("rope.scaling.original_context_length"), Value::u32(spec.rope_yarn_original_context));
+    }
     if (arch == "gemma2") {
         w.add_metadata(key("attn_logit_softcapping"), Value::f32(50.0f));
         w.add_metadata(key("final_logit_softcapping"), Value::f32(30.0f));
     }
-    if (arch == "granite") {
+    if (muse || granite_swa) {
+        // The converters' layout: one flag per layer (every other layer
+        // slides, layer 0 first), or the scalar / nothing the spec asks for.
+        if (spec.swa_pattern < 0) {
+            std::vector<uint8_t> flags(spec.n_layer);
+            for (uint32_t l = 0; l < spec.n_layer; ++l) flags[l] = l % 2 == 0;
+            w.add_metadata(key("attention.sliding_window_pattern"), Value::array(gguf::ValueType::BOOL, flags));
+        } else if (spec.swa_pattern > 0) {
+            w.add_metadata(key("attention.sliding_window_pattern"), Value::u32(static_cast<uint32_t>(spec.swa_pattern)));
+        }
+    }
+    if (granite_swa) {  // rope on every layer but the last (integer flags)
+        std::vector<uint32_t> rope(spec.n_layer, 1);
+        rope.back() = 0;
+        w.add_metadata(key("attention.rope_pattern"), Value::array(gguf::ValueType::U32, rope));
+    }
+    if (muse) {
+        w.add_metadata(key("rope.freq_base_swa"), Value::f32(5000.0f));
+        w.add_metadata(key("logit_scale"), Value::f32(0.75f));
+        w.add_metadata(key("final_logit_softcapping"), Value::f32(4.0f));  // low, so that it bites
+    }
+    if (is_one_of(arch, {"granite", "granitemoe", "granite_swa"})) {
         w.add_metadata(key("logit_scale"), Value::f32(2.0f));
         w.add_metadata(key("residual_scale"), Value::f32(0.5f));
         w.add_metadata(key("embedding_scale"), Value::f32(3.0f));
@@ -353,7 +401,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
             t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
         }
-        if (is_one_of(arch, {"qwen2", "qwen2moe", "seed_oss"})) {
+        if (is_one_of(arch, {"qwen2", "qwen2moe", "seed_oss", "gpt-oss"})) {
             t.add(p + "attn_q.bias", ElementType::F32, {q});
             t.add(p + "attn_k.bias", ElementType::F32, {kv});
             t.add(p + "attn_v.bias", ElementType::F32, {kv});
@@ -362,19 +410,31 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "attn_q_norm.weight", ElementType::F32, {qk_norm_full ? q : hd}, 1.0f);
             t.add(p + "attn_k_norm.weight", ElementType::F32, {qk_norm_full ? kv : hd}, 1.0f);
         }
+        if (muse) t.add(p + "attn_gate.weight", spec.weight_type, {d, q});
+        if (granite_swa) t.add(p + "attn_sinks.weight", ElementType::F32, {spec.n_head}, 1.0f);
         t.add(p + "attn_output.weight", spec.weight_type, {q, d});
+        if (gpt_oss) {
+            t.add(p + "attn_output.bias", ElementType::F32, {d});
+            t.add(p + "attn_sinks.weight", ElementType::F32, {spec.n_head});
+        }
         if (post_norms) t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
         if (pre_norms) {  // seed_oss names its pre-FFN norm post_attention_norm
-            const char* ffn_norm = arch == "seed_oss" ? "post_attention_norm.weight" : "ffn_norm.weight";
+            const char* ffn_norm = is_one_of(arch, {"seed_oss", "gpt-oss"}) ? "post_attention_norm.weight" : "ffn_norm.weight";
             t.add(p + ffn_norm, ElementType::F32, {d}, 1.0f);
         }
         if (moe && l >= spec.n_layer_dense_lead) {
             const uint64_t x = spec.n_expert, fe = spec.n_ff_exp;
             t.add(p + "ffn_gate_inp.weight", ElementType::F32, {d, x});
             if (is_one_of(arch, {"minimax-m2", "ernie4_5-moe"})) t.add(p + "exp_probs_b.bias", ElementType::F32, {x});
-            t.add(p + "ffn_gate_exps.weight", spec.weight_type, {d, fe, x});
-            t.add(p + "ffn_up_exps.weight", spec.weight_type, {d, fe, x});
-            t.add(p + "ffn_down_exps.weight", spec.weight_type, {fe, d, x});
+            if (gpt_oss) t.add(p + "ffn_gate_inp.bias", ElementType::F32, {x});
+            t.add(p + "ffn_gate_exps.weight", expert_type, {d, fe, x});
+            t.add(p + "ffn_up_exps.weight", expert_type, {d, fe, x});
+            t.add(p + "ffn_down_exps.weight", expert_type, {fe, d, x});
+            if (gpt_oss) {
+                t.add(p + "ffn_gate_exps.bias", ElementType::F32, {fe, x});
+                t.add(p + "ffn_up_exps.bias", ElementType::F32, {fe, x});
+                t.add(p + "ffn_down_exps.bias", ElementType::F32, {d, x});
+            }
             if (const uint64_t fs = spec.n_ff_shexp; fs > 0) {
                 if (arch == "qwen2moe") t.add(p + "ffn_gate_inp_shexp.weight", ElementType::F32, {d});
                 t.add(p + "ffn_gate_shexp.weight", spec.weight_type, {d, fs});

@@ -41,8 +41,10 @@ void TensorTable::linear(const std::string& base, uint64_t cols, uint64_t rows, 
 }
 
 void TensorTable::experts(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert,
-                          ExpertLinear* dst, Need need, ScaleUse scale) {
+                          ExpertLinear* dst, Need need, ScaleUse scale, bool bias) {
     entries_.push_back({base + ".weight", {cols, rows, n_expert}, need, Kind::ExpertMatrix, nullptr, &dst->w, nullptr});
+    if (bias)
+        entries_.push_back({base + ".bias", {rows, n_expert}, Need::Optional, Kind::Bias, &dst->bias, nullptr, nullptr});
     if (scale == ScaleUse::Ignored)
         ignored(base + ".scale");
     else

@@ -71,10 +71,11 @@ public:
     // `base`.weight [cols, rows, n_expert] (one matrix per expert) with the
     // optional per-expert `base`.scale [n_expert] (loaded when `scale` is not
     // Ignored: it multiplies each expert's output) and `base`.input_scale
-    // (accepted, unread). Expert biases are not declared yet: a file with one
-    // is refused rather than run without it.
+    // (accepted, unread). With `bias`, the optional per-expert `base`.bias
+    // [rows, n_expert] too (gpt-oss); without, a file with one is refused, as
+    // llama.cpp refuses it for the families that create none.
     void experts(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert, ExpertLinear* dst,
-                 Need need = Need::Required, ScaleUse scale = ScaleUse::AfterProduct);
+                 Need need = Need::Required, ScaleUse scale = ScaleUse::AfterProduct, bool bias = false);
     // The merged `base`.weight [cols, 2 rows, n_expert] of files that store
     // each expert's gate and up matrices as one (ffn_gate_up_exps): viewed
     // in place as the two halves. No `.scale` is declared (a file with one

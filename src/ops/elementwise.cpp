@@ -1,5 +1,8 @@
-// Element-wise ops and activations: add, mul, scale, SiLU, GELU, SwiGLU, GeGLU.
-// All use the SIMD row primitives of vec.h.
+// Element-wise ops and activations: add, mul, scale, SiLU, GELU, SwiGLU, GeGLU
+// (the SIMD row primitives of vec.h), and gpt-oss's SwiGLU-OAI.
+
+#include <algorithm>
+#include <cmath>
 
 #include "cria/ops/cpu_ops.h"
 #include "ops/checks.h"
@@ -27,7 +30,8 @@ void binary(cpu::ThreadPool& pool, const TensorView& a, const TensorView& b, con
     require_f32(b, op, "b");
     require_f32(out, op, "out");
     require_same_shape(a, out, op);
-    require(broadcasts(a, b), op, "b " + shape_string(b) + " neither matches nor broadcasts to " + shape_string(a));
+    if (!broadcasts(a, b))  // (the message built only on failure: this runs for every add, mul, swiglu)
+        require(false, op, "b " + shape_string(b) + " neither matches nor broadcasts to " + shape_string(a));
     const bool one_row = b.n_rows() == 1 && a.n_rows() != 1;
     for_each_row(pool, a.n_rows(), a.ne[0], [&](int64_t r, int) {
         const float* pb = reinterpret_cast<const float*>(one_row ? b.row_at(0) : b.row_at(r));
@@ -85,6 +89,19 @@ void CpuOps::geglu(const TensorView& gate, const TensorView& up, const TensorVie
     require_same_shape(gate, up, "geglu");
     const VecKernels& k = vec_kernels();
     binary(pool_, gate, up, out, "geglu", k.geglu);
+}
+
+void CpuOps::swiglu_oai(const TensorView& gate, const TensorView& up, float alpha, float limit, const TensorView& out) {
+    require_same_shape(gate, up, "swiglu_oai");
+    // Plain float loops in ggml's order of operations (only gpt-oss's
+    // experts use it; their matrix products dominate by far).
+    binary(pool_, gate, up, out, "swiglu_oai", [alpha, limit](const float* g, const float* u, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) {
+            const float x = std::min(g[i], limit);
+            const float v = std::clamp(u[i], -limit, limit);
+            y[i] = x / (1.0f + std::exp(alpha * -x)) * (v + 1.0f);
+        }
+    });
 }
 
 }  // namespace cria::ops

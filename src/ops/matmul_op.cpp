@@ -15,12 +15,14 @@ void CpuOps::matmul(const TensorView& w, const TensorView& x, const TensorView& 
         require(w.data != nullptr, "matmul", "w has no data");
     require_f32(x, "matmul", "x");
     require_f32(out, "matmul", "out");
-    require(w.ne[2] == 1 && w.ne[3] == 1, "matmul", "w must be 2-D, got " + shape_string(w));
-    require(x.ne[0] == w.ne[0], "matmul", "x " + shape_string(x) + " does not match w " + shape_string(w));
-    require(x.ne[2] == 1 && x.ne[3] == 1 && out.ne[2] == 1 && out.ne[3] == 1, "matmul", "x and out must be 2-D");
-    require(out.ne[0] == w.ne[1] && out.ne[1] == x.ne[1], "matmul",
-            "out " + shape_string(out) + " must be [" + std::to_string(w.ne[1]) + ", " + std::to_string(x.ne[1]) + "]");
-    require(x.nb[1] % sizeof(float) == 0 && out.nb[1] % sizeof(float) == 0, "matmul", "row strides must be whole floats");
+    // Messages built only on failure: this runs several times per layer and token.
+    const auto fail = [](const std::string& what) { require(false, "matmul", what); };
+    if (w.ne[2] != 1 || w.ne[3] != 1) fail("w must be 2-D, got " + shape_string(w));
+    if (x.ne[0] != w.ne[0]) fail("x " + shape_string(x) + " does not match w " + shape_string(w));
+    if (x.ne[2] != 1 || x.ne[3] != 1 || out.ne[2] != 1 || out.ne[3] != 1) fail("x and out must be 2-D");
+    if (out.ne[0] != w.ne[1] || out.ne[1] != x.ne[1])
+        fail("out " + shape_string(out) + " must be [" + std::to_string(w.ne[1]) + ", " + std::to_string(x.ne[1]) + "]");
+    if (x.nb[1] % sizeof(float) != 0 || out.nb[1] % sizeof(float) != 0) fail("row strides must be whole floats");
     matmul::MatmulArgs args;
     args.w = matmul::WeightMatrix{w.type, w.data, w.ne[1], w.ne[0], w.nb[1], w.weight_packing};
     args.x = reinterpret_cast<const float*>(x.data);

@@ -14,8 +14,10 @@ namespace cria::ops {
 
 // Argument checks shared by CpuOps and ReferenceOps (moe.cpp).
 void check_moe_route(const TensorView& logits, const MoeRouteParams& p, const int32_t* ids, const TensorView& weights);
+// allow_packed: w may be packed for the matmul kernels (CpuOps; ReferenceOps
+// reads rows and refuses packed weights).
 void check_matmul_id(const TensorView& w, const TensorView& x, const int32_t* ids, int64_t n_used,
-                     const TensorView& out);
+                     const TensorView& out, bool allow_packed = false);
 
 namespace moe_detail {
 

@@ -206,6 +206,13 @@ void ReferenceOps::swiglu(const TensorView& g, const TensorView& u, const Tensor
 void ReferenceOps::geglu(const TensorView& g, const TensorView& u, const TensorView& out) {
     binary(g, u, out, [](double a, double b) { return gelu_tanh(a) * b; });
 }
+void ReferenceOps::swiglu_oai(const TensorView& g, const TensorView& u, float alpha, float limit,
+                              const TensorView& out) {
+    binary(g, u, out, [alpha, limit](double a, double b) {
+        const double x = std::min<double>(a, limit), y = std::clamp<double>(b, -limit, limit);
+        return x / (1.0 + std::exp(-static_cast<double>(alpha) * x)) * (y + 1.0);
+    });
+}
 void ReferenceOps::add(const TensorView& a, const TensorView& b, const TensorView& out) {
     binary(a, b, out, [](double p, double q) { return p + q; });
 }

@@ -22,6 +22,8 @@ public:
     void gelu_erf(const TensorView& x, const TensorView& out) override;
     void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out) override;
     void geglu(const TensorView& gate, const TensorView& up, const TensorView& out) override;
+    void swiglu_oai(const TensorView& gate, const TensorView& up, float alpha, float limit,
+                    const TensorView& out) override;
     void add(const TensorView& a, const TensorView& b, const TensorView& out) override;
     void mul(const TensorView& a, const TensorView& b, const TensorView& out) override;
     void scale(const TensorView& x, float s, const TensorView& out) override;

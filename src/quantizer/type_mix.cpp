@@ -103,8 +103,10 @@ struct MixState {
             return new_type != E::Q8_0 ? E::Q6_K : new_type;
         }
         if (ftype == F::MOSTLY_MXFP4_MOE) {
-            // Expert tensors (3-D) become MXFP4, everything else Q8_0.
-            return tensor.ne[2] > 1 ? E::MXFP4 : E::Q8_0;
+            // Expert tensors (3-D) become MXFP4, everything else Q8_0. BailingMoE3's
+            // MLA projections are 3-D too, so there only the expert FFN roles count.
+            const bool expert_role = cat == Category::FfnUp || cat == Category::FfnGate || cat == Category::FfnDown;
+            return tensor.ne[2] > 1 && (facts.arch != "bailingmoe3" || expert_role) ? E::MXFP4 : E::Q8_0;
         }
         if (cat == Category::TokenEmbd) {
             if (options.token_embedding_type) return *options.token_embedding_type;

@@ -164,7 +164,7 @@ int Context::decode(const Batch& batch) {
 void Context::apply_pending_shifts() {
     if (!memory_->has_shift()) return;
     const bool long_rope = model_.long_rope_for_context(params_.n_ctx);
-    memory_->apply_shift(ops_, [&](uint32_t layer) { return model_.rope_params(layer, long_rope); });
+    memory_->apply_shift(ops_, [&](uint32_t layer) { return model_.rope_shift_params(layer, long_rope); });
 }
 
 void Context::gather_ubatch(const Batch& batch, const memory::Split& split, int64_t first, int64_t n) {

@@ -36,6 +36,8 @@ namespace {
 
 // The output convention a template teaches its model, judged by its markers.
 chat::OutputFormat detect_format(const std::string& src) {
+    if (src.find("<atem:function_calls>") != std::string::npos && src.find("<|eom|>") != std::string::npos)
+        return chat::OutputFormat::MuseGlimmer;
     if (src.find("<|channel|>") != std::string::npos) return chat::OutputFormat::Harmony;
     if (src.find("tool\u2581calls\u2581begin") != std::string::npos) return chat::OutputFormat::DeepSeek;
     if (src.find("[TOOL_CALLS]") != std::string::npos) return chat::OutputFormat::Mistral;

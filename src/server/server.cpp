@@ -8,11 +8,13 @@
 #include <filesystem>
 
 #include "api.h"
+#include "bounded_http_server.h"
 #include "chat_prompt.h"
 #include "client_socket.h"
 #include "cria/core/error.h"
 #include "cria/core/version.h"
 #include "cria/server/slot_files.h"
+#include "memory_stream.h"
 #include "metrics.h"
 #include "responses.h"
 #include "server/request_guard.h"
@@ -36,7 +38,7 @@ struct Server::Impl {
     std::unique_ptr<Backend> backend;
     std::unique_ptr<ChatFormatter> formatter;
     std::unique_ptr<Scheduler> scheduler;
-    httplib::Server http;
+    std::unique_ptr<BoundedHttpServer> http;  // made by Server(), from the config
     std::thread thread;
     int port = 0;
     std::string model_id;
@@ -352,13 +354,13 @@ void Server::Impl::routes() {
 
 // The request checks before routing (request_guard.h), and the API's error shape for HTTP errors and escaped exceptions.
 void Server::Impl::error_handlers() {
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    http->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         ++http_requests;
         const RequestGuard guard{config.host, port, config.cors_origin, config.api_key, config.max_body_bytes};
         return refused_before_routing(guard, req, res) ? httplib::Server::HandlerResponse::Handled
                                                        : httplib::Server::HandlerResponse::Unhandled;
     });
-    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    http->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
         const Dialect d = dialect_of(req.path);
         switch (res.status) {
@@ -368,7 +370,7 @@ void Server::Impl::error_handlers() {
             default: send_error(res, d, res.status, "HTTP error " + std::to_string(res.status)); break;
         }
     });
-    http.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    http->set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "unknown error";
         try {
             std::rethrow_exception(ep);
@@ -382,25 +384,25 @@ void Server::Impl::error_handlers() {
 
 // Models, chat, completions and embeddings (OpenAI and Anthropic).
 void Server::Impl::api_routes() {
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    http->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200, {{"status", "ok"}});
     });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
     });
-    http.Get("/models", [this](const httplib::Request&, httplib::Response& res) {
+    http->Get("/models", [this](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
     });
-    http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    http->Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             check_model(req.matches[1].str(), Dialect::OpenAI);
             send_json(res, 200, model_json());
         });
     });
-    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::OpenAI); });
-    http.Post("/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::OpenAI); });
-    http.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::Anthropic); });
-    http.Post("/v1/messages/count_tokens", [this](const httplib::Request& req, httplib::Response& res) {
+    http->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::OpenAI); });
+    http->Post("/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::OpenAI); });
+    http->Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::Anthropic); });
+    http->Post("/v1/messages/count_tokens", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             json body = parse_body(req.body);
             if (!body.contains("max_tokens")) body["max_tokens"] = 1;
@@ -410,15 +412,15 @@ void Server::Impl::api_routes() {
             send_json(res, 200, {{"input_tokens", job.gen.prompt.size()}});
         });
     });
-    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
-    http.Post("/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
-    http.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
-    http.Post("/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
+    http->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
+    http->Post("/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
+    http->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
+    http->Post("/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
 }
 
 // llama-server's extras: tokenizer, template, properties, metrics.
 void Server::Impl::tool_routes() {
-    http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    http->Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
             if (!body.contains("content") || !body["content"].is_string()) throw bad_request("'content' must be a string", "content");
@@ -434,7 +436,7 @@ void Server::Impl::tool_routes() {
             send_json(res, 200, {{"tokens", tokens}});
         });
     });
-    http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    http->Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
             if (!body.contains("tokens") || !body["tokens"].is_array()) throw bad_request("'tokens' must be an array", "tokens");
@@ -447,13 +449,13 @@ void Server::Impl::tool_routes() {
             send_json(res, 200, {{"content", backend->vocab().detokenize(ids)}});
         });
     });
-    http.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+    http->Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const ChatJob job = parse_openai_chat(parse_body(req.body));
             send_json(res, 200, {{"prompt", formatter->render(job.messages, job.tools, true, job.template_kwargs)}});
         });
     });
-    http.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    http->Get("/props", [this](const httplib::Request&, httplib::Response& res) {
         const auto& o = scheduler->options();
         send_json(res, 200, {{"default_generation_settings", {{"n_ctx", backend->n_ctx_per_seq()}, {"params", {{"temperature", 0.8}, {"top_k", 40}, {"top_p", 0.95}, {"min_p", 0.05}, {"max_tokens", config.default_max_tokens}}}}},
                              {"total_slots", o.n_slots},
@@ -466,7 +468,7 @@ void Server::Impl::tool_routes() {
                              {"endpoint_slots", true},
                              {"endpoint_metrics", config.metrics}});
     });
-    http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    http->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             if (!config.metrics) throw ApiError(501, "not_supported_error", "metrics are disabled (start the server with --metrics)");
             res.set_content(metrics_text(scheduler->stats(), http_requests.load()), "text/plain; version=0.0.4");
@@ -476,14 +478,14 @@ void Server::Impl::tool_routes() {
 
 // Slots (list, save, restore, erase) and the web page.
 void Server::Impl::slot_routes() {
-    http.Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
+    http->Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
         json out = json::array();
         for (const auto& s : scheduler->slots())
             out.push_back({{"id", s.id}, {"n_ctx", backend->n_ctx_per_seq()}, {"is_processing", s.busy},
                            {"n_cached", s.n_cached}, {"n_prompt", s.n_prompt}, {"n_generated", s.n_generated}});
         send_json(res, 200, out);
     });
-    http.Post(R"(/slots/(\d{1,6}))", [this](const httplib::Request& req, httplib::Response& res) {
+    http->Post(R"(/slots/(\d{1,6}))", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const int32_t id = std::stoi(req.matches[1].str());
             const std::string action = req.get_param_value("action");
@@ -520,8 +522,8 @@ void Server::Impl::slot_routes() {
             res.set_header("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'");
             res.set_content(webui_index_html().data(), webui_index_html().size(), "text/html; charset=utf-8");
         };
-        http.Get("/", page);
-        http.Get("/index.html", page);
+        http->Get("/", page);
+        http->Get("/index.html", page);
     }
 }
 
@@ -533,16 +535,20 @@ Server::Server(std::unique_ptr<Backend> backend, ServerConfig config) : impl_(st
     m.formatter = std::make_unique<ChatFormatter>(m.backend->vocab(), tmpl);
     m.formatter->set_parse_special_in_content(m.config.parse_special_in_content);
     m.scheduler = std::make_unique<Scheduler>(*m.backend, m.config.scheduler);
+    m.port = m.config.port;  // until start() binds (serve_bytes() checks Host against it)
     m.model_id = m.config.model_alias;
     if (m.model_id.empty()) m.model_id = std::filesystem::path(m.config.model_path).filename().string();
     if (m.model_id.empty()) m.model_id = m.backend->model_name();
-    const int threads = m.config.n_http_threads > 0 ? m.config.n_http_threads
-                                                    : std::max(8, 2 * (m.config.scheduler.n_slots + 4));
-    m.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-    m.http.set_payload_max_length(m.config.max_body_bytes);
-    m.http.set_read_timeout(m.config.read_timeout_s, 0);
-    m.http.set_write_timeout(m.config.write_timeout_s, 0);
-    m.http.set_keep_alive_max_count(1000);
+    ConnectionLimits limits;
+    limits.header_timeout = std::chrono::seconds(m.config.header_timeout_s);
+    limits.body_timeout = std::chrono::seconds(m.config.read_timeout_s);
+    limits.write_timeout = std::chrono::seconds(m.config.write_timeout_s);
+    limits.max_connections = m.config.max_connections;
+    m.http = std::make_unique<BoundedHttpServer>(limits);
+    m.http->set_payload_max_length(m.config.max_body_bytes);
+    m.http->set_read_timeout(m.config.read_timeout_s, 0);
+    m.http->set_write_timeout(m.config.write_timeout_s, 0);
+    m.http->set_keep_alive_max_count(1000);
     m.routes();
 }
 
@@ -554,16 +560,17 @@ Server::~Server() {
 void Server::start() {
     auto& m = *impl_;
     if (m.config.port == 0) {
-        m.port = m.http.bind_to_any_port(m.config.host);
+        m.port = m.http->bind_to_any_port(m.config.host);
         if (m.port < 0) throw Error("cannot bind to " + m.config.host);
     } else {
-        if (!m.http.bind_to_port(m.config.host, m.config.port))
+        if (!m.http->bind_to_port(m.config.host, m.config.port))
             throw Error("cannot bind to " + m.config.host + ":" + std::to_string(m.config.port));
         m.port = m.config.port;
     }
-    m.thread = std::thread([&m] { m.http.listen_after_bind(); });
+    m.http->deepen_backlog(1024);
+    m.thread = std::thread([&m] { m.http->listen_after_bind(); });
     // listen_after_bind() sets is_running() before it accepts; wait for that (bounded).
-    for (int i = 0; i < 2000 && !m.http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 0; i < 2000 && !m.http->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void Server::wait() {
@@ -572,10 +579,16 @@ void Server::wait() {
 
 void Server::stop() {
     impl_->stopped.store(true);
-    impl_->http.stop();
+    impl_->http->stop();
 }
 
 int Server::port() const { return impl_->port; }
+
+Server::Exchange Server::serve_bytes(std::string_view bytes) {
+    MemoryStream stream(bytes);
+    impl_->http->serve_in_memory(stream, [&] { return stream.has_more(); });
+    return {stream.output(), stream.statuses()};
+}
 Scheduler& Server::scheduler() { return *impl_->scheduler; }
 
 }  // namespace cria::server

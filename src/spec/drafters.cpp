@@ -2,9 +2,12 @@
 // order) and make_drafters. See registry.h for why they are in one file.
 
 #include <algorithm>
+#include <cstdio>
 
 #include "cria/core/error.h"
 #include "cria/spec/draft_model.h"
+#include "cria/spec/dflash.h"
+#include "cria/spec/eagle3.h"
 #include "cria/spec/registry.h"
 #include "cria/spec/speculative.h"
 
@@ -52,14 +55,50 @@ CRIA_REGISTER_DRAFTER(draft, SpecType::Draft, 100, [](const DrafterArgs& a) {
                                     a.resources.draft_model);
 });
 
+// EAGLE-3 reads the target's features: a forward pass of one layer per token.
+CRIA_REGISTER_DRAFTER(eagle3, SpecType::Eagle3, 90, [](const DrafterArgs& a) {
+    if (a.params.draft_model.empty())
+        throw Error("speculative type draft-eagle3 needs the EAGLE-3 head's GGUF (-md FILE)");
+    if (!a.resources.eagle3_head) a.resources.eagle3_head = Eagle3Head::load(a.params.draft_model, a.target.model());
+    const int threads = a.params.draft_threads > 0 ? a.params.draft_threads : a.target.n_threads();
+    return std::make_unique<Eagle3Drafter>(a.resources.eagle3_head, a.params.draft,
+                                           static_cast<int32_t>(a.target.n_ctx()), threads);
+});
+
+// DFlash: one forward pass of its block per draft.
+CRIA_REGISTER_DRAFTER(dflash, SpecType::Dflash, 80, [](const DrafterArgs& a) {
+    if (a.params.draft_model.empty())
+        throw Error("speculative type draft-dflash needs the DFlash drafter's GGUF (-md FILE)");
+    if (!a.resources.dflash_head) a.resources.dflash_head = DflashHead::load(a.params.draft_model, a.target.model());
+    const int threads = a.params.draft_threads > 0 ? a.params.draft_threads : a.target.n_threads();
+    return std::make_unique<DflashDrafter>(a.resources.dflash_head, a.params.draft,
+                                           static_cast<int32_t>(a.target.n_ctx()), threads);
+});
+
 std::vector<std::unique_ptr<Drafter>> make_drafters(const SpecParams& params, const runtime::Context& target,
                                                     const vocab::Vocab& target_vocab, DrafterResources* shared) {
     DrafterResources own;
     DrafterResources& resources = shared ? *shared : own;
-    const auto wants = [&](SpecType t) {
-        // A draft model (-md) asks for the draft drafter by itself, as in llama.cpp.
-        if (t == SpecType::Draft && !params.draft_model.empty()) return true;
+    const auto listed = [&](SpecType t) {
         return std::find(params.types.begin(), params.types.end(), t) != params.types.end();
+    };
+    // The draft file (-md) asks for its drafter by itself, as in llama.cpp:
+    // an eagle3 head for draft-eagle3 (detected from its architecture, which
+    // llama.cpp leaves to --spec-type), any other model for draft-simple.
+    bool eagle3_file = false, dflash_file = false;
+    if (!params.draft_model.empty() && !listed(SpecType::Eagle3) && !listed(SpecType::Dflash)) {
+        eagle3_file = Eagle3Head::is_eagle3_file(params.draft_model);
+        dflash_file = !eagle3_file && DflashHead::is_dflash_file(params.draft_model);
+        if (eagle3_file || dflash_file)
+            std::fprintf(stderr, "auto-detected speculative type '%s' from the draft model metadata\n",
+                         eagle3_file ? "draft-eagle3" : "draft-dflash");
+    }
+    const bool draft_file_is_head = eagle3_file || dflash_file || listed(SpecType::Eagle3) || listed(SpecType::Dflash);
+    const auto wants = [&](SpecType t) {
+        if (t == SpecType::Draft && !params.draft_model.empty() && !draft_file_is_head) return true;
+        if (t == SpecType::Eagle3 && eagle3_file) return true;
+        if (t == SpecType::Dflash && dflash_file) return true;
+        return listed(t);
     };
     std::vector<std::unique_ptr<Drafter>> out;
     const DrafterArgs args{params, target, target_vocab, resources};

@@ -35,6 +35,11 @@ double Metrics::mean_acceptance_length() const {
 std::string Metrics::format() const {
     std::string out;
     char line[512];
+    // llama-speculative-simple's summary lines.
+    std::snprintf(line, sizeof line, "n_drafted = %lld\nn_accept  = %lld\naccept    = %.3f%%\n",
+                  static_cast<long long>(tokens_drafted()), static_cast<long long>(tokens_accepted()),
+                  100.0 * acceptance_rate());
+    out += line;
     std::snprintf(line, sizeof line, "draft acceptance rate = %.5f (%5lld accepted / %5lld generated)\n",
                   acceptance_rate(), static_cast<long long>(tokens_accepted()), static_cast<long long>(tokens_drafted()));
     out += line;
@@ -56,6 +61,21 @@ std::string Metrics::format() const {
                 out += line;
             }
             out += "\n";
+            // llama.cpp's definitions: 1 + accepted / drafts, and for each
+            // position the share of drafts with more than i tokens accepted
+            // (up to the longest run accepted).
+            size_t n_pos = d.position_accepted.size();
+            while (n_pos > 0 && d.position_accepted[n_pos - 1] == 0) --n_pos;
+            std::snprintf(line, sizeof line, "  #mean acc len = %.2f, #acc rate/pos = (",
+                          d.n_drafts ? 1.0 + static_cast<double>(d.n_tokens_accepted) / static_cast<double>(d.n_drafts)
+                                     : 0.0);
+            out += line;
+            for (size_t i = 0; i < n_pos; ++i) {
+                std::snprintf(line, sizeof line, "%s%.3f", i ? ", " : "",
+                              static_cast<double>(d.position_accepted[i]) / static_cast<double>(d.n_drafts));
+                out += line;
+            }
+            out += ")\n";
         }
     }
     std::snprintf(line, sizeof line,

@@ -62,17 +62,28 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     const size_t n_feat_layers = ctx.params().capture_layers.size();
     const uint32_t n_embd = ctx.model().hparams().n_embd;
 
-    // The prompt, as runtime::generate.
+    // The prompt, as runtime::generate. Drafters that read the target's
+    // features follow llama.cpp's protocol instead (speculative-simple): the
+    // prompt but its last token is decoded, keeping the features of every
+    // row, and the first step verifies the last prompt token with a draft.
+    const bool features_protocol = n_feat_layers > 0;
+    const size_t n_prefill = features_protocol ? prompt.size() - 1 : prompt.size();
+    std::vector<float> prompt_features;
+    const size_t feat_floats = n_feat_layers * n_embd;
     const auto t0 = Clock::now();
     ctx.memory_clear();
     const size_t n_batch = ctx.params().n_batch;
     runtime::Batch batch;
-    for (size_t first = 0; first < prompt.size(); first += n_batch) {
-        const size_t count = std::min(n_batch, prompt.size() - first);
+    for (size_t first = 0; first < n_prefill; first += n_batch) {
+        const size_t count = std::min(n_batch, n_prefill - first);
         batch.clear();
         for (size_t i = 0; i < count; ++i)
-            batch.add(prompt[first + i], static_cast<int32_t>(first + i), {0}, first + i + 1 == prompt.size());
+            batch.add(prompt[first + i], static_cast<int32_t>(first + i), {0},
+                      features_protocol || first + i + 1 == prompt.size());
         if (ctx.decode(batch) != 0) throw Error("generate: no room in the KV cache for the prompt");
+        if (features_protocol)
+            prompt_features.insert(prompt_features.end(), ctx.features(0).data(),
+                                   ctx.features(0).data() + count * feat_floats);
     }
     for (TokenId t : prompt) chain.accept_prompt(t);
     StepRequest request;
@@ -82,7 +93,8 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
         request.sampling.seed = request_seeds_.next_u32();
         if (request.sampling.seed == sampling::kRandomSeed) request.sampling.seed = 0;
     }
-    step_.begin(0, prompt, request);
+    std::vector<TokenId> history(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n_prefill));
+    step_.begin(0, history, request);
     step_.metrics().prompt_ms = ms_since(t0);
 
     runtime::GenerationResult result;
@@ -104,18 +116,24 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
         return result;
     }
 
-    std::vector<TokenId> history = prompt;  // the tokens in the target's cache
+    // history: the tokens in the target's cache.
     // The captured streams of the outputs of the last decode: rows 0..n-1.
+    const uint32_t* layer_ids = ctx.params().capture_layers.data();
     const auto give_features = [&](size_t n_tokens, int32_t pos0) {
         if (n_feat_layers > 0)
-            step_.set_target_features({ctx.features(0).data(), n_tokens, n_feat_layers, n_embd, pos0});
+            step_.set_target_features({ctx.features(0).data(), n_tokens, n_feat_layers, n_embd, pos0, layer_ids});
     };
-    if (!prompt.empty() && n_feat_layers > 0)
-        step_.set_target_features(
-            {ctx.features(-1).data(), 1, n_feat_layers, n_embd, static_cast<int32_t>(prompt.size()) - 1});
-    TokenId last = chain.sample(ctx.logits(-1));
-    chain.accept(last);
-    bool done = !emit(last, {});
+    TokenId last;
+    bool done = false;
+    if (features_protocol) {
+        if (n_prefill > 0)
+            step_.set_target_features({prompt_features.data(), n_prefill, n_feat_layers, n_embd, 0, layer_ids});
+        last = prompt.back();
+    } else {
+        last = chain.sample(ctx.logits(-1));
+        chain.accept(last);
+        done = !emit(last, {});
+    }
     ContextMemory memory(ctx);
     const LogitRow rows = [&ctx](int i) { return ctx.logits(i); };
     while (!done) {

@@ -92,15 +92,34 @@ void SpeculativeStep::pick_draft(const std::vector<TokenId>& history, TokenId la
     draft_ms_ = 0;
     if (!drafting_) return;
     n_allowed = std::min({n_allowed, request_.n_max, DecodeCostModel::kMaxTokens - 1});
+    const DraftInput input{history, last, static_cast<int32_t>(history.size()), seq_, features_};
+    // Drafters that read the target's features but do not draft this step
+    // still see them, so that their own state stays in step with the target.
+    const auto observe_from = [&](size_t first) {
+        if (features_.empty()) return;
+        for (size_t d = first; d < drafters_.size(); ++d) {
+            if (drafters_[d]->target_feature_layers().empty()) continue;
+            const auto t0 = Clock::now();
+            drafters_[d]->observe(input);
+            const double ms = ms_since(t0);
+            metrics_.drafters[d].draft_ms += ms;
+            metrics_.draft_ms += ms;
+        }
+    };
+    if (n_allowed <= 0) observe_from(0);
     for (size_t d = 0; d < drafters_.size() && n_allowed > 0; ++d) {
-        if (request_.only_drafter >= 0 && static_cast<int>(d) != request_.only_drafter) continue;
+        if (request_.only_drafter >= 0 && static_cast<int>(d) != request_.only_drafter) {
+            if (!features_.empty() && !drafters_[d]->target_feature_layers().empty()) drafters_[d]->observe(input);
+            continue;
+        }
         const int n = adaptive_.limit(static_cast<int>(d), n_allowed);
         if (n == 0) {
             paused_any_ = true;  // drafting has not paid for this request
+            if (!features_.empty() && !drafters_[d]->target_feature_layers().empty()) drafters_[d]->observe(input);
             continue;
         }
         const auto t0 = Clock::now();
-        drafters_[d]->draft(DraftInput{history, last, static_cast<int32_t>(history.size()), seq_, features_}, n, draft_);
+        drafters_[d]->draft(input, n, draft_);
         const double ms = ms_since(t0);
         auto& dm = metrics_.drafters[d];
         dm.draft_ms += ms;
@@ -117,6 +136,7 @@ void SpeculativeStep::pick_draft(const std::vector<TokenId>& history, TokenId la
         if (!draft_.empty()) {
             drafter_ = static_cast<int>(d);
             draft_ms_ = ms;
+            observe_from(d + 1);
             return;
         }
         draft_.clear();

@@ -9,6 +9,7 @@
 
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
+#include "cria/vision/mmproj.h"
 #include "tools/command.h"
 
 namespace cria::tools {
@@ -70,6 +71,16 @@ Totals totals_of(const File& file) {
     return t;
 }
 
+// For a vision projector (mmproj) file, what cria reads from it, or why it
+// cannot use it: inspecting never fails on a projector cria refuses.
+std::vector<std::string> mmproj_summary(const File& file) {
+    try {
+        return vision::Mmproj::from_file(file)->describe();
+    } catch (const Error& e) {
+        return {std::string("not usable by cria: ") + e.what()};
+    }
+}
+
 void print_text(const File& file, size_t max_items, size_t max_chars) {
     std::printf("file: %s\n", file.path().c_str());
     std::printf("GGUF version %u, alignment %llu, data section at byte %llu, file size %llu bytes, loaded with %s\n",
@@ -129,6 +140,7 @@ void print_json(const File& file, size_t max_items) {
     json by_type = json::object();
     for (const auto& [type, cb] : totals.by_type) by_type[type] = {{"tensors", cb.first}, {"bytes", cb.second}};
     doc["totals"] = {{"parameters", totals.parameters}, {"bytes", totals.bytes}, {"by_type", by_type}};
+    if (vision::is_mmproj(file)) doc["mmproj"] = mmproj_summary(file);
     // Strings from the file need not be UTF-8: replace bad bytes rather than fail.
     std::puts(doc.dump(2, ' ', false, json::error_handler_t::replace).c_str());
 }
@@ -178,6 +190,10 @@ std::function<int()> setup(CLI::App& cmd) {
             print_json(*file, opt->max_items);
         } else {
             print_text(*file, opt->max_items, opt->max_chars);
+            if (vision::is_mmproj(*file)) {
+                std::printf("\nvision projector (mmproj):\n");
+                for (const std::string& line : mmproj_summary(*file)) std::printf("  %s\n", line.c_str());
+            }
         }
         return 0;
     };

@@ -3,7 +3,7 @@
 //   cria serve -m MODEL [-c N] [-np N] [-t N] [--host H] [--port P] [--api-key K]
 //              [--chat-template JINJA | --chat-template-file FILE] [--slot-save-path DIR] [--metrics]
 //              [-a ALIAS] [-b N] [-ub N] [-ctk T] [-ctv T] [--load-mode M] [--no-repack] [-n N] [--max-tokens N]
-//              [--max-queue N] [--max-body BYTES] [--timeout S] [--no-webui]
+//              [--max-queue N] [--max-body BYTES] [--max-connections N] [--header-timeout S] [--timeout S] [--no-webui]
 //              [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ... (speculative decoding in every slot)
 #include <atomic>
 #include <chrono>
@@ -53,6 +53,8 @@ struct ServeOptions {
     int32_t max_queue = 64;
     int32_t max_tokens_cap = -1;
     size_t max_body = 8u << 20;
+    int max_connections = 256;
+    int header_timeout = 5;
     cria::spec::SpecParams spec;
 };
 
@@ -90,6 +92,10 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--max-tokens", opt->max_tokens_cap, "Server-wide cap on tokens per reply, whatever a request asks (-1: the slot's context)");
     cmd.add_option("--max-queue", opt->max_queue, "Requests that may wait for a slot; more get 503");
     cmd.add_option("--max-body", opt->max_body, "Largest request body in bytes");
+    cmd.add_option("--max-connections", opt->max_connections,
+                   "Connections open at once (one thread each); more are answered 503 and closed");
+    cmd.add_option("--header-timeout", opt->header_timeout,
+                   "Seconds a request's line and headers may take to arrive (then 408 and the connection is closed)");
     cria::tools::add_spec_flags(cmd, opt, &ServeOptions::spec);
     cmd.allow_extras();  // -m, -md, -c, -np and -n, as llama-server spells them
     return [opt, &cmd]() -> int {
@@ -110,6 +116,8 @@ std::function<int()> setup(CLI::App& cmd) {
         if (!n_parallel.empty()) opt->n_parallel = static_cast<int32_t>(runtime::parse_count(n_parallel, "-np"));
         if (opt->n_parallel < 1 || opt->n_parallel > 64) throw Error("-np must be 1..64");
         if (opt->timeout < 1) throw Error("--timeout must be positive");
+        if (opt->max_connections < 1) throw Error("--max-connections must be positive");
+        if (opt->header_timeout < 1) throw Error("--header-timeout must be positive");
 
         server::ServerConfig config;
         config.host = opt->host;
@@ -133,6 +141,8 @@ std::function<int()> setup(CLI::App& cmd) {
         config.request_timeout_s = opt->timeout;
         config.default_max_tokens = opt->n_predict;
         config.max_body_bytes = opt->max_body;
+        config.max_connections = opt->max_connections;
+        config.header_timeout_s = opt->header_timeout;
         config.scheduler.n_slots = opt->n_parallel;
         config.scheduler.n_batch = opt->n_batch;
         config.scheduler.max_queue = opt->max_queue;

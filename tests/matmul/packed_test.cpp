@@ -27,7 +27,7 @@ using cria::cpu::Isa;
 namespace mm = cria::matmul;
 using namespace cria::matmul::test;
 
-const ElementType kPackable[] = {ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q8_0,
+const ElementType kPackable[] = {ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q8_0, ElementType::MXFP4,
                                  ElementType::Q4_K, ElementType::Q6_K, ElementType::F16, ElementType::BF16};
 
 struct PackedProblem {
@@ -159,6 +159,31 @@ TEST_P(PackedTypes, RowRangeFromAGroupWritesOnlyThoseRows) {
             else
                 ASSERT_EQ(part[i], -12345.0f) << r;
         }
+}
+
+// MXFP4's packed kernels turn the E8M0 exponents into floats themselves;
+// exponents 0 and 1 are the subnormal scales 2^-128 and 2^-127 (ggml's
+// E8M0_TO_FP32_HALF), which random weights never hold. A wrong decode is off
+// by a factor of two at least (or infinite).
+TEST(PackedMxfp4, SubnormalAndLargeExponents) {
+    for (const uint8_t base : {uint8_t{0}, uint8_t{150}}) {
+        PackedProblem p(ElementType::MXFP4, 21, 128, 3, 41);
+        for (int64_t r = 0; r < p.rows; ++r)
+            for (int64_t b = 0; b < p.k / 32; ++b)
+                p.w[static_cast<size_t>(r) * p.w_stride + static_cast<size_t>(b) * 17] = static_cast<uint8_t>(base + (r + b) % 4);
+        mm::pack_weights(p.plain_matrix(), mm::Packing::Rows16, p.packed.data());
+        const std::vector<float> ref = p.run(p.plain_matrix(), Isa::Scalar);
+        for (Isa isa : {Isa::Scalar, cria::cpu::best_isa()}) {
+            const std::vector<float> got = p.run(p.packed_matrix(), isa);
+            for (int64_t c = 0; c < p.n; ++c)
+                for (int64_t r = 0; r < p.rows; ++r) {
+                    const size_t i = static_cast<size_t>(c * p.y_stride + r);
+                    ASSERT_TRUE(std::isfinite(got[i]) && ref[i] != 0.0f) << p.describe(isa, r, c);
+                    ASSERT_TRUE(std::fabs(static_cast<double>(got[i]) - ref[i]) <= 1e-3 * p.magnitude(r, c))
+                        << p.describe(isa, r, c) << ": " << got[i] << " vs " << ref[i];
+                }
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedTypes, ::testing::ValuesIn(kPackable),

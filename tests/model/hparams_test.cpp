@@ -111,6 +111,66 @@ TEST(HParams, GraniteReadsItsScales) {
     EXPECT_TRUE(hp.uses_rope(0));  // rope.scaling.finetuned absent: true
 }
 
+TEST(HParams, MuseGlimmerSlidesAndRopesByItsPattern) {
+    const HParams hp = hparams_of(SyntheticModelSpec::tiny("muse-glimmer"));
+    // The converter's bool array: layers 0 and 2 slide and rope, layer 1 is global without rope.
+    EXPECT_EQ(hp.n_swa, 8u);
+    EXPECT_EQ(hp.swa_layers, (std::vector<bool>{true, false, true}));
+    EXPECT_EQ(hp.nope_layers, (std::vector<bool>{false, true, false}));
+    EXPECT_EQ(hp.rope_order, RopeOrder::Normal);
+    EXPECT_FLOAT_EQ(hp.rope_freq_base_swa, 5000.0f);
+    EXPECT_FLOAT_EQ(hp.rope_freq_scale_swa, 1.0f);
+    EXPECT_FLOAT_EQ(hp.logit_multiplier, 0.75f);  // logit_scale multiplies here
+    EXPECT_FLOAT_EQ(hp.final_softcap, 4.0f);
+    EXPECT_FLOAT_EQ(hp.post_norm_eps, 1e-8f);
+    EXPECT_TRUE(hp.has_qk_norm);
+
+    SyntheticModelSpec spec = SyntheticModelSpec::tiny("muse-glimmer");
+    spec.name = "muse-glimmer-period";
+    spec.n_layer = 4;
+    spec.swa_pattern = 2;  // a scalar is a period: the first of every two layers slides
+    EXPECT_EQ(hparams_of(spec).swa_layers, (std::vector<bool>{true, false, true, false}));
+    spec.name = "muse-glimmer-no-pattern";
+    spec.swa_pattern = 0;  // absent: no sliding-window layer, hence no rope anywhere
+    const HParams none = hparams_of(spec);
+    EXPECT_EQ(none.swa_layers, (std::vector<bool>(4, false)));
+    EXPECT_EQ(none.nope_layers, (std::vector<bool>(4, true)));
+
+    spec.name = "muse-glimmer-no-window";
+    spec.swa_pattern = -1;
+    spec.sliding_window = 0;  // the key is required
+    try {
+        hparams_of(spec);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("muse-glimmer.attention.sliding_window"), std::string::npos) << e.what();
+    }
+}
+
+TEST(HParams, GraniteSwaReadsItsLayerPatterns) {
+    const HParams hp = hparams_of(SyntheticModelSpec::tiny("granite_swa"));
+    EXPECT_EQ(hp.n_swa, 8u);
+    EXPECT_EQ(hp.swa_layers, (std::vector<bool>{true, false, true, false}));
+    EXPECT_EQ(hp.nope_layers, (std::vector<bool>{false, false, false, true}));  // attention.rope_pattern
+    EXPECT_FLOAT_EQ(hp.rope_freq_base_swa, hp.rope_freq_base);  // every layer ropes alike
+    EXPECT_FLOAT_EQ(hp.logit_multiplier, 0.5f);
+    EXPECT_FLOAT_EQ(hp.residual_scale, 0.5f);
+
+    SyntheticModelSpec spec = SyntheticModelSpec::tiny("granite_swa");
+    spec.name = "granite-swa-scalar";
+    spec.swa_pattern = 1;  // a scalar is copied to every layer (not a period)
+    EXPECT_EQ(hparams_of(spec).swa_layers, (std::vector<bool>(4, true)));
+
+    spec.name = "granite-swa-no-pattern";
+    spec.swa_pattern = 0;  // the key is required
+    try {
+        hparams_of(spec);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("granite_swa.attention.sliding_window_pattern"), std::string::npos) << e.what();
+    }
+}
+
 TEST(HParams, Exaone4SlidesOnlyWithA64LayerTrunk) {
     SyntheticModelSpec spec = SyntheticModelSpec::tiny("exaone4");
     spec.sliding_window = 8;
@@ -137,6 +197,46 @@ TEST(HParams, Exaone4SlidesOnlyWithA64LayerTrunk) {
     EXPECT_EQ(mtp.n_layer_nextn, 1u);
     EXPECT_EQ(mtp.swa_layers, big.swa_layers);
     EXPECT_EQ(mtp.nope_layers, big.nope_layers);
+}
+
+TEST(HParams, GptOssRoutesOnRawLogitsAndSlidesOnEvenLayers) {
+    SyntheticModelSpec spec = SyntheticModelSpec::tiny("gpt-oss");
+    const HParams hp = hparams_of(spec);
+    EXPECT_EQ(hp.rope_order, RopeOrder::NeoX);
+    EXPECT_EQ(hp.n_swa, 8u);
+    EXPECT_EQ(hp.swa_layers, (std::vector<bool>{true, false, true}));  // period 2 when the key is absent
+    EXPECT_EQ(hp.expert_gating, ExpertGating::SoftmaxWeight);
+    EXPECT_FALSE(hp.expert_weights_norm);
+    EXPECT_EQ(hp.expert_activation, FfnActivation::SwigluOai);
+    EXPECT_EQ(hp.n_ff_exp, 64u);
+    EXPECT_EQ(hp.rope_yarn_ext_factor, 0.0f);  // no rope scaling keys: plain rope
+
+    // llama.cpp requires the window; a file without it is refused by name.
+    spec.sliding_window = 0;
+    spec.name = "gpt-oss-no-window";
+    try {
+        hparams_of(spec);
+        ADD_FAILURE() << "a gpt-oss file without attention.sliding_window was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("gpt-oss.attention.sliding_window"), std::string::npos) << e.what();
+    }
+}
+
+// gpt-oss's released files: rope.scaling.type "yarn", factor 32, original
+// context 4096. llama.cpp then sets ext_factor 1 and an attn_factor whose
+// YaRN gain (1 + 0.1 ln 32) cancels the one ggml's rope multiplies in.
+TEST(HParams, YarnScalingFollowsLlamaCppsContextSetup) {
+    SyntheticModelSpec spec = SyntheticModelSpec::tiny("gpt-oss");
+    spec.name = "gpt-oss-yarn";
+    spec.rope_yarn_factor = 32.0f;
+    const HParams hp = hparams_of(spec);
+    EXPECT_FLOAT_EQ(hp.rope_freq_scale, 1.0f / 32.0f);
+    EXPECT_FLOAT_EQ(hp.rope_freq_scale_swa, 1.0f / 32.0f);
+    EXPECT_EQ(hp.rope_yarn_ext_factor, 1.0f);
+    EXPECT_EQ(hp.n_ctx_orig, 4096u);
+    EXPECT_FLOAT_EQ(hp.rope_attn_factor, 1.0f);
+    EXPECT_EQ(hp.rope_yarn_beta_fast, 32.0f);
+    EXPECT_EQ(hp.rope_yarn_beta_slow, 1.0f);
 }
 
 }  // namespace

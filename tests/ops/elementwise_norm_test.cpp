@@ -104,6 +104,16 @@ TEST_P(OpsTest, BinaryAndGlu) {
         ops_->geglu(va, vb, vg);
         ref_.geglu(va, vb, vw);
         EXPECT_TRUE(all_close(got, want, 1e-7, 1e-5)) << "geglu";
+        // Scaled inputs so that both clamps (limit 7 on the gate from above,
+        // on up from both sides) bite on some elements and not on others.
+        std::vector<float> g12(a), u12(b);
+        for (float& v : g12) v *= 12.0f;
+        for (float& v : u12) v *= 12.0f;
+        const auto vg12 = TensorView::contiguous(ElementType::F32, g12.data(), {n, rows});
+        const auto vu12 = TensorView::contiguous(ElementType::F32, u12.data(), {n, rows});
+        ops_->swiglu_oai(vg12, vu12, 1.702f, 7.0f, vg);
+        ref_.swiglu_oai(vg12, vu12, 1.702f, 7.0f, vw);
+        EXPECT_TRUE(all_close(got, want, 1e-6, 3e-6)) << "swiglu_oai";
     }
 }
 

@@ -87,8 +87,9 @@ TEST_P(MoeOpsTest, RoutingRefusesExpertGroupsAndBadK) {
 }
 
 TEST_P(MoeOpsTest, IndexedProductMatchesReference) {
+    // MXFP4: how gpt-oss files store their experts.
     const std::vector<ElementType> types{ElementType::F32, ElementType::F16, ElementType::Q8_0, ElementType::Q4_0,
-                                         ElementType::Q4_K};
+                                         ElementType::Q4_K, ElementType::MXFP4};
     const int64_t rows = 37, n_expert = 5, n_used = 3;
     std::mt19937 rng(7);
     for (ElementType type : types) {

@@ -104,6 +104,8 @@ const std::vector<std::pair<std::string, bool>> kMustCheck{
     {"phi3", false},    {"smollm3", false}, {"seed_oss", false}, {"mistral3", false},   {"granite", false},
     {"exaone4", false}, {"llama", true},    {"qwen2moe", true},  {"qwen3moe", true},    {"olmoe", true},
     {"minimax-m2", true}, {"ernie4_5-moe", true},
+    {"granitemoe", true}, {"granite", true},    {"mistral3", true},   {"muse-glimmer", false},
+    {"gpt-oss", true},
     {"mamba", false},   {"mamba2", false},  {"jamba", false},    {"granitehybrid", false},
     {"qwen35", false},    {"qwen35moe", true},    {"qwen3next", true},
 };

@@ -67,10 +67,12 @@ void expect_packed_matches_plain(const model::SyntheticModelSpec& spec, const st
     // Matrices of one input are joined: [q; k; v] and [gate; up] (or the file's own fused ones).
     for (const model::LayerWeights& lw : packed->weights().layers) {
         EXPECT_NE(lw.wqkv.w.weight_packing, matmul::Packing::None);
-        if (lw.up_exps.present()) {
-            // Experts: the stacked expert matrices are read in the file's
-            // layout (packing them is still to come).
-            EXPECT_EQ(lw.up_exps.w.weight_packing, matmul::Packing::None);
+        if (lw.down_exps.present()) {
+            // Experts: packed expert by expert, each expert's [gate; up] joined.
+            EXPECT_NE(lw.down_exps.w.weight_packing, matmul::Packing::None);
+            EXPECT_NE(lw.gate_up_exps.w.weight_packing, matmul::Packing::None);
+            EXPECT_FALSE(lw.gate_exps.present() || lw.up_exps.present());
+            EXPECT_EQ(lw.gate_up_exps.w.ne[1], 2 * lw.down_exps.w.ne[0]);
         } else {
             EXPECT_TRUE(lw.gate_up.w.weight_packing != matmul::Packing::None ||
                         lw.up.w.weight_packing != matmul::Packing::None);
@@ -123,7 +125,8 @@ TEST(PackedWeightsArchitectures, SameLogitsAsTheFileLayout) {
     if (matmul::preferred_packing(ElementType::Q8_0, cpu::best_isa()) == matmul::Packing::None)
         GTEST_SKIP() << "this CPU's kernels read Q8_0 rows unpacked";
     for (const char* arch : {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3",
-                             "phi3", "smollm3", "seed_oss", "mistral3", "granite", "exaone4"}) {
+                             "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe", "exaone4", "muse-glimmer",
+                             "granite_swa", "gpt-oss"}) {
         model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny(arch);
         spec.weight_type = spec.embd_type = ElementType::Q8_0;
         spec.stddev = 0.08f;
@@ -132,7 +135,7 @@ TEST(PackedWeightsArchitectures, SameLogitsAsTheFileLayout) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedWeights, ::testing::Values(ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL, ElementType::Q4_K,
+INSTANTIATE_TEST_SUITE_P(Types, PackedWeights, ::testing::Values(ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL, ElementType::Q4_K, ElementType::MXFP4,
                                            ElementType::F16, ElementType::BF16),
                          [](const auto& info) { return std::string(element_type_name(info.param)); });
 

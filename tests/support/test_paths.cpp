@@ -36,6 +36,16 @@ std::filesystem::path arch_fixtures_dir() {
     return std::filesystem::is_directory(dir, ec) ? dir : std::filesystem::path{};
 }
 
+std::filesystem::path mmproj_fixtures_dir() {
+    std::filesystem::path dir;
+    if (const char* env = std::getenv("CRIA_MMPROJ_FIXTURES"); env != nullptr && *env != '\0')
+        dir = env;
+    else
+        dir = source_dir().parent_path() / "shared" / "testdata" / "mmproj-fixtures";
+    std::error_code ec;
+    return std::filesystem::is_directory(dir, ec) ? dir : std::filesystem::path{};
+}
+
 std::filesystem::path temp_dir() {
     static TempDir dir;
     return dir.path;

@@ -16,6 +16,11 @@ std::filesystem::path model_path(const std::string& rel);// models/<rel>
 // (a clone without ../shared): tests then skip, saying so.
 std::filesystem::path arch_fixtures_dir();
 
+// llama.cpp's vision projector fixtures (mmproj files, images, preprocessed
+// pixels and embeddings): $CRIA_MMPROJ_FIXTURES when set, else
+// ../shared/testdata/mmproj-fixtures beside the checkout. Empty when absent.
+std::filesystem::path mmproj_fixtures_dir();
+
 // A fresh directory for this test process, removed when the process exits.
 std::filesystem::path temp_dir();
 

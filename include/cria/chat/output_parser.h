@@ -7,6 +7,9 @@
 //   Mistral           [THINK]…[/THINK]  [TOOL_CALLS][{…}] or [TOOL_CALLS]name[ARGS]{…}
 //   DeepSeek R1/V3    <think>…</think>  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>…<｜tool▁sep｜>…<｜tool▁call▁end｜>…
 //   GPT-OSS (harmony) <|channel|>analysis<|message|>…<|end|>, final, commentary to=functions.NAME …<|call|>
+//   Muse Glimmer      (after the prompt's "<|start|>assistant") to=self<|message|>…<|eom|>, to=user<|message|>…,
+//                     to=TOOL<|message|><atem:function_calls>…</atem:function_calls>, messages joined by
+//                     <|eom|><|start|>assistant
 //
 // Reasoning markers <think>, <seed:think>, <thinking> and [THINK] are
 // recognised in every format. StreamingOutputParser produces the same result
@@ -19,9 +22,10 @@
 
 namespace cria::chat {
 
-enum class OutputFormat { Generic, Hermes, Llama3, Mistral, DeepSeek, Harmony };
+enum class OutputFormat { Generic, Hermes, Llama3, Mistral, DeepSeek, Harmony, MuseGlimmer };
 
-// "generic", "hermes" (also "qwen"), "llama3", "mistral", "deepseek", "harmony" (also "gpt-oss").
+// "generic", "hermes" (also "qwen"), "llama3", "mistral", "deepseek", "harmony" (also "gpt-oss"),
+// "muse-glimmer".
 // Throws cria::Error for an unknown name.
 OutputFormat output_format_from_name(const std::string& name);
 
@@ -69,6 +73,7 @@ private:
     void step(OutputDelta& out, bool at_end);
     std::vector<std::string> markers_for_mode() const;
     void on_marker(const std::string& marker, OutputDelta& out);
+    void on_muse_glimmer_marker(const std::string& marker, OutputDelta& out);
     void end_collect(OutputDelta& out, bool terminated);
     void emit(OutputDelta& out, const std::string& text);
 
@@ -78,7 +83,7 @@ private:
     std::string collected_;       // body of a tool-call block or harmony header
     std::string collect_marker_;  // the marker that opened the block
     std::string reasoning_end_;   // closing marker of the open reasoning block
-    std::string recipient_;       // harmony: tool name of the current message
+    std::string recipient_;       // harmony, muse-glimmer: tool name of the current message
     bool content_started_ = false;
 };
 

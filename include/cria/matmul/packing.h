@@ -7,14 +7,15 @@
 // for each of the 16 rows, the output of a block is one register of 16 row
 // sums, and the weights stream from memory in a single sequential run.
 //
-// Rows16 (Q4_0, IQ4_NL, Q8_0): rows are grouped by 16 (the last group padded
+// Rows16 (Q4_0, IQ4_NL, Q8_0, MXFP4): rows are grouped by 16 (the last group padded
 // with zero rows). For block b of a group,
 //   quants: QB/4 registers of 64 bytes (QB = 16 quant bytes per block for the
 //           4-bit types, 32 for Q8_0); register j holds, for row r = 0..15,
 //           bytes 4j..4j+3 of that row's block b at 4r. Q8_0's quants are
 //           stored + 128 (unsigned), the nibble types as in the file (low
 //           nibble value i, high nibble value i + 16).
-//   scales: the 16 rows' f16 scales (32 bytes).
+//   scales: the 16 rows' f16 scales (32 bytes); MXFP4: their E8M0
+//           exponents as in the file (16 bytes).
 // Blocks go in pairs, [quants b0][quants b1][scales b0][scales b1] (an odd
 // last block alone), so the kernel reads one sequential stream whose
 // prefetching runs on into the next group. A group takes exactly 16 rows'
@@ -48,7 +49,7 @@ namespace cria::matmul {
 
 enum class Packing : uint8_t {
     None,    // rows as the file stores them
-    Rows16,  // 16 interleaved rows (see above): Q4_0, IQ4_NL, Q8_0, Q4_K, Q6_K, F16, BF16
+    Rows16,  // 16 interleaved rows (see above): Q4_0, IQ4_NL, Q8_0, MXFP4, Q4_K, Q6_K, F16, BF16
 };
 
 struct WeightMatrix;

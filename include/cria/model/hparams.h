@@ -22,9 +22,12 @@ namespace cria::model {
 // adjacent pairs (x[2i], x[2i+1]); NeoX mode rotates (x[i], x[i + n_rot/2]).
 enum class RopeOrder { Normal, NeoX };
 
-// The activation of the gated feed-forward block: SwiGLU (silu(gate) * up) or
-// GeGLU with GELU's tanh approximation (gelu(gate) * up), as ggml_gelu computes it.
-enum class FfnActivation { Silu, GeluTanh };
+// The activation of the gated feed-forward block: SwiGLU (silu(gate) * up),
+// GeGLU with GELU's tanh approximation (gelu(gate) * up), as ggml_gelu
+// computes it, or gpt-oss's clamped SwiGLU (ggml_swiglu_oai with alpha 1.702
+// and limit 7, as llama.cpp hard-codes them: min(g, 7) * sigmoid(1.702
+// min(g, 7)) * (clamp(u, -7, 7) + 1)).
+enum class FfnActivation { Silu, GeluTanh, SwigluOai };
 
 // How a mixture-of-experts router turns its logits into expert weights
 // (llama.cpp's expert_gating_func): softmax over all experts, sigmoid of
@@ -49,7 +52,17 @@ struct HParams {
     float norm_rms_eps = 1e-5f;
     float rope_freq_base = 10000.0f;
     float rope_freq_scale = 1.0f;  // 1 / linear rope scaling factor
-    float rope_attn_factor = 1.0f; // scales cos/sin (LongRoPE's magnitude correction)
+    float rope_attn_factor = 1.0f; // scales cos/sin (LongRoPE's magnitude correction; with YaRN see below)
+    // YaRN (rope.scaling.type "yarn", gpt-oss's files): ext_factor 1 mixes
+    // each dimension pair's interpolated and extrapolated angle by a ramp
+    // between the correction dimensions of beta_fast and beta_slow (of the
+    // original context n_ctx_orig), as ggml's rope_yarn; 0 is plain rope.
+    // With YaRN, rope_attn_factor is llama.cpp's yarn_attn_factor: the
+    // file's attn_factor times (1 + 0.1 ln s) / (1 + 0.1 ln s), s = 1 /
+    // rope_freq_scale (the op multiplies (1 + 0.1 ln s) back in).
+    float rope_yarn_ext_factor = 0.0f;
+    float rope_yarn_beta_fast = 32.0f;
+    float rope_yarn_beta_slow = 1.0f;
     RopeOrder rope_order = RopeOrder::Normal;
     // Per-dimension divisors of the rope frequencies (n_rot/2 values), from
     // rope_freqs.weight (Llama 3.1 scaling) or phi3's rope_factors_short/long.
@@ -83,6 +96,7 @@ struct HParams {
     // entries, all false when every layer uses rope.
     std::vector<bool> nope_layers;
     bool has_post_norms = false;   // gemma2/3: RMSNorm after attention and after the FFN, before the residual add
+    float post_norm_eps = 0.0f;    // epsilon of those post norms (0: norm_rms_eps; muse-glimmer: 1e-8)
     FfnActivation ffn_activation = FfnActivation::Silu;
 
     // Mixture of experts (n_expert > 0; only architectures that declare
@@ -101,6 +115,8 @@ struct HParams {
     // width n_ff_shexp that every token goes through, its output times
     // sigmoid(ffn_gate_inp_shexp · h) when the file has that gate. 0: none.
     uint32_t n_ff_shexp = 0;
+    // The activation of the experts (gpt-oss: SwigluOai).
+    FfnActivation expert_activation = FfnActivation::Silu;
     // The first n_layer_dense_lead layers keep a dense feed-forward block
     // (leading_dense_block_count); the others are mixtures of experts.
     uint32_t n_layer_dense_lead = 0;

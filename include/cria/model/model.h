@@ -84,12 +84,16 @@ struct Linear {
 
 // The matrices of a layer's experts: one [k, rows] matrix per expert,
 // stacked as GGUF's `*_exps` tensors ([k, rows, n_expert], a view into the
-// file, not packed yet) and the file's optional per-expert `.scale` (one
+// file, or packed at load like the dense matrices: then expert e's packed
+// matrix starts at w.row(0, e), nb[2] bytes apart) and the file's optional per-expert `.scale` (one
 // multiplier of each expert's output), loaded when the architecture's graph
 // applies it.
 struct ExpertLinear {
     ops::TensorView w;
     std::vector<float> scale;  // n_expert values, or empty
+    // Per-expert biases [rows, n_expert] (gpt-oss; ggml_add_id after the
+    // scaled product), or empty.
+    std::vector<float> bias;
 
     bool present() const { return w.data != nullptr; }
 };
@@ -124,6 +128,11 @@ struct LayerWeights {
     std::vector<float> attn_norm, post_attn_norm, ffn_norm, post_ffn_norm;
     std::vector<float> q_norm, k_norm;
     Linear wq, wk, wv, wqkv, wo;  // wqkv: the file's fused [q; k; v] (phi3), or joined at load
+    // muse-glimmer: sigmoid(attn_gate h) gates the attention output channel by channel before wo.
+    Linear attn_gate;
+    // Attention sinks (gpt-oss, granite_swa): one learned logit per query head
+    // that joins each softmax's normalisation and weighs no value. Empty: none.
+    std::vector<float> attn_sinks;
     Linear gate, up, down;        // up holds [gate; up] when the file fuses them (phi3)
     // Joined at load time from separate matrices of the file (packed weights
     // only): wqkv.w = [wq; wk; wv] (then wq.w, wk.w, wv.w are empty; their
@@ -133,6 +142,10 @@ struct LayerWeights {
     Linear gate_inp;                            // [n_embd, n_expert]
     std::vector<float> exp_probs_b;             // [n_expert] selection bias (exp_probs_b.bias), or empty
     ExpertLinear gate_exps, up_exps, down_exps;  // gate_exps may be absent (then silu(up))
+    // Joined at load (packed weights only): each expert's [gate; up] as one
+    // packed matrix, so one indexed product gives both; then gate_exps.w and
+    // up_exps.w are empty (their scales stay, applied to each half).
+    ExpertLinear gate_up_exps;
     // The shared expert (HParams::n_ff_shexp > 0) and its optional scalar gate ([n_embd, 1]).
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
     DeltaNetWeights delta;  // a gated delta-net layer (HParams::is_delta_net)
@@ -183,7 +196,8 @@ public:
     std::vector<float> x, h, q, k, v, qkv, attn, o, gate, up, ffn, out_rows;
     // Mixture of experts: router logits, expert weights and ids per token,
     // the experts' gate/up/activation ([n_ff_exp, k, n]) and outputs ([n_embd, k, n]).
-    std::vector<float> router, expert_weights, expert_gate, expert_up, expert_out;
+    // expert_gate_up: [2 n_ff_exp, k, n], the output of the joined [gate; up] experts.
+    std::vector<float> router, expert_weights, expert_gate, expert_up, expert_out, expert_gate_up;
     std::vector<int32_t> expert_ids;
     // Gated delta-net layers: [q; k; v] before and after the convolution,
     // z, beta and the log decay g per value head, the rule's output.
@@ -229,6 +243,11 @@ public:
     // Rope parameters of a layer (SWA layers may use their own base);
     // n_dims 0 for a layer that applies no rope (its keys never rotate).
     ops::RopeParams rope_params(uint32_t layer, bool long_rope) const;
+    // The same rotation for moving cached keys by a position delta, with a
+    // magnitude of 1: the keys already carry the attn_factor (and YaRN's
+    // gain) of their first rotation. (llama.cpp's K-shift cancels YaRN's
+    // gain for deepseek2 only and scales other families' keys by it again.)
+    ops::RopeParams rope_shift_params(uint32_t layer, bool long_rope) const;
 
     // The widest output of a fused or joined product ([q; k; v], [gate; up]),
     // from the tensor table: the scratch those products are split from.

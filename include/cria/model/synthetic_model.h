@@ -9,6 +9,7 @@
 // the file is written, so even a 2 GB model never sits in memory whole.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cria/core/element_type.h"
@@ -17,7 +18,8 @@ namespace cria::model {
 
 struct SyntheticModelSpec {
     // llama, qwen2, qwen3, gemma2, gemma3, phi3, smollm3, seed_oss, mistral3, granite, exaone4,
-    // qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe, qwen35, qwen35moe, qwen3next
+    // qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe, granitemoe, muse-glimmer, granite_swa, gpt-oss,
+    // qwen35, qwen35moe, qwen3next
     std::string arch = "llama";
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
@@ -31,8 +33,15 @@ struct SyntheticModelSpec {
     uint32_t n_ctx = 2048;
     bool tied_output = true;
     float rope_freq_base = 10000.0f;
-    uint32_t sliding_window = 0;  // gemma2/gemma3/phi3: 0 = no sliding window key
-    // Mixture of experts (llama, qwen3moe): n_expert > 0 writes a router and
+    uint32_t sliding_window = 0;  // gemma2/gemma3/phi3/muse-glimmer/granite_swa/gpt-oss: 0 = no sliding window key
+    // muse-glimmer, granite_swa: attention.sliding_window_pattern as a bool per layer
+    // (-1: every other layer slides, layer 0 first), a scalar (> 0), or absent (0).
+    int32_t swa_pattern = -1;
+    // > 0: rope.scaling.type "yarn" with this factor and original context
+    // (gpt-oss's files: 32 and 4096).
+    float rope_yarn_factor = 0.0f;
+    uint32_t rope_yarn_original_context = 4096;
+    // Mixture of experts (llama, qwen3moe, granite, mistral3...): n_expert > 0 writes a router and
     // stacked experts of width n_ff_exp instead of the dense feed-forward.
     uint32_t n_expert = 0;
     uint32_t n_expert_used = 0;
@@ -41,6 +50,9 @@ struct SyntheticModelSpec {
     uint32_t n_layer_dense_lead = 0;  // ernie4_5-moe: leading layers with a dense feed-forward
 
     ElementType weight_type = ElementType::F32;  // 2-D projection matrices
+    // The stacked expert matrices (*_exps); unset: weight_type. (Real
+    // gpt-oss files keep MXFP4 experts beside other types.)
+    std::optional<ElementType> expert_type;
     ElementType embd_type = ElementType::F32;    // token embedding (and tied output)
     uint64_t seed = 1;
     float stddev = 0.02f;

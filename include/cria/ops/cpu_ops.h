@@ -2,7 +2,11 @@
 // The CPU implementation of the op API: kernels chosen by cpu::best_isa() at
 // each call (so CRIA_ISA / set_isa_limit apply), work spread over a thread pool.
 
+#include <cstdint>
+#include <vector>
+
 #include "cria/cpu/thread_pool.h"
+#include "cria/matmul/matmul_id.h"
 #include "cria/ops/ops.h"
 
 namespace cria::ops {
@@ -24,6 +28,8 @@ public:
     void gelu_erf(const TensorView& x, const TensorView& out) override;
     void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out) override;
     void geglu(const TensorView& gate, const TensorView& up, const TensorView& out) override;
+    void swiglu_oai(const TensorView& gate, const TensorView& up, float alpha, float limit,
+                    const TensorView& out) override;
     void add(const TensorView& a, const TensorView& b, const TensorView& out) override;
     void mul(const TensorView& a, const TensorView& b, const TensorView& out) override;
     void scale(const TensorView& x, float s, const TensorView& out) override;
@@ -48,6 +54,11 @@ public:
 
 private:
     cpu::ThreadPool& pool_;
+    // Scratch of matmul_id, grown to the largest batch and then reused: a
+    // decode step allocates nothing. (One CpuOps serves one caller at a time.)
+    matmul::MatmulIdWorkspace moe_workspace_;
+    std::vector<float> route_scores_;  // moe_route: 2 x n_expert
+    std::vector<int32_t> route_order_;
 };
 
 }  // namespace cria::ops

@@ -141,6 +141,10 @@ public:
     virtual void gelu_erf(const TensorView& x, const TensorView& out) = 0;  // exact (erf)
     virtual void swiglu(const TensorView& gate, const TensorView& up, const TensorView& out) = 0;  // silu(g) * u
     virtual void geglu(const TensorView& gate, const TensorView& up, const TensorView& out) = 0;   // gelu(g) * u
+    // gpt-oss's clamped SwiGLU (ggml_swiglu_oai): x = min(g, limit), y =
+    // clamp(u, -limit, limit), out = x * sigmoid(alpha * x) * (y + 1).
+    virtual void swiglu_oai(const TensorView& gate, const TensorView& up, float alpha, float limit,
+                            const TensorView& out) = 0;
 
     // Element-wise; b broadcasts over rows when it has one row of ne0 values.
     virtual void add(const TensorView& a, const TensorView& b, const TensorView& out) = 0;

@@ -9,6 +9,14 @@
 // layer index (use_more_bits); --pure, --output-tensor-type,
 // --token-embedding-type and --tensor-type override; and a tensor whose rows
 // are not a whole number of blocks falls back to a type that fits.
+//
+// Mixtures of experts: stacked expert tensors (ffn_*_exps, 3-D) and shared
+// experts (ffn_*_shexp) take the ffn_gate/up/down rules with the layer read
+// from their name; the router (ffn_gate_inp) is never quantized; exactly 8
+// experts (Mixtral) bump attn_v/attn_k to q8_0 and, in the 2-4 bit mixes,
+// attn_output to q5_K; the MXFP4_MOE file type makes 3-D expert tensors MXFP4
+// and the rest q8_0 (on bailingmoe3 only the expert FFN roles: its MLA
+// projections are 3-D too).
 
 #include <cstdint>
 #include <optional>

@@ -1,11 +1,13 @@
 #pragma once
 // The HTTP server behind `cria serve`: OpenAI- and Anthropic-compatible
 // routes, llama-server's utility routes and the web chat page, over one
-// Scheduler. Handlers run on cpp-httplib's worker threads; generation runs
-// on the scheduler's thread.
+// Scheduler. Handlers run on a thread per connection (bounded_http_server.h);
+// generation runs on the scheduler's thread.
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cria/server/backend.h"
 #include "cria/server/scheduler.h"
@@ -29,10 +31,11 @@ struct ServerConfig {
     // Without api_key, browser requests from other origins are refused (403);
     // this one origin ("https://app.example") is allowed too (--cors-origin).
     std::string cors_origin;
-    int read_timeout_s = 60;            // socket read / write timeouts
-    int write_timeout_s = 600;
+    int header_timeout_s = 5;           // a request's line and headers must arrive within this (408 after)
+    int read_timeout_s = 60;            // its body within this after the headers (408 after)
+    int write_timeout_s = 600;          // a client not reading for this long is dropped
+    int max_connections = 256;          // open at once (one thread each); more are answered 503
     int request_timeout_s = 600;        // a generation (queue included) is stopped after this
-    int n_http_threads = 0;             // 0: enough for the slots and the queue
     int32_t default_max_tokens = -1;    // when a request gives none (-1: until the context ends)
     SchedulerOptions scheduler;
 };
@@ -49,6 +52,13 @@ public:
     void wait();
     void stop();
     int port() const;  // the bound port
+    // Serves the HTTP/1.1 requests in `bytes` as one kept-alive connection
+    // would, with no socket (the fuzz target and its replay test). Needs no start().
+    struct Exchange {
+        std::string reply;          // all that was written back
+        std::vector<int> statuses;  // the status of each answer, in order
+    };
+    Exchange serve_bytes(std::string_view bytes);
     Scheduler& scheduler();
 
     struct Impl;

@@ -45,14 +45,14 @@ struct Draft {
 // Hidden features of the target, captured during its decode (the residual
 // stream entering chosen layers, what EAGLE-3/MTP-style drafters read):
 // data[(token * n_layers + layer) * n_embd + i] for the tokens of the last
-// target decode of this sequence. Not wired yet: the model does not capture
-// features, so every drafter today gets an empty view and must not need one.
+// target decode of this sequence (empty when no drafter asked for features).
 struct FeaturesView {
     const float* data = nullptr;
     size_t n_tokens = 0;   // rows: the tokens of the last target decode of the sequence
     size_t n_layers = 0;   // captured layers per token
     size_t n_embd = 0;     // floats per layer
     int32_t pos0 = 0;      // position of the first row
+    const uint32_t* layer_ids = nullptr;  // n_layers target layer ids, in row order (null: not said)
     bool empty() const { return data == nullptr || n_tokens == 0; }
 };
 
@@ -88,6 +88,11 @@ public:
     virtual void begin(const BeginInput& input) = 0;
     // Appends at most n_max tokens to `out` (which is empty on entry).
     virtual void draft(const DraftInput& input, int n_max, Draft& out) = 0;
+    // A step in which this drafter does not draft (paused by adaptive
+    // drafting, another drafter drafted, no room): drafters that read the
+    // target's features take in input.features here, as draft() would, so
+    // that their state (a draft head's cache) stays in step with the target.
+    virtual void observe(const DraftInput& input) { (void)input; }
     // How many tokens of the last non-empty draft the target accepted.
     virtual void accept(int n_accepted) { (void)n_accepted; }
     // The request is over (ngram-cache saves its dynamic statistics here).

@@ -33,6 +33,8 @@ class Vocab;
 namespace cria::spec {
 
 class NgramModPool;
+class Eagle3Head;
+class DflashHead;
 
 // What drafters may share (the server's slots share one of each); null:
 // the factory creates its own.
@@ -40,6 +42,8 @@ struct DrafterResources {
     std::shared_ptr<NgramModPool> mod_pool;           // ngram-mod's pool (null: 4M entries, 16 MiB)
     std::shared_ptr<const model::Model> draft_model;  // loaded and checked already (null: load -md)
     uint32_t draft_n_ctx = 0;                         // the draft context (0: the target context's size)
+    std::shared_ptr<const Eagle3Head> eagle3_head;    // loaded and checked already (null: load -md)
+    std::shared_ptr<const DflashHead> dflash_head;    // loaded and checked already (null: load -md)
 };
 
 // What a factory gets.

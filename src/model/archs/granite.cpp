@@ -3,7 +3,12 @@
 // residual add (both 0: not set), attention scores times attention.scale
 // (0: 1/sqrt(head width)), logits divided by logit_scale (required).
 // rope.scaling.finetuned = false (default true) switches RoPE off in every
-// layer. With experts it comes with the MoE work (hparams.cpp refuses).
+// layer. granitemoe is the same family (llama.cpp builds both with one
+// graph); either with experts (expert_count > 0) has a mixture of SwiGLU
+// experts as wide as feed_forward_length (expert gates optional): softmax
+// routing, the k weights renormalised, no scale, plus an ungated shared
+// expert when expert_shared_feed_forward_length > 0 (Granite MoE Shared). The
+// residual scale multiplies the mixture's output too.
 
 #include "model/arch.h"
 #include "model/blocks.h"
@@ -26,11 +31,19 @@ void read_hparams(const HParamsKeys& keys, HParams& hp) {
     hp.embedding_scale = keys.f32("embedding_scale", 0.0f);
     hp.attention_scale = keys.f32_or_unset("attention.scale", hp.attention_scale);
     if (!keys.boolean("rope.scaling.finetuned", true)) hp.nope_layers.assign(hp.n_layer, true);
+    if (hp.n_expert > 0) {
+        hp.n_ff_exp = hp.n_ff;
+        hp.expert_gating = ExpertGating::Softmax;
+        hp.expert_weights_norm = true;
+        hp.expert_weights_scale = 0.0f;  // llama.cpp never reads expert_weights_scale for granite
+        hp.n_ff_shexp = keys.u32_or_unset("expert_shared_feed_forward_length", 0);
+    }
 }
 
 void declare_tensors(const HParams& hp, TensorTable& t, Weights& w) {
     DenseTensorOptions o;
-    o.ffn_scales = false;  // llama.cpp's granite graph passes no scales to its feed-forward block
+    o.ffn_scales = false;  // llama.cpp's granite graph passes no scales to its feed-forward block or experts
+    o.expert_gate_optional = true;
     o.rope_factors = "rope_freqs.weight";
     declare_dense_tensors(hp, t, w, o);
 }
@@ -41,6 +54,9 @@ void forward(blocks::Step& s, float* logits, float* hidden) {
 
 }  // namespace
 
-extern const ArchDefinition kGranite{"granite", read_hparams, declare_tensors, forward, reference::llama};
+extern const ArchDefinition kGranite{"granite", read_hparams, declare_tensors, forward, reference::llama,
+                                     /*supports_experts=*/true};
+extern const ArchDefinition kGraniteMoe{"granitemoe", read_hparams, declare_tensors, forward, reference::llama,
+                                        /*supports_experts=*/true};
 
 }  // namespace cria::model::archs

@@ -2,7 +2,9 @@
 // rope_freqs divisors, SwiGLU, optional biases and scales). llama.cpp reads no
 // attention.scale for it (1/sqrt(head width)). Its per-position query
 // temperature (attention.temperature_scale) is refused until it is
-// implemented; with experts it comes with the MoE work (hparams.cpp refuses).
+// implemented. With experts (expert_count > 0) it is laid out as Mixtral:
+// SwiGLU experts as wide as feed_forward_length (expert gates optional),
+// softmax routing, the k weights renormalised, no scale, no shared expert.
 
 #include "model/arch.h"
 #include "model/blocks.h"
@@ -18,11 +20,18 @@ void read_hparams(const HParamsKeys& keys, HParams& hp) {
     if (keys.has_tensor("rope_freqs.weight")) hp.rope_factors_tensor = "rope_freqs.weight";
     if (keys.f32("attention.temperature_scale", 0.0f) != 0.0f)
         keys.fail("attention.temperature_scale (query temperature scaling) is not supported yet");
+    if (hp.n_expert > 0) {
+        hp.n_ff_exp = hp.n_ff;
+        hp.expert_gating = ExpertGating::Softmax;
+        hp.expert_weights_norm = true;
+        hp.expert_weights_scale = 0.0f;
+    }
 }
 
 void declare_tensors(const HParams& hp, TensorTable& t, Weights& w) {
     DenseTensorOptions o;
     o.rope_factors = "rope_freqs.weight";
+    o.expert_gate_optional = true;
     declare_dense_tensors(hp, t, w, o);
 }
 
@@ -32,6 +41,7 @@ void forward(blocks::Step& s, float* logits, float* hidden) {
 
 }  // namespace
 
-extern const ArchDefinition kMistral3{"mistral3", read_hparams, declare_tensors, forward, reference::llama};
+extern const ArchDefinition kMistral3{"mistral3", read_hparams, declare_tensors, forward, reference::llama,
+                                      /*supports_experts=*/true};
 
 }  // namespace cria::model::archs

@@ -3,24 +3,69 @@
 // rather than self-registering objects: the model is a static library, and
 // the linker drops object files nothing refers to.)
 
-#include <array>
-
 #include "model/arch.h"
 
 namespace cria::model {
 namespace archs {
-extern const ArchDefinition kLlama, kQwen2, kQwen3, kGemma2, kGemma3, kPhi3, kSmollm3, kSeedOss, kMistral3, kGranite,
-    kExaone4, kQwen2Moe, kQwen3Moe, kOlmoe, kMinimaxM2, kErnie45Moe;
-extern const ArchDefinition kMamba, kMamba2, kJamba, kGraniteHybrid, kQwen35, kQwen35Moe, kQwen3Next;
-}
+// One line per architecture (merges of new families touch only their own line).
+extern const ArchDefinition kLlama;
+extern const ArchDefinition kQwen2;
+extern const ArchDefinition kQwen3;
+extern const ArchDefinition kGemma2;
+extern const ArchDefinition kGemma3;
+extern const ArchDefinition kPhi3;
+extern const ArchDefinition kSmollm3;
+extern const ArchDefinition kSeedOss;
+extern const ArchDefinition kMistral3;
+extern const ArchDefinition kGranite;
+extern const ArchDefinition kExaone4;
+extern const ArchDefinition kQwen2Moe;
+extern const ArchDefinition kQwen3Moe;
+extern const ArchDefinition kOlmoe;
+extern const ArchDefinition kMinimaxM2;
+extern const ArchDefinition kErnie45Moe;
+extern const ArchDefinition kGraniteMoe;
+extern const ArchDefinition kMuseGlimmer;
+extern const ArchDefinition kGraniteSwa;
+extern const ArchDefinition kGptOss;
+extern const ArchDefinition kMamba;
+extern const ArchDefinition kMamba2;
+extern const ArchDefinition kJamba;
+extern const ArchDefinition kGraniteHybrid;
+extern const ArchDefinition kQwen35;
+extern const ArchDefinition kQwen35Moe;
+extern const ArchDefinition kQwen3Next;
+}  // namespace archs
 
 namespace {
-constexpr std::array<const ArchDefinition*, 23> kArchitectures{
-    &archs::kLlama,    &archs::kQwen2,   &archs::kQwen3,    &archs::kGemma2,     &archs::kGemma3,     &archs::kPhi3,
-    &archs::kSmollm3,  &archs::kSeedOss, &archs::kMistral3, &archs::kGranite,    &archs::kExaone4,    &archs::kQwen2Moe,
-    &archs::kQwen3Moe, &archs::kOlmoe,   &archs::kMinimaxM2, &archs::kErnie45Moe,
-    &archs::kMamba,    &archs::kMamba2,  &archs::kJamba,    &archs::kGraniteHybrid,
-    &archs::kQwen35,   &archs::kQwen35Moe, &archs::kQwen3Next,
+const ArchDefinition* const kArchitectures[] = {
+    &archs::kLlama,
+    &archs::kQwen2,
+    &archs::kQwen3,
+    &archs::kGemma2,
+    &archs::kGemma3,
+    &archs::kPhi3,
+    &archs::kSmollm3,
+    &archs::kSeedOss,
+    &archs::kMistral3,
+    &archs::kGranite,
+    &archs::kExaone4,
+    &archs::kQwen2Moe,
+    &archs::kQwen3Moe,
+    &archs::kOlmoe,
+    &archs::kMinimaxM2,
+    &archs::kErnie45Moe,
+    &archs::kGraniteMoe,
+    &archs::kMuseGlimmer,
+    &archs::kGraniteSwa,
+    &archs::kGptOss,
+    &archs::kMamba,
+    &archs::kMamba2,
+    &archs::kJamba,
+    &archs::kGraniteHybrid,
+    &archs::kQwen35,
+    &archs::kQwen35Moe,
+    &archs::kQwen3Next,
 };
 }  // namespace
 

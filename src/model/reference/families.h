@@ -12,8 +12,9 @@ namespace cria::model::reference {
 
 // llama, qwen2 (NeoX rope, biases), qwen3 (plus an RMSNorm over each Q and K
 // head), smollm3 (layers without rope), seed_oss, mistral3, granite
-// (embedding, residual and logit scales), exaone4 (post norms only), and
-// their mixtures of experts (llama with experts, qwen3moe).
+// (embedding, residual and logit scales), exaone4 (post norms only),
+// granite_swa (attention sinks), and their mixtures of experts (llama with
+// experts, qwen3moe, granitemoe).
 Logits llama(const Input& in);
 // gemma2 and gemma3: scaled embeddings, post norms, GeGLU, sliding windows,
 // soft caps (gemma2), QK norms (gemma3).
@@ -27,5 +28,8 @@ Logits qwen_delta_net(const Input& in);
 // pre-normed mixer per layer and nothing else.
 Logits mamba(const Input& in);
 Logits mamba2(const Input& in);
+// muse-glimmer: normed embeddings, gated attention output, post norms
+// (epsilon 1e-8), rope on the sliding-window layers only, soft-capped logits.
+Logits muse_glimmer(const Input& in);
 
 }  // namespace cria::model::reference

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cmath>
+#include <numbers>
 #include <string>
 
 #include "cria/core/error.h"
@@ -69,6 +70,10 @@ Rope layer_rope(const Input& in, uint32_t layer) {
     r.freq_base = swa ? hp.rope_freq_base_swa : hp.rope_freq_base;
     r.freq_scale = swa ? hp.rope_freq_scale_swa : hp.rope_freq_scale;
     r.attn_factor = hp.rope_attn_factor;
+    r.ext_factor = hp.rope_yarn_ext_factor;
+    r.beta_fast = hp.rope_yarn_beta_fast;
+    r.beta_slow = hp.rope_yarn_beta_slow;
+    r.n_ctx_orig = hp.n_ctx_orig ? hp.n_ctx_orig : hp.n_ctx_train;
     const std::vector<float>& factors =
         in.long_rope && !in.w.rope_factors_long.empty() ? in.w.rope_factors_long : in.w.rope_factors;
     if (!factors.empty()) r.factors = &factors;
@@ -76,13 +81,27 @@ Rope layer_rope(const Input& in, uint32_t layer) {
 }
 
 void rope(Vec& x, uint32_t head_dim, int64_t pos, const Rope& r) {
+    // YaRN's correction range in pair units: the pair whose wavelength fits
+    // n_ctx_orig / beta times, floor / ceil, clamped to [0, n_rot - 1].
+    const auto corr_dim = [&](double beta) {
+        return r.n_rot * std::log(r.n_ctx_orig / (beta * 2.0 * std::numbers::pi)) / (2.0 * std::log(r.freq_base));
+    };
+    const double low = std::max(0.0, std::floor(corr_dim(r.beta_fast)));
+    const double high = std::min(r.n_rot - 1.0, std::ceil(corr_dim(r.beta_slow)));
     for (size_t first = 0; first < x.size(); first += head_dim) {
         double* head = &x[first];
         for (uint32_t i = 0; i < r.n_rot / 2; ++i) {
             const double freq = std::pow(r.freq_base, -2.0 * i / r.n_rot);
             const double factor = r.factors ? (*r.factors)[i] : 1.0;
-            const double theta = static_cast<double>(pos) * r.freq_scale * freq / factor;
-            const double c = std::cos(theta) * r.attn_factor, s = std::sin(theta) * r.attn_factor;
+            const double extrapolated = static_cast<double>(pos) * freq / factor;
+            double theta = extrapolated * r.freq_scale, magnitude = r.attn_factor;
+            if (r.ext_factor != 0.0) {
+                const double ramp = 1.0 - std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0);
+                const double mix = ramp * r.ext_factor;
+                theta = theta * (1.0 - mix) + extrapolated * mix;
+                magnitude *= 1.0 + 0.1 * std::log(1.0 / r.freq_scale);
+            }
+            const double c = std::cos(theta) * magnitude, s = std::sin(theta) * magnitude;
             const uint32_t a = r.neox ? i : 2 * i;
             const uint32_t b = r.neox ? i + r.n_rot / 2 : 2 * i + 1;
             const double x0 = head[a], x1 = head[b];
@@ -92,7 +111,8 @@ void rope(Vec& x, uint32_t head_dim, int64_t pos, const Rope& r) {
     }
 }
 
-Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, const Rows& v) {
+Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, const Rows& v,
+               const std::vector<float>* sinks) {
     const uint32_t hd = hp.head_dim, hdv = hp.head_dim_v;
     const bool swa = hp.is_swa(layer);
     Rows out(q.size(), Vec(static_cast<size_t>(hp.n_head) * hdv, 0.0));
@@ -108,7 +128,9 @@ Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, 
                 scores[s - first] = softcap(dot * hp.attention_scale, hp.attn_softcap);
                 max_score = std::max(max_score, scores[s - first]);
             }
-            double denom = 0.0;
+            // A sink joins the denominator only: exp(sink) over the sum, as one more (value-less) key.
+            if (sinks) max_score = std::max(max_score, static_cast<double>((*sinks)[h]));
+            double denom = sinks ? std::exp((*sinks)[h] - max_score) : 0.0;
             for (double& s : scores) denom += (s = std::exp(s - max_score));
             for (size_t s = first; s <= t; ++s)
                 for (uint32_t d = 0; d < hdv; ++d) out[t][h * hdv + d] += scores[s - first] / denom * v[s][kv * hdv + d];
@@ -201,7 +223,7 @@ Rows self_attention(const Input& in, uint32_t layer, const Rows& x) {
         k[t] = std::move(p.k);
         v[t] = std::move(p.v);
     }
-    return attention(hp, layer, q, k, v);
+    return attention(hp, layer, q, k, v, lw.attn_sinks.empty() ? nullptr : &lw.attn_sinks);
 }
 
 namespace {
@@ -216,11 +238,29 @@ std::vector<Matrix> expert_matrices(const ExpertLinear& experts) {
     return out;
 }
 
+// Expert e's product, times its `.scale` and plus its bias when loaded (in
+// that order, as build_moe_ffn: mul_mat_id with the scale, then add_id).
 Vec apply_expert(const std::vector<Matrix>& m, const ExpertLinear& lin, size_t e, const Vec& x) {
     Vec y = m[e] * x;
     if (!lin.scale.empty())
         for (double& v : y) v *= lin.scale[e];
+    if (!lin.bias.empty())
+        for (size_t r = 0; r < y.size(); ++r) y[r] += lin.bias[e * y.size() + r];
     return y;
+}
+
+// The gated activation of the experts: silu(g) * u, or gpt-oss's clamped
+// SwiGLU with llama.cpp's alpha 1.702 and limit 7.
+double expert_activation(FfnActivation act, double g, double u) {
+    switch (act) {
+        case FfnActivation::Silu: return silu(g) * u;
+        case FfnActivation::GeluTanh: return gelu_tanh(g) * u;
+        case FfnActivation::SwigluOai: {
+            const double x = std::min(g, 7.0), y = std::clamp(u, -7.0, 7.0);
+            return x / (1.0 + std::exp(-1.702 * x)) * (y + 1.0);
+        }
+    }
+    return 0.0;
 }
 
 }  // namespace
@@ -278,7 +318,7 @@ Vec MoeFfn::operator()(const Vec& h) const {
         Vec a = apply_expert(up, lw.up_exps, e, h);
         if (!gate.empty()) {
             const Vec g = apply_expert(gate, lw.gate_exps, e, h);
-            for (size_t i = 0; i < a.size(); ++i) a[i] *= silu(g[i]);
+            for (size_t i = 0; i < a.size(); ++i) a[i] = expert_activation(hp.expert_activation, g[i], a[i]);
         } else {
             for (double& v : a) v = silu(v);
         }

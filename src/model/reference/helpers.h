@@ -2,7 +2,7 @@
 // The double-precision pieces the reference forward of every family is
 // written with (reference/<family>.cpp): plain loops over one position at a
 // time, float64 accumulation, no cache, no threads, no SIMD. Each mirrors
-// what llama.cpp's graph computes (ggml_rms_norm, ggml_rope_ext without YaRN,
+// what llama.cpp's graph computes (ggml_rms_norm, ggml_rope_ext with YaRN,
 // soft-capped causal attention, ggml_gelu's tanh form, ...), written for
 // reading rather than speed.
 
@@ -60,15 +60,20 @@ Vec rms_norm(const Vec& x, const std::vector<float>& weight, double eps);
 // RMSNorm over each head of width `head_dim` in a row of heads (qwen3 / gemma3 QK norm).
 void rms_norm_heads(Vec& x, uint32_t head_dim, const std::vector<float>& weight, double eps);
 
-// Rotary embedding of one layer, as ggml_rope_ext without YaRN: dimension
-// pair i of a head turns by pos * freq_scale * base^(-2i/n_rot) / factors[i],
-// cos and sin scaled by attn_factor. Normal order pairs (2i, 2i+1); NeoX
-// order pairs (i, i + n_rot/2).
+// Rotary embedding of one layer, as ggml_rope_ext: dimension pair i of a
+// head turns by pos * freq_scale * base^(-2i/n_rot) / factors[i], cos and sin
+// scaled by attn_factor. With YaRN (ext_factor != 0) the angle mixes in the
+// unscaled (extrapolated) one by ramp(i) * ext_factor, the ramp falling from
+// 1 to 0 between the correction dimensions of beta_fast and beta_slow, and
+// cos and sin also scale by 1 + 0.1 ln(1 / freq_scale). Normal order pairs
+// (2i, 2i+1); NeoX order pairs (i, i + n_rot/2).
 struct Rope {
     uint32_t n_rot = 0;
     bool neox = false;
     double freq_base = 10000.0, freq_scale = 1.0, attn_factor = 1.0;
     const std::vector<float>* factors = nullptr;  // n_rot/2 divisors, or null
+    double ext_factor = 0.0, beta_fast = 32.0, beta_slow = 1.0;
+    uint32_t n_ctx_orig = 0;
 };
 // The rope of `layer` (SWA layers may have their own base and scale), with
 // the rope factors the fast path picks (Model::rope_params).
@@ -78,10 +83,12 @@ void rope(Vec& x, uint32_t head_dim, int64_t pos, const Rope& r);
 
 // Causal attention of every position over the keys it sees (all earlier
 // positions, or the last n_swa on a sliding-window layer): scores scaled by
-// hp.attention_scale, soft-capped by hp.attn_softcap, grouped-query heads.
-// q, k, v: one row of heads per position, roped. Returns n_head * head_dim_v
-// values per position.
-Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, const Rows& v);
+// hp.attention_scale, soft-capped by hp.attn_softcap, grouped-query heads,
+// with one sink logit per query head in the softmax's denominator when
+// `sinks` is given (gpt-oss). q, k, v: one row of heads per position, roped.
+// Returns n_head * head_dim_v values per position.
+Rows attention(const HParams& hp, uint32_t layer, const Rows& q, const Rows& k, const Rows& v,
+               const std::vector<float>* sinks = nullptr);
 
 // Q, K and V of one normed position: from attn_q/k/v, or split from the
 // file's fused attn_qkv when it has one.
@@ -101,16 +108,19 @@ struct QkvProjection {
 // loaded none, exaone4), an RMSNorm over each Q and K head when the table
 // loaded attn_q_norm / attn_k_norm (qwen3, gemma3; over the whole Q and K
 // vectors when the weights are that wide: olmoe), RoPE with the layer's
-// parameters (none on the layers hp.nope_layers marks), then attention().
+// parameters (none on the layers hp.nope_layers marks), then attention()
+// (with the layer's attn_sinks when loaded).
 Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
 
 // The mixture-of-experts feed-forward of one layer on one normed position
 // (llama.cpp's build_moe_ffn with SwiGLU experts): router logits, gating
 // (softmax / sigmoid / softmax over the selected), the top n_expert_used by
 // score (plus the exp_probs_b selection bias when loaded; ties to the lower id), optional renormalisation and scale, then the
-// weighted sum of the selected experts' silu(gate h) * up h through down
-// (silu(up h) without expert gates), each matrix times its per-expert
-// `.scale` when the table loaded one. Experts are dequantised once, here.
+// weighted sum of the selected experts' act(gate h, up h) through down
+// (silu(up h) without expert gates; act is hp.expert_activation: SwiGLU, or
+// gpt-oss's clamped SwiGLU), each matrix times its per-expert `.scale` and
+// plus its per-expert bias when the table loaded them. Experts are
+// dequantised once, here.
 struct MoeFfn {
     MoeFfn(const HParams& hp, const LayerWeights& lw);
     Vec operator()(const Vec& h) const;

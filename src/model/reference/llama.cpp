@@ -49,10 +49,11 @@ Logits llama(const Input& in) {
             for (size_t t = 0; t < n; ++t) add_to(x[t], block_output(hp, wo(attn[t]), lw.post_attn_norm));
         }
 
-        // With experts: x += the weighted sum of the routed experts (MoeFfn).
+        // With experts: x += the weighted sum of the routed experts (MoeFfn), times
+        // the residual scale when set (granite).
         if (hp.is_moe(l)) {
             const MoeFfn moe(hp, lw);
-            for (size_t t = 0; t < n; ++t) add_to(x[t], moe(rms_norm(x[t], lw.ffn_norm, eps)));
+            for (size_t t = 0; t < n; ++t) add_to(x[t], block_output(hp, moe(rms_norm(x[t], lw.ffn_norm, eps)), {}));
             continue;
         }
         // Feed-forward (SwiGLU): x += down · (silu(gate h) * up h), h = rms_norm(x).
