@@ -90,6 +90,16 @@ void mla_attention_block(Step& s, uint32_t layer);
 // attention_block.
 void moe_ffn_block(Step& s, uint32_t layer);
 
+// The gated attention block of qwen3next / qwen35 (HParams::attn_output_gate):
+// x += Wo · (attention(rope(norm(q)), rope(norm(k)), v) * sigmoid(gate)),
+// [q; gate] per head from attn_q of h = rms_norm(x); no biases.
+void gated_attention_block(Step& s, uint32_t layer);
+
+// The gated delta-net block of qwen3next / qwen35 (HParams::is_delta_net):
+// see delta_net_block.cpp. Reads and updates each sequence's state through
+// s.memory.recurrent_state.
+void delta_net_block(Step& s, uint32_t layer);
+
 // Copies the residual stream of the output rows into in.features when
 // `layer` is one of in.capture_layers (call before each layer, and with
 // n_layer before the output head).

@@ -135,6 +135,15 @@ void Workspace::reserve(const Model& model, int64_t n) {
         mla_q.resize(size(int64_t{hp.n_head} * hp.head_dim_mla));
         mla_v.resize(size(int64_t{hp.n_head} * hp.head_dim_v_mla));
     }
+    if (std::find(hp.delta_net.layers.begin(), hp.delta_net.layers.end(), true) != hp.delta_net.layers.end()) {
+        const HParams::DeltaNet& dn = hp.delta_net;
+        delta_qkv.resize(size(std::max<int64_t>(dn.n_conv(), 2 * nq)));  // also the gated attention's [q; gate]
+        delta_conv.resize(size(dn.n_conv()));
+        delta_z.resize(size(dn.n_value()));
+        delta_beta.resize(size(3 * int64_t{dn.n_v_heads}));  // beta, then qwen3next's ssm_ba (beta and alpha)
+        delta_g.resize(size(dn.n_v_heads));
+        delta_out.resize(size(dn.n_value()));
+    }
     if (hp.has_recurrent_layers()) {
         // Mamba-1/2 mixers are d_inner wide; LFM2's short convolution n_embd ([B | C | x]).
         const int64_t d_inner = std::max<int64_t>(hp.ssm_inner, hp.n_embd), gn = int64_t{hp.ssm_groups} * hp.ssm_state;

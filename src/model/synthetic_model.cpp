@@ -107,6 +107,105 @@ private:
     uint64_t counter_ = 0;
 };
 
+// qwen3next / qwen35 / qwen35moe: gated delta-net layers (the even ones)
+// and gated attention layers (the odd ones: full_attention_interval 2),
+// delta nets of 2 key heads and 4 value heads of head_dim (conv kernel 4);
+// qwen35moe's experts stored as one merged gate_up tensor, qwen3next's as two.
+void write_delta_net_model(const SyntheticModelSpec& spec, const std::string& path) {
+    const std::string& arch = spec.arch;
+    const bool moe = spec.n_expert > 0, next = arch == "qwen3next";
+    if (moe == (arch == "qwen35")) throw Error("synthetic model: " + arch + (moe ? " has no experts" : " needs experts"));
+    if (spec.n_nextn) throw Error("synthetic model: MTP layers are written for exaone4 only");
+    gguf::Writer w;
+    auto key = [&](const char* suffix) { return arch + "." + suffix; };
+    const uint64_t d = spec.n_embd, q = uint64_t{spec.n_head} * spec.head_dim,
+                   kv = uint64_t{spec.n_head_kv} * spec.head_dim, ff = spec.n_ff, hd = spec.head_dim;
+    const uint64_t n_k = 2, n_v = 4, kd = n_k * hd, vd = n_v * hd, conv = 2 * kd + vd;
+    w.add_metadata("general.architecture", Value::string(arch));
+    w.add_metadata("general.name", Value::string(spec.name));
+    w.add_metadata(key("context_length"), Value::u32(spec.n_ctx));
+    w.add_metadata(key("embedding_length"), Value::u32(spec.n_embd));
+    w.add_metadata(key("block_count"), Value::u32(spec.n_layer));
+    w.add_metadata(key("feed_forward_length"), Value::u32(spec.n_ff));
+    w.add_metadata(key("attention.head_count"), Value::u32(spec.n_head));
+    w.add_metadata(key("attention.head_count_kv"), Value::u32(spec.n_head_kv));
+    w.add_metadata(key("attention.key_length"), Value::u32(spec.head_dim));
+    w.add_metadata(key("attention.value_length"), Value::u32(spec.head_dim));
+    w.add_metadata(key("rope.dimension_count"), Value::u32(spec.head_dim / 2));  // partial rotary
+    w.add_metadata(key("rope.freq_base"), Value::f32(spec.rope_freq_base));
+    if (!next) {
+        const uint32_t pairs = spec.head_dim / 4;  // rotated pairs; every one in a text section
+        w.add_metadata(key("rope.dimension_sections"),
+                       Value::array(ValueType::U32, std::vector<uint32_t>{pairs, pairs, pairs, 0}));
+    }
+    w.add_metadata(key("attention.layer_norm_rms_epsilon"), Value::f32(1e-6f));
+    w.add_metadata(key("full_attention_interval"), Value::u32(2));
+    w.add_metadata(key("ssm.conv_kernel"), Value::u32(4));
+    w.add_metadata(key("ssm.state_size"), Value::u32(spec.head_dim));
+    w.add_metadata(key("ssm.group_count"), Value::u32(static_cast<uint32_t>(n_k)));
+    w.add_metadata(key("ssm.time_step_rank"), Value::u32(static_cast<uint32_t>(n_v)));
+    w.add_metadata(key("ssm.inner_size"), Value::u32(static_cast<uint32_t>(vd)));
+    if (moe) {
+        w.add_metadata(key("expert_count"), Value::u32(spec.n_expert));
+        w.add_metadata(key("expert_used_count"), Value::u32(spec.n_expert_used));
+        w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff_exp));
+        w.add_metadata(key("expert_shared_feed_forward_length"), Value::u32(spec.n_ff_shexp));
+    }
+    add_vocab(w, spec.n_vocab);
+
+    TensorFactory t(w, spec.seed, spec.stddev);
+    t.add("token_embd.weight", spec.embd_type, {d, spec.n_vocab});
+    for (uint32_t l = 0; l < spec.n_layer; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        t.add(p + "attn_norm.weight", ElementType::F32, {d}, 1.0f);
+        t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
+        if (l % 2 == 0) {
+            t.add(p + "attn_qkv.weight", spec.weight_type, {d, conv});
+            t.add(p + "attn_gate.weight", spec.weight_type, {d, vd});
+            if (next) {
+                t.add(p + "ssm_ba.weight", spec.weight_type, {d, 2 * n_v});
+            } else {
+                t.add(p + "ssm_beta.weight", spec.weight_type, {d, n_v});
+                t.add(p + "ssm_alpha.weight", spec.weight_type, {d, n_v});
+            }
+            t.add(p + "ssm_conv1d.weight", ElementType::F32, {4, conv}, 0.3f);
+            t.add(p + "ssm_dt.bias", ElementType::F32, {n_v});
+            t.add(p + "ssm_a", ElementType::F32, {n_v}, -1.0f);  // A = -exp(A_log) < 0
+            t.add(p + "ssm_norm.weight", ElementType::F32, {hd}, 1.0f);
+            t.add(p + "ssm_out.weight", spec.weight_type, {vd, d});
+        } else {
+            t.add(p + "attn_q.weight", spec.weight_type, {d, 2 * q});
+            t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
+            t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
+            t.add(p + "attn_output.weight", spec.weight_type, {q, d});
+            t.add(p + "attn_q_norm.weight", ElementType::F32, {hd}, 1.0f);
+            t.add(p + "attn_k_norm.weight", ElementType::F32, {hd}, 1.0f);
+        }
+        if (moe) {
+            const uint64_t x = spec.n_expert, fe = spec.n_ff_exp, fs = spec.n_ff_shexp;
+            t.add(p + "ffn_gate_inp.weight", ElementType::F32, {d, x});
+            if (next) {
+                t.add(p + "ffn_gate_exps.weight", spec.weight_type, {d, fe, x});
+                t.add(p + "ffn_up_exps.weight", spec.weight_type, {d, fe, x});
+            } else {
+                t.add(p + "ffn_gate_up_exps.weight", spec.weight_type, {d, 2 * fe, x});
+            }
+            t.add(p + "ffn_down_exps.weight", spec.weight_type, {fe, d, x});
+            t.add(p + "ffn_gate_inp_shexp.weight", ElementType::F32, {d});
+            t.add(p + "ffn_gate_shexp.weight", spec.weight_type, {d, fs});
+            t.add(p + "ffn_up_shexp.weight", spec.weight_type, {d, fs});
+            t.add(p + "ffn_down_shexp.weight", spec.weight_type, {fs, d});
+        } else {
+            t.add(p + "ffn_gate.weight", spec.weight_type, {d, ff});
+            t.add(p + "ffn_up.weight", spec.weight_type, {d, ff});
+            t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
+        }
+    }
+    t.add("output_norm.weight", ElementType::F32, {d}, 1.0f);
+    if (!spec.tied_output) t.add("output.weight", spec.weight_type, {d, spec.n_vocab});
+    w.write(path);
+}
+
 }  // namespace
 
 SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
@@ -152,6 +251,17 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
         s.n_layer_dense_lead = 1;
         s.n_expert_groups = 4;
         s.n_expert_groups_used = 2;
+    }
+    if (is_one_of(arch, {"qwen35", "qwen35moe", "qwen3next"})) {
+        // Delta-net layers 0 and 2, gated attention 1 and 3; 2 key heads and
+        // 4 value heads of 16, so the tiled / grouped head maps differ.
+        s.n_layer = 4;
+        if (arch != "qwen35") {
+            s.n_expert = 8;
+            s.n_expert_used = 3;
+            s.n_ff_exp = 64;
+            s.n_ff_shexp = 96;
+        }
     }
     if (arch == "granitemoe") {  // experts as wide as feed_forward_length, with an ungated shared expert
         s.n_expert = 8;
@@ -212,10 +322,12 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
 
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
+    if (is_one_of(arch, {"qwen35", "qwen35moe", "qwen3next"})) return write_delta_net_model(spec, path);
     if (spec.n_nextn && arch != "exaone4") throw Error("synthetic model: MTP layers are written for exaone4 only");
     if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2",
                           "gemma3", "gpt-oss", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe",
-                          "exaone4", "muse-glimmer", "granite_swa", "deepseek2", "glm4moe"}))
+                          "exaone4", "muse-glimmer", "granite_swa", "deepseek2", "glm4moe", "qwen35", "qwen35moe",
+                          "qwen3next"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool moe = spec.n_expert > 0;
     if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "granite",

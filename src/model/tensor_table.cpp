@@ -57,6 +57,13 @@ void TensorTable::matrix_stack(std::string name, uint64_t cols, uint64_t rows, u
     entries_.push_back({std::move(name), {cols, rows, n}, need, Kind::ExpertMatrix, nullptr, dst, nullptr});
 }
 
+void TensorTable::experts_gate_up(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert,
+                                  ExpertLinear* gate, ExpertLinear* up, Need need) {
+    entries_.push_back({base + ".weight", {cols, 2 * rows, n_expert}, need, Kind::ExpertGateUp, nullptr, &gate->w,
+                        nullptr, &up->w});
+    ignored(base + ".input_scale");
+}
+
 void TensorTable::ignored(std::string name) {
     entries_.push_back({std::move(name), {}, Need::Optional, Kind::Ignored, nullptr, nullptr, nullptr});
 }
@@ -122,6 +129,19 @@ void load_tensors(const gguf::File& file, const TensorTable& table, const std::s
                                                       {static_cast<int64_t>(e.shape[0]), static_cast<int64_t>(e.shape[1]),
                                                        static_cast<int64_t>(e.shape[2])});
                 break;
+            case TensorTable::Kind::ExpertGateUp: {
+                // Each half keeps the merged tensor's expert stride.
+                const int64_t cols = static_cast<int64_t>(e.shape[0]), rows = static_cast<int64_t>(e.shape[1] / 2),
+                              n_expert = static_cast<int64_t>(e.shape[2]);
+                const ops::TensorView all = ops::TensorView::contiguous(t->type, file.tensor_data(*t).data(),
+                                                                        {cols, 2 * rows, n_expert});
+                ops::TensorView half = all;
+                half.ne[1] = rows;
+                *e.view = half;
+                half.data = all.row(rows);
+                *e.second_view = half;
+                break;
+            }
             case TensorTable::Kind::Ignored: break;
         }
     }

@@ -37,6 +37,7 @@ public:
         Scale,         // optional scalar multiplier of a linear layer's output
         ExpertMatrix,  // [k, rows, n_expert] (or any stack of matrices), viewed in place (not packed)
         Ignored,       // accepted but not read (llama.cpp creates it; generation does not use it)
+        ExpertGateUp,  // [k, 2 rows, n_expert]: per expert the gate rows then the up rows, two views
     };
     struct Entry {
         std::string name;
@@ -46,6 +47,7 @@ public:
         std::vector<float>* vector = nullptr;  // Vector, Bias
         ops::TensorView* view = nullptr;       // Matrix, LookupMatrix
         Linear* linear = nullptr;              // Scale
+        ops::TensorView* second_view = nullptr;  // ExpertGateUp: the up half (view: the gate half)
     };
     // Matrices that multiply the same input: packed as one matrix when the
     // packer can (then the parts' matrices are cleared; their biases and
@@ -78,6 +80,12 @@ public:
     // per-head k_b / v_b), viewed in place and never packed.
     void matrix_stack(std::string name, uint64_t cols, uint64_t rows, uint64_t n, ops::TensorView* dst,
                       Need need = Need::Required);
+    // The merged `base`.weight [cols, 2 rows, n_expert] of files that store
+    // each expert's gate and up matrices as one (ffn_gate_up_exps): viewed
+    // in place as the two halves. No `.scale` is declared (a file with one
+    // is refused rather than run without it).
+    void experts_gate_up(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert,
+                         ExpertLinear* gate, ExpertLinear* up, Need need = Need::Required);
     void ignored(std::string name);
     void join(std::vector<Linear*> parts, Linear* target);
 

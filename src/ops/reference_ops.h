@@ -36,6 +36,9 @@ public:
                    const TensorView& weights) override;
     void matmul_id(const TensorView& w, const TensorView& x, const int32_t* ids, int64_t n_used,
                    const TensorView& out) override;
+    void gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                         const TensorView& beta, const TensorView& state, const GatedDeltaParams& params,
+                         const TensorView& out) override;
     void ssm_conv(const TensorView& x, const float* weight, int64_t kernel, float* state,
                   const TensorView& out) override;
     void ssm_scan(const TensorView& x, const TensorView& dt, const float* a, const TensorView& b, const TensorView& c,

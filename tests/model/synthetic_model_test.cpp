@@ -17,7 +17,8 @@ namespace {
 TEST(SyntheticModel, TinyFixturesLoadWithTheirHyperparameters) {
     for (const char* arch : {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3",
                              "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe", "exaone4", "muse-glimmer",
-                             "granite_swa", "deepseek2", "glm4moe"}) {
+                             "granite_swa", "deepseek2", "glm4moe",
+                             "qwen35", "qwen35moe", "qwen3next"}) {
         SCOPED_TRACE(arch);
         const SyntheticModelSpec spec = SyntheticModelSpec::tiny(arch);
         const std::string path = (test::temp_dir() / (std::string(arch) + ".gguf")).string();

@@ -152,6 +152,32 @@ struct HParams {
     // values of its key (absorbed MLA's latent).
     bool value_in_key = false;
 
+    // Gated DeltaNet layers (qwen3next, qwen35, qwen35moe; llama.cpp's ssm.*
+    // keys as its delta-net graph reads them). The other layers are gated
+    // attention (attn_output_gate).
+    struct DeltaNet {
+        uint32_t conv_kernel = 0;    // ssm.conv_kernel: taps of the causal convolution over [q; k; v]
+        uint32_t head_dim = 0;       // ssm.state_size: width of a key head and of a value head
+        uint32_t n_k_heads = 0;      // ssm.group_count
+        uint32_t n_v_heads = 0;      // ssm.time_step_rank (a multiple of n_k_heads)
+        // Which key head value head h reads: h / (n_v / n_k) (qwen3next,
+        // repeat_interleave) or h % n_k (qwen35: the converter tiles the heads).
+        bool grouped_heads = false;
+        std::vector<bool> layers;    // n_layer entries: true for a delta-net layer
+
+        uint32_t n_key() const { return n_k_heads * head_dim; }
+        uint32_t n_value() const { return n_v_heads * head_dim; }
+        uint32_t n_conv() const { return 2 * n_key() + n_value(); }  // channels of [q; k; v]
+        // Floats of one sequence's state per layer: the convolution's last
+        // inputs, and the d x d matrix of every value head.
+        uint64_t conv_state_floats() const { return uint64_t{conv_kernel - 1} * n_conv(); }
+        uint64_t matrix_state_floats() const { return uint64_t{head_dim} * head_dim * n_v_heads; }
+    };
+    DeltaNet delta_net;
+    // Gated attention (qwen3next, qwen35): attn_q gives per head head_dim
+    // query values then head_dim gate values; the attention output is
+    // multiplied by sigmoid(gate) before attn_output.
+    bool attn_output_gate = false;
     // Recurrent layers (mamba, the hybrids): n_layer entries, true for a
     // layer whose mixer keeps a per-sequence state instead of a KV cache;
     // empty (or all false) for a pure transformer. Every recurrent layer
@@ -179,6 +205,7 @@ struct HParams {
     bool tied_output = false;    // output projection shares the token embedding
 
     bool is_moe(uint32_t layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
+    bool is_delta_net(uint32_t layer) const { return layer < delta_net.layers.size() && delta_net.layers[layer]; }
     bool is_recurrent(uint32_t layer) const { return layer < recurrent_layers.size() && recurrent_layers[layer]; }
     bool has_recurrent_layers() const {
         for (bool r : recurrent_layers)

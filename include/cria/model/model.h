@@ -98,6 +98,18 @@ struct ExpertLinear {
     bool present() const { return w.data != nullptr; }
 };
 
+// The weights of a gated delta-net layer (qwen3next, qwen35): the
+// projections of the normed input to [q; k; v] (attn_qkv), the output gate z
+// (attn_gate), beta and the decay's alpha (qwen35: ssm_beta and ssm_alpha;
+// qwen3next: ssm_ba, per key head r beta values then r alpha values), the
+// causal convolution's taps over [q; k; v] ([conv_kernel, n_conv], F32), the
+// decay's bias (ssm_dt.bias) and A (ssm_a, already -exp(A_log)), the gated
+// RMSNorm of each value head (ssm_norm) and the output projection ssm_out.
+struct DeltaNetWeights {
+    Linear qkv, z, beta, alpha, ba, out;
+    std::vector<float> conv, dt_bias, a, norm;
+};
+
 // The weights of a state-space mixer (Mamba-1 and Mamba-2 layers): the input
 // projection, the causal convolution ([K, channels] taps and bias), Mamba-1's
 // ssm_x ([dt_r | B | C]) and ssm_dt projections, Mamba-2's dt bias, A
@@ -140,6 +152,7 @@ struct LayerWeights {
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
     // nemotron_h_moe: the experts may run in a latent space ([n_embd -> L], [L -> n_embd]).
     Linear latent_down, latent_up;
+    DeltaNetWeights delta;  // a gated delta-net layer (HParams::is_delta_net)
     SsmWeights ssm;  // the state-space mixer of a recurrent layer
     // Multi-head latent attention (HParams::n_lora_kv > 0): Q from wq, or
     // from wq_a -> q_a_norm -> wq_b; [latent; roped key] from wkv_a_mqa, the
@@ -198,6 +211,9 @@ public:
     // expert_gate_up: [2 n_ff_exp, k, n], the output of the joined [gate; up] experts.
     std::vector<float> router, expert_weights, expert_gate, expert_up, expert_out, expert_gate_up;
     std::vector<int32_t> expert_ids;
+    // Gated delta-net layers: [q; k; v] before and after the convolution,
+    // z, beta and the log decay g per value head, the rule's output.
+    std::vector<float> delta_qkv, delta_conv, delta_z, delta_beta, delta_g, delta_out;
     // State-space mixers: the input projection, the convolution's output,
     // Mamba-1's [dt_r | B | C], dt, the scan's output, and a copy of a
     // sequence's convolution state before the micro-batch (for checkpoints).

@@ -19,7 +19,7 @@ namespace cria::model {
 struct SyntheticModelSpec {
     // llama, qwen2, qwen3, gemma2, gemma3, phi3, smollm3, seed_oss, mistral3, granite, exaone4,
     // qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe, granitemoe, muse-glimmer, granite_swa, gpt-oss,
-    // deepseek2, glm4moe
+    // deepseek2, glm4moe, qwen35, qwen35moe, qwen3next
     std::string arch = "llama";
     std::string name = "synthetic";
     uint32_t n_vocab = 512;

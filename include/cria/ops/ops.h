@@ -83,6 +83,25 @@ struct MoeRouteParams {
     uint32_t group_used = 0;                // groups kept per token, in [1, group_count] when there are groups
 };
 
+// The gated delta rule (ggml_gated_delta_net with one scalar gate per head:
+// Gated DeltaNet). Per value head h the state is a d x d matrix M (key index
+// i, value index j, stored at j * d + i: the key index fastest, as ggml's op).
+// Per token t, with the key head that h reads:
+//   M <- exp(g_t) M;  u = M^T k;  M += k (beta_t (v - u))^T;  o = scale M^T q.
+// Which key head a value head reads: Tiled h % H_k (ggml's op, qwen35) or
+// Grouped h / (H_v / H_k) (qwen3next's repeat_interleave).
+enum class DeltaHeadMap { Tiled, Grouped };
+// The recurrent form walks the tokens one by one; the chunked form does the
+// same in chunks of 64 tokens with products of whole chunks (an exact
+// reformulation, equal within float rounding). Auto: chunked for prompts.
+enum class DeltaForm { Auto, Recurrent, Chunked };
+
+struct GatedDeltaParams {
+    float scale = 1.0f;  // usually 1 / sqrt(d)
+    DeltaHeadMap head_map = DeltaHeadMap::Tiled;
+    DeltaForm form = DeltaForm::Auto;
+};
+
 // The selective scan of state-space models (ggml_ssm_scan), one sequence:
 // n_head heads of head_dim channels, each channel with a state of n_state
 // values; heads use the B/C group h / (n_head / n_group) (heads grouped
@@ -168,6 +187,15 @@ public:
     // w[:, :, ids[t * n_used + j]] x[:, j % n_x, t].
     virtual void matmul_id(const TensorView& w, const TensorView& x, const int32_t* ids, int64_t n_used,
                            const TensorView& out) = 0;
+
+    // The gated delta rule (GatedDeltaParams above) over the tokens of one
+    // sequence. q, k: F32 [d, H_k, T]; v and out: F32 [d, H_v, T] (H_v a
+    // multiple of H_k); g (log decay, <= 0) and beta: F32 [H_v, T]; state:
+    // F32 [d * d, H_v], the state before the first token, replaced by the
+    // state after the last.
+    virtual void gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                                 const TensorView& beta, const TensorView& state, const GatedDeltaParams& params,
+                                 const TensorView& out) = 0;
 
     // Causal depthwise convolution with state (ggml_ssm_conv), one sequence:
     // x F32 [C, T] (rows may be strided), weight F32 [K, C] (channel c's taps

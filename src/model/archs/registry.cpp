@@ -38,6 +38,9 @@ extern const ArchDefinition kNemotronH;
 extern const ArchDefinition kNemotronHMoe;
 extern const ArchDefinition kDeepseek2;
 extern const ArchDefinition kGlm4Moe;
+extern const ArchDefinition kQwen35;
+extern const ArchDefinition kQwen35Moe;
+extern const ArchDefinition kQwen3Next;
 }  // namespace archs
 
 namespace {
@@ -72,6 +75,9 @@ const ArchDefinition* const kArchitectures[] = {
     &archs::kNemotronHMoe,
     &archs::kDeepseek2,
     &archs::kGlm4Moe,
+    &archs::kQwen35,
+    &archs::kQwen35Moe,
+    &archs::kQwen3Next,
 };
 }  // namespace
 

@@ -21,6 +21,9 @@ Logits llama(const Input& in);
 Logits gemma(const Input& in);
 // phi3: fused QKV and gate/up matrices, LongRoPE factors.
 Logits phi3(const Input& in);
+// qwen3next, qwen35 and qwen35moe: gated delta-net layers (causal
+// convolution, gated delta rule, gated RMSNorm) and gated attention layers.
+Logits qwen_delta_net(const Input& in);
 // mamba (Mamba-1 mixer) and mamba2 (Mamba-2 mixer): state-space models, one
 // pre-normed mixer per layer and nothing else.
 Logits mamba(const Input& in);

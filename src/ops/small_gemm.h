@@ -1,0 +1,34 @@
+#pragma once
+// C = A B (or C += A B) for the small row-major f32 products inside one
+// task of an op (the gated delta rule's chunks): no threads, no packing.
+// The SIMD versions keep a tile of C in registers and broadcast A's values
+// against whole rows of B (the form that needs no horizontal sums, unlike
+// matmul's dot-product kernels); the scalar one is their reference.
+
+#include <cstdint>
+
+#include "cria/cpu/features.h"
+
+namespace cria::ops {
+
+struct SmallGemm {
+    const float* a = nullptr;  // m rows of k values, lda floats apart
+    int64_t lda = 0;
+    const float* b = nullptr;  // k rows of n values, ldb floats apart
+    int64_t ldb = 0;
+    float* c = nullptr;        // m rows of n values, ldc floats apart
+    int64_t ldc = 0;
+    int64_t m = 0, n = 0, k = 0;
+    bool accumulate = false;   // C += A B instead of C = A B
+};
+
+// With the kernels of cpu::best_isa() (AVX-512, AVX2 or scalar).
+void small_gemm(const SmallGemm& g);
+// With the kernels of `isa` (for tests); levels without their own use the next lower.
+void small_gemm(const SmallGemm& g, cpu::Isa isa);
+
+void small_gemm_scalar(const SmallGemm& g);
+void small_gemm_avx2(const SmallGemm& g);    // defined only on x86-64
+void small_gemm_avx512(const SmallGemm& g);
+
+}  // namespace cria::ops
