@@ -297,7 +297,10 @@ void KvCache::attend_one(ops::Ops& ops, uint32_t layer, const ops::TensorView& q
         for (uint32_t i = 0; i < count; ++i) {
             const size_t c = plan.gather_cells[begin + i];
             std::memcpy(gather_k_.data() + i * k_cell_bytes_, k_[layer].data() + c * k_cell_bytes_, k_cell_bytes_);
-            std::memcpy(gather_v_.data() + i * v_cell_bytes_, v_[layer].data() + c * v_cell_bytes_, v_cell_bytes_);
+            // A cache whose values live in the keys (MLA's latent) has no value rows:
+            // nothing to copy, and memcpy must not see their null buffer.
+            if (v_cell_bytes_ > 0)
+                std::memcpy(gather_v_.data() + i * v_cell_bytes_, v_[layer].data() + c * v_cell_bytes_, v_cell_bytes_);
         }
         const auto kt = ops::TensorView::contiguous(params_.type_k, gather_k_.data(), {params_.head_dim, params_.n_head_kv, count});
         const auto vt = params_.value_in_key ? value_prefix(kt)

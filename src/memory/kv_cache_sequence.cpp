@@ -30,7 +30,10 @@ KvCache::SequenceCells KvCache::seq_save(SeqId seq) const {
         out.v[l].resize(cells.size() * v_cell_bytes_);
         for (size_t i = 0; i < cells.size(); ++i) {
             std::memcpy(out.k[l].data() + i * k_cell_bytes_, k_[l].data() + cells[i] * k_cell_bytes_, k_cell_bytes_);
-            std::memcpy(out.v[l].data() + i * v_cell_bytes_, v_[l].data() + cells[i] * v_cell_bytes_, v_cell_bytes_);
+            // A cache whose values live in the keys (MLA's latent) has no value rows:
+            // nothing to copy, and memcpy must not see their null buffer.
+            if (v_cell_bytes_ > 0)
+                std::memcpy(out.v[l].data() + i * v_cell_bytes_, v_[l].data() + cells[i] * v_cell_bytes_, v_cell_bytes_);
         }
     }
     return out;
@@ -82,7 +85,10 @@ void KvCache::seq_load(SeqId seq, const SequenceCells& in) {
         n_hi_ = std::max(n_hi_, c + 1);
         for (uint32_t l = 0; l < params_.n_layer; ++l) {
             std::memcpy(k_[l].data() + c * k_cell_bytes_, in.k[l].data() + i * k_cell_bytes_, k_cell_bytes_);
-            std::memcpy(v_[l].data() + c * v_cell_bytes_, in.v[l].data() + i * v_cell_bytes_, v_cell_bytes_);
+            // A cache whose values live in the keys (MLA's latent) has no value rows:
+            // nothing to copy, and memcpy must not see their null buffer.
+            if (v_cell_bytes_ > 0)
+                std::memcpy(v_[l].data() + c * v_cell_bytes_, in.v[l].data() + i * v_cell_bytes_, v_cell_bytes_);
         }
     }
     plans_[0].valid = plans_[1].valid = false;
