@@ -35,7 +35,7 @@ public:
         LookupMatrix,  // viewed in place, rows looked up (token embedding: never packed)
         Bias,          // optional bias of a linear layer
         Scale,         // optional scalar multiplier of a linear layer's output
-        ExpertMatrix,  // [k, rows, n_expert] (or any stack of matrices), viewed in place (not packed)
+        ExpertMatrix,  // [k, rows, n_expert] (or any stack of matrices): packed at load like Matrix
         Ignored,       // accepted but not read (llama.cpp creates it; generation does not use it)
         ExpertGateUp,  // [k, 2 rows, n_expert]: per expert the gate rows then the up rows, two views
     };
@@ -77,7 +77,7 @@ public:
     void experts(const std::string& base, uint64_t cols, uint64_t rows, uint64_t n_expert, ExpertLinear* dst,
                  Need need = Need::Required, ScaleUse scale = ScaleUse::AfterProduct, bool bias = false);
     // `name` [cols, rows, n]: n matrices of [cols, rows] stacked (MLA's
-    // per-head k_b / v_b), viewed in place and never packed.
+    // per-head k_b / v_b), packed at load like the experts' matrices.
     void matrix_stack(std::string name, uint64_t cols, uint64_t rows, uint64_t n, ops::TensorView* dst,
                       Need need = Need::Required);
     // The merged `base`.weight [cols, 2 rows, n_expert] of files that store

@@ -158,7 +158,7 @@ struct LayerWeights {
     // from wq_a -> q_a_norm -> wq_b; [latent; roped key] from wkv_a_mqa, the
     // latent normed by kv_a_norm; then per head k_b [nope, n_lora_kv, n_head]
     // and v_b [n_lora_kv, head_dim_v_mla, n_head] (absorbed form: one matrix
-    // per head, stacked, not packed), or wkv_b (plain form).
+    // per head, stacked, packed at load like experts), or wkv_b (plain form).
     Linear wq_a, wq_b, wkv_a_mqa, wkv_b;
     std::vector<float> q_a_norm, kv_a_norm;
     ops::TensorView k_b, v_b;
