@@ -185,6 +185,9 @@ struct HParams {
     // recurrent_state_floats floats of SSM / linear-attention state per
     // sequence (llama.cpp's n_embd_r and n_embd_s).
     std::vector<bool> recurrent_layers;
+    // falcon-h1: every recurrent layer also has attention in parallel with
+    // its mixer, so it keeps a KV cache beside its recurrent state.
+    bool recurrent_with_attention = false;
     uint32_t recurrent_conv_floats = 0;
     uint32_t recurrent_state_floats = 0;
     // State-space layers (mamba, mamba2 and the hybrids' SSM layers; llama.cpp's
@@ -207,6 +210,8 @@ struct HParams {
     bool is_moe(uint32_t layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
     bool is_delta_net(uint32_t layer) const { return layer < delta_net.layers.size() && delta_net.layers[layer]; }
     bool is_recurrent(uint32_t layer) const { return layer < recurrent_layers.size() && recurrent_layers[layer]; }
+    // Whether the layer attends over a KV cache (also a recurrent one under recurrent_with_attention).
+    bool has_attention(uint32_t layer) const { return !is_recurrent(layer) || recurrent_with_attention; }
     bool has_recurrent_layers() const {
         for (bool r : recurrent_layers)
             if (r) return true;

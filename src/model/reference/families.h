@@ -14,7 +14,8 @@ namespace cria::model::reference {
 // head), smollm3 (layers without rope), seed_oss, mistral3, granite
 // (embedding, residual and logit scales), exaone4 (post norms only),
 // granite_swa (attention sinks), and their mixtures of experts (llama with
-// experts, qwen3moe, granitemoe).
+// experts, qwen3moe, granitemoe); the hybrids jamba and granitehybrid, and
+// falcon-h1 (attention and a Mamba-2 mixer in parallel in every layer).
 Logits llama(const Input& in);
 // gemma2 and gemma3: scaled embeddings, post norms, GeGLU, sliding windows,
 // soft caps (gemma2), QK norms (gemma3).
