@@ -1,6 +1,6 @@
 // Speculative rollback of a recurrent state equals recomputation: on
 // llama.cpp's mamba, mamba2, jamba, granitehybrid, lfm2, nemotron_h, nemotron_h_moe, falcon-h1 (a KV
-// cache and a Mamba-2 state in every layer) fixtures (the hybrids
+// cache and a Mamba-2 state in every layer) and minimax-01 (lightning attention) fixtures (the hybrids
 // roll back their KV cache and their recurrent state together), a verify batch of n tokens decoded
 // inside a checkpoint and committed at k < n leaves the state a plain decode
 // of the first k tokens leaves (the next token's logits agree), for every k.
@@ -119,7 +119,8 @@ TEST_P(RecurrentRollback, InterleavedSequencesKeepTheirOwnState) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, RecurrentRollback,
                          ::testing::Values("mamba-dense", "mamba2-dense", "jamba-dense", "granitehybrid-dense", "lfm2-dense",
-                                           "nemotron_h-dense", "nemotron_h_moe-moe", "falcon-h1-dense"),
+                                           "nemotron_h-dense", "nemotron_h_moe-moe", "falcon-h1-dense",
+                                           "minimax-01-moe"),
                          [](const auto& info) { return info.param.substr(0, info.param.find('-')); });
 
 }  // namespace

@@ -95,6 +95,10 @@ struct HParams {
     float embedding_scale = 0.0f;
     float residual_scale = 0.0f;
     float logit_multiplier = 1.0f;
+    // minimax-01: each block's residual is this times the block's normed
+    // input (x <- block(u) + alpha u, u = rms_norm(x)), the stream itself
+    // dropped (its residual_scale key). 0: the usual x += block.
+    float normed_input_residual = 0.0f;
     // Layers that apply no rotary embedding (smollm3's every fourth layer,
     // exaone4's full-attention layers, granite without rope): n_layer
     // entries, all false when every layer uses rope.

@@ -42,6 +42,7 @@ extern const ArchDefinition kQwen35;
 extern const ArchDefinition kQwen35Moe;
 extern const ArchDefinition kQwen3Next;
 extern const ArchDefinition kFalconH1;
+extern const ArchDefinition kMinimax01;
 }  // namespace archs
 
 namespace {
@@ -80,6 +81,7 @@ const ArchDefinition* const kArchitectures[] = {
     &archs::kQwen35Moe,
     &archs::kQwen3Next,
     &archs::kFalconH1,
+    &archs::kMinimax01,
 };
 }  // namespace
 

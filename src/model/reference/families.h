@@ -37,5 +37,9 @@ Logits deepseek2(const Input& in);
 // muse-glimmer: normed embeddings, gated attention output, post norms
 // (epsilon 1e-8), rope on the sliding-window layers only, soft-capped logits.
 Logits muse_glimmer(const Input& in);
+// minimax-01: lightning attention (linear attention with a per-head decay)
+// and softmax attention layers, residuals of alpha times each block's normed
+// input, mixtures of experts.
+Logits minimax_01(const Input& in);
 
 }  // namespace cria::model::reference
