@@ -35,7 +35,21 @@ HybridMemory::HybridMemory(std::vector<std::unique_ptr<Memory>> children, const 
                         std::to_string(l) + " share a place");
         model_layers_[p.child][p.index] = l;
         Memory* m = children_[p.child].get();
-        layers_.push_back(LayerSlot{m, p.index, dynamic_cast<KvCache*>(m), dynamic_cast<RecurrentMemory*>(m)});
+        LayerSlot slot{m, p.index, dynamic_cast<KvCache*>(m), dynamic_cast<RecurrentMemory*>(m), p.index};
+        if (p.state_child != kNoChild) {
+            if (p.state_child >= children_.size() || p.state_index >= model_layers_[p.state_child].size())
+                throw Error("hybrid memory: the state of layer " + std::to_string(l) + " is placed outside its memory");
+            slot.recurrent = dynamic_cast<RecurrentMemory*>(children_[p.state_child].get());
+            if (slot.recurrent == nullptr || p.state_child == p.child)
+                throw Error("hybrid memory: the second place of layer " + std::to_string(l) +
+                            " must be in another, recurrent memory");
+            if (model_layers_[p.state_child][p.state_index] != UINT32_MAX)
+                throw Error("hybrid memory: layers " + std::to_string(model_layers_[p.state_child][p.state_index]) +
+                            " and " + std::to_string(l) + " share a place");
+            model_layers_[p.state_child][p.state_index] = l;
+            slot.recurrent_index = p.state_index;
+        }
+        layers_.push_back(slot);
     }
 }
 

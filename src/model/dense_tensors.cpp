@@ -54,8 +54,9 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
         const auto name = [l](const char* n) { return layer_tensor(l, n); };
         if (o.pre_norms) t.vector(name("attn_norm.weight"), E, &lw.attn_norm);
         // A recurrent layer (hybrids) has a state-space mixer instead of
-        // attention: its architecture declares those tensors (ssm_tensors.h).
-        if (hp.is_recurrent(l)) {
+        // attention (falcon-h1: beside it): its architecture declares those
+        // tensors (ssm_tensors.h).
+        if (!hp.has_attention(l)) {
         } else if (hp.fused_qkv) {
             t.linear(name("attn_qkv"), E, hp.n_embd_q() + hp.n_embd_k() + hp.n_embd_v(), &lw.wqkv);
         } else if (o.plain_qkv) {
@@ -73,10 +74,10 @@ void declare_dense_tensors(const HParams& hp, TensorTable& t, Weights& w, const 
             t.linear(name("attn_v"), E, hp.n_embd_v(), &lw.wv);
             t.join({&lw.wq, &lw.wk, &lw.wv}, &lw.wqkv);
         }
-        if (!hp.is_recurrent(l))
+        if (hp.has_attention(l))
             t.linear(name("attn_output"), uint64_t{hp.n_head} * hp.head_dim_v, E, &lw.wo, Need::Required,
                      ScaleUse::AfterProduct, o.attn_output_bias);
-        if (o.qk_norm && !hp.is_recurrent(l)) {
+        if (o.qk_norm && hp.has_attention(l)) {
             t.vector(name("attn_q_norm.weight"), o.qk_norm_full ? hp.n_embd_q() : hp.head_dim, &lw.q_norm);
             t.vector(name("attn_k_norm.weight"), o.qk_norm_full ? hp.n_embd_k() : hp.head_dim, &lw.k_norm);
         }

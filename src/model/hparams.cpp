@@ -203,7 +203,11 @@ HParams read_hparams(const gguf::File& file) {
                   std::to_string(hp.n_layer) + " layers");
     if (hp.has_recurrent_layers() && hp.recurrent_conv_floats == 0 && hp.recurrent_state_floats == 0)
         keys.fail("the recurrent layers of '" + hp.arch_name + "' keep no state");
-    hp.fused_qkv = file.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+    // Whether attention is fused, from the first layer that attends (a
+    // recurrent layer may have an attn_qkv of its own: minimax-01's lightning).
+    uint32_t first_attention = 0;
+    while (first_attention < hp.n_layer && !hp.has_attention(first_attention)) ++first_attention;
+    hp.fused_qkv = file.find_tensor("blk." + std::to_string(first_attention) + ".attn_qkv.weight") != nullptr;
     check_rope_factors(file, hp.rope_factors_tensor, hp.n_rot);
     check_rope_factors(file, hp.rope_factors_long_tensor, hp.n_rot);
     hp.n_vocab = read_vocab_size(file, hp.n_embd);

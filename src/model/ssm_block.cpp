@@ -143,13 +143,22 @@ void mamba_block(Step& s, uint32_t layer) {
 
 void mamba2_block(Step& s, uint32_t layer) {
     const HParams& hp = s.hp;
+    const TensorView x = view(s.ws.x, hp.n_embd, s.n), h = view(s.ws.h, hp.n_embd, s.n);
+    s.ops.rms_norm(x, s.w.layers[layer].attn_norm.data(), hp.norm_rms_eps, h);
+    mamba2_mixer(s, layer);
+    const TensorView o = view(s.ws.o, hp.n_embd, s.n);
+    if (hp.residual_scale != 0.0f) s.ops.scale(o, hp.residual_scale, o);  // granitehybrid
+    s.ops.add(x, o, x);
+}
+
+void mamba2_mixer(Step& s, uint32_t layer) {
+    const HParams& hp = s.hp;
     const SsmWeights& w = s.w.layers[layer].ssm;
     Workspace& ws = s.ws;
     const int64_t n = s.n, d_inner = hp.ssm_inner, N = hp.ssm_state, H = hp.ssm_dt_rank, G = hp.ssm_groups;
     const int64_t P = d_inner / H, gn = G * N, d_xbc = d_inner + 2 * gn, d_proj = 2 * d_inner + 2 * gn + H;
 
-    const TensorView x = view(ws.x, hp.n_embd, n), h = view(ws.h, hp.n_embd, n);
-    s.ops.rms_norm(x, s.w.layers[layer].attn_norm.data(), hp.norm_rms_eps, h);
+    const TensorView h = view(ws.h, hp.n_embd, n);
     linear(s, w.in, h, view(ws.ssm_proj, d_proj, n));  // [z | xBC | dt]
 
     const std::vector<ConvRun> runs = convolve_runs(s, layer, ws.ssm_proj, d_proj, d_inner, d_xbc, w.conv);
@@ -180,10 +189,7 @@ void mamba2_block(Step& s, uint32_t layer) {
         s.ops.rms_norm(view(ws.ssm_y, d_inner / G, G * n), nullptr, hp.norm_rms_eps, view(ws.ssm_y, d_inner / G, G * n));
         s.ops.mul(y, vec_view(w.norm), y);
     }
-    const TensorView o = view(ws.o, hp.n_embd, n);
-    linear(s, w.out, y, o);
-    if (hp.residual_scale != 0.0f) s.ops.scale(o, hp.residual_scale, o);  // granitehybrid
-    s.ops.add(x, o, x);
+    linear(s, w.out, y, view(ws.o, hp.n_embd, n));
 }
 
 void shortconv_block(Step& s, uint32_t layer) {

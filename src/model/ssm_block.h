@@ -23,6 +23,10 @@ void mamba_block(Step& s, uint32_t layer);
 // dt_bias, A, B, C) + D ⊙ x (D per head); y ⊙= silu(z); grouped RMS norm
 // times ssm_norm when the layer has it; out(y).
 void mamba2_block(Step& s, uint32_t layer);
+// The Mamba-2 mixer alone, for a layer that runs it beside attention
+// (falcon-h1): reads the normed input in ws.h, leaves out(y) in ws.o and the
+// residual stream as it is.
+void mamba2_mixer(Step& s, uint32_t layer);
 
 // LFM2's gated short convolution: [B | C | x] = in(h); y = C ⊙ conv(B ⊙ x)
 // (no bias, no activation; the state holds B ⊙ x); out(y).

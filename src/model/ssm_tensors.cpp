@@ -41,7 +41,7 @@ void read_ssm_hparams(const HParamsKeys& keys, HParams& hp, SsmKind kind) {
 }
 
 void declare_ssm_tensors(const HParams& hp, TensorTable& t, LayerWeights& lw, uint32_t layer, SsmKind kind,
-                         bool conv_bias_required) {
+                         bool conv_bias_required, bool norm_required) {
     const auto name = [layer](const char* n) { return layer_tensor(layer, n); };
     const uint64_t E = hp.n_embd, d_inner = hp.ssm_inner, N = hp.ssm_state, K = hp.ssm_conv_kernel;
     const Need conv_bias = conv_bias_required ? Need::Required : Need::Optional;
@@ -64,7 +64,7 @@ void declare_ssm_tensors(const HParams& hp, TensorTable& t, LayerWeights& lw, ui
         t.vector(name("ssm_dt.bias"), H, &w.dt_bias);
         t.values(name("ssm_a"), {1, H}, &w.a);
         t.values(name("ssm_d"), {1, H}, &w.d);
-        t.values(name("ssm_norm.weight"), {d_inner / G, G}, &w.norm);
+        t.values(name("ssm_norm.weight"), {d_inner / G, G}, &w.norm, norm_required ? Need::Required : Need::Optional);
     }
     t.linear(name("ssm_out"), d_inner, E, &w.out);
 }

@@ -23,7 +23,9 @@ void read_ssm_hparams(const HParamsKeys& keys, HParams& hp, SsmKind kind);
 
 // One layer's mixer tensors (blk.N.ssm_*), into lw.ssm. `conv_bias_required`:
 // mamba and mamba2 require ssm_conv1d.bias; the hybrids' loaders do not.
+// `norm_required`: Mamba-2's ssm_norm (falcon-h1's is optional: absent, no
+// grouped norm).
 void declare_ssm_tensors(const HParams& hp, TensorTable& t, LayerWeights& lw, uint32_t layer, SsmKind kind,
-                         bool conv_bias_required = true);
+                         bool conv_bias_required = true, bool norm_required = true);
 
 }  // namespace cria::model

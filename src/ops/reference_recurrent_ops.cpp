@@ -1,9 +1,11 @@
-// The double-precision reference of ReferenceOps::gated_delta_net: the
-// recurrence written exactly as ops.h states it, token by token, in double.
+// The double-precision references of ReferenceOps::gated_delta_net and
+// lightning_attention: the recurrences written exactly as ops.h states
+// them, token by token, in double.
 
 #include <cmath>
 #include <vector>
 
+#include "ops/lightning_checks.h"
 #include "ops/recurrent_checks.h"
 #include "ops/reference_ops.h"
 
@@ -37,6 +39,39 @@ void ReferenceOps::gated_delta_net(const TensorView& q, const TensorView& k, con
                 double acc = 0;
                 for (int64_t i = 0; i < d; ++i) acc += M[j * d + i] * qt[i];
                 o[j] = static_cast<float>(acc * params.scale);
+            }
+        }
+        for (int64_t i = 0; i < d * d; ++i) stored[i] = static_cast<float>(M[i]);
+    }
+}
+
+}  // namespace cria::ops
+
+namespace cria::ops {
+
+// Lightning attention in double, token by token as ops.h states it:
+// M <- gamma M + k v^T, o = M^T q.
+void ReferenceOps::lightning_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                       const TensorView& state, const LightningParams& params, const TensorView& out) {
+    check_lightning_attention(q, k, v, state, params, out);
+    const int64_t d = q.ne[0], n_head = q.ne[1], n_tokens = q.ne[2];
+    for (int64_t h = 0; h < n_head; ++h) {
+        float* stored = state.row_f32(h);
+        std::vector<double> M(stored, stored + d * d);  // M[j * d + i]: key i, value j
+        const double decay = std::exp(-static_cast<double>(params.rates[h]));
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const float* qt = q.row_f32(h, t);
+            const float* kt = k.row_f32(h, t);
+            const float* vt = v.row_f32(h, t);
+            float* o = out.row_f32(h, t);
+            for (int64_t j = 0; j < d; ++j) {
+                double acc = 0;
+                for (int64_t i = 0; i < d; ++i) {
+                    double& m = M[j * d + i];
+                    m = decay * m + static_cast<double>(kt[i]) * vt[j];
+                    acc += m * qt[i];
+                }
+                o[j] = static_cast<float>(acc);
             }
         }
         for (int64_t i = 0; i < d * d; ++i) stored[i] = static_cast<float>(M[i]);

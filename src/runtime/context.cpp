@@ -54,14 +54,14 @@ model::RecurrentState Context::recurrent_state(uint32_t layer, SeqId seq) {
         throw Error("decode: layer " + std::to_string(layer) + " has no recurrent state");
     if (seq < 0 || static_cast<uint32_t>(seq) >= slot.recurrent->params().n_seq_max)
         throw Error("decode: sequence " + std::to_string(seq) + " is beyond the recurrent memory's sequences");
-    return {slot.recurrent->conv_state(slot.index, seq), slot.recurrent->ssm_state(slot.index, seq)};
+    return {slot.recurrent->conv_state(slot.recurrent_index, seq), slot.recurrent->ssm_state(slot.recurrent_index, seq)};
 }
 
 void Context::record_position(uint32_t layer, SeqId seq, int32_t pos) {
     const memory::HybridMemory::LayerSlot& slot = memory_->layer(layer);
     if (slot.recurrent == nullptr)
         throw Error("decode: layer " + std::to_string(layer) + " has no recurrent state");
-    slot.recurrent->record_position(slot.index, seq, pos);
+    slot.recurrent->record_position(slot.recurrent_index, seq, pos);
 }
 
 bool Context::keeps_every_position(uint32_t layer, SeqId seq) {

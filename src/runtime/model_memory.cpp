@@ -10,12 +10,19 @@ namespace cria::runtime {
 
 std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp, const ContextParams& params) {
     enum class Kind { Full, Window, Recurrent };
+    // A layer's first place: its KV cache when it attends, else its state;
+    // a recurrent layer that also attends (falcon-h1) has its state as a
+    // second place.
     const auto kind = [&](uint32_t l) {
-        if (hp.is_recurrent(l)) return Kind::Recurrent;
+        if (!hp.has_attention(l)) return Kind::Recurrent;
         return hp.is_swa(l) && hp.n_swa < params.n_ctx ? Kind::Window : Kind::Full;
     };
+    const auto has_second_place = [&](uint32_t l) { return hp.is_recurrent(l) && hp.has_attention(l); };
     uint32_t count[3] = {0, 0, 0};
-    for (uint32_t l = 0; l < hp.n_layer; ++l) ++count[static_cast<int>(kind(l))];
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        ++count[static_cast<int>(kind(l))];
+        if (has_second_place(l)) ++count[static_cast<int>(Kind::Recurrent)];
+    }
 
     memory::KvCacheParams kp;
     kp.n_head_kv = hp.n_head_kv;
@@ -57,7 +64,13 @@ std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp
     uint32_t next_index[3] = {0, 0, 0};
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
         const int k = static_cast<int>(kind(l));
-        layers.push_back({child_of[k], next_index[k]++});
+        memory::HybridMemory::LayerPlacement p{child_of[k], next_index[k]++};
+        if (has_second_place(l)) {
+            const int r = static_cast<int>(Kind::Recurrent);
+            p.state_child = child_of[r];
+            p.state_index = next_index[r]++;
+        }
+        layers.push_back(p);
     }
     return std::make_unique<memory::HybridMemory>(std::move(children), layers);
 }

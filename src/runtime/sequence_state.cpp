@@ -89,7 +89,7 @@ uint64_t hparams_hash(const model::HParams& hp) {
     if (std::find(hp.nope_layers.begin(), hp.nope_layers.end(), true) != hp.nope_layers.end())
         for (bool b : hp.nope_layers) f.add_value(static_cast<uint8_t>(b));
     if (hp.n_layer_nextn != 0) f.add_value(hp.n_layer_nextn);
-    for (float v : {hp.embedding_scale, hp.residual_scale})
+    for (float v : {hp.embedding_scale, hp.residual_scale, hp.normed_input_residual})
         if (v != 0.0f) f.add_value(std::bit_cast<uint32_t>(v));
     for (bool b : {hp.has_qk_norm, hp.fused_qkv, hp.scale_embeddings, hp.has_post_norms})
         f.add_value(static_cast<uint8_t>(b));

@@ -63,6 +63,25 @@ TEST(HybridMemory, OwnsTheLayerMap) {
     EXPECT_THROW(HybridMemory({}, {}), Error);
 }
 
+TEST(HybridMemory, ALayerMayKeepAStateBesideItsKvCache) {
+    const auto make = [](std::vector<Placement> layers) {
+        std::vector<std::unique_ptr<Memory>> children;
+        children.push_back(std::make_unique<KvCache>(kv_params(8, 2)));
+        children.push_back(std::make_unique<RecurrentMemory>(recurrent_params(2)));
+        return std::make_unique<HybridMemory>(std::move(children), layers);
+    };
+    const auto h = make({{0, 0, 1, 1}, {0, 1, 1, 0}});
+    EXPECT_EQ(h->layer(0).kv, &h->child(0));
+    EXPECT_EQ(h->layer(0).recurrent, &h->child(1));
+    EXPECT_EQ(h->layer(0).recurrent_index, 1u);
+    EXPECT_EQ(h->layer(1).recurrent_index, 0u);
+    EXPECT_THROW(make({{0, 0, 0, 1}}), Error);               // the second place must be a recurrent memory
+    EXPECT_THROW(make({{0, 0, 2, 0}}), Error);               // no such child
+    EXPECT_THROW(make({{0, 0, 1, 2}}), Error);               // the state has 2 layers
+    EXPECT_THROW(make({{0, 0, 1, 0}, {0, 1, 1, 0}}), Error);  // two states in one place
+    EXPECT_THROW(make({{0, 0, 1, 0}, {1, 0}}), Error);        // a state and a recurrent layer in one place
+}
+
 TEST(HybridMemory, FansEveryOperationOut) {
     auto h = kv_swa_recurrent();
     ASSERT_TRUE(decode(*h, 0, 0, 6, 1.0f));

@@ -72,6 +72,29 @@ TEST(ModelMemory, AStateSpaceModelHasOnlyTheRecurrentMemory) {
     EXPECT_FALSE(mem->can_seq_rm(0, 0, 1) && mem->seq_pos_max(0) >= 0);
 }
 
+TEST(ModelMemory, ARecurrentLayerWithAttentionHasAKvCacheAndAState) {
+    // falcon-h1: attention and a Mamba-2 mixer in parallel in every layer.
+    model::HParams hp = hybrid_hparams();
+    hp.recurrent_layers.assign(hp.n_layer, true);
+    hp.recurrent_with_attention = true;
+    const auto mem = make_model_memory(hp, context_params());
+    ASSERT_EQ(mem->n_children(), 2u);
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        const auto& slot = mem->layer(l);
+        ASSERT_NE(slot.kv, nullptr) << l;
+        ASSERT_NE(slot.recurrent, nullptr) << l;
+        EXPECT_EQ(slot.index, l);
+        EXPECT_EQ(slot.recurrent_index, l);
+        EXPECT_EQ(slot.recurrent->params().n_layer, hp.n_layer);
+        EXPECT_EQ(slot.kv->params().n_layer, hp.n_layer);
+    }
+    // The states of two layers are distinct.
+    EXPECT_NE(mem->layer(0).recurrent->ssm_state(mem->layer(0).recurrent_index, 0),
+              mem->layer(1).recurrent->ssm_state(mem->layer(1).recurrent_index, 0));
+    // Removing a suffix is refused by the state (no checkpoint), so neither changes.
+    EXPECT_FALSE(mem->can_seq_rm(0, 1, -1) && mem->seq_pos_max(0) >= 0);
+}
+
 TEST(ModelMemory, WithoutRecurrentLayersOnlyKvCaches) {
     model::HParams hp = hybrid_hparams();
     hp.recurrent_layers.clear();

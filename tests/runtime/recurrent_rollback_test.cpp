@@ -1,9 +1,11 @@
 // Speculative rollback of a recurrent state equals recomputation: on
-// llama.cpp's mamba, mamba2, jamba, granitehybrid, lfm2, nemotron_h and nemotron_h_moe fixtures (the hybrids
+// llama.cpp's mamba, mamba2, jamba, granitehybrid, lfm2, nemotron_h, nemotron_h_moe, falcon-h1 (a KV
+// cache and a Mamba-2 state in every layer) and minimax-01 (lightning attention) fixtures (the hybrids
 // roll back their KV cache and their recurrent state together), a verify batch of n tokens decoded
 // inside a checkpoint and committed at k < n leaves the state a plain decode
 // of the first k tokens leaves (the next token's logits agree), for every k.
-// Also: two sequences decoded in one interleaved batch get the logits each
+// Also: a saved and restored sequence continues as it would have (the
+// recurrent states are saved with the KV cache); two sequences decoded in one interleaved batch get the logits each
 // gets alone (the state is per sequence), and a recurrent state refuses to
 // forget part of its history.
 
@@ -116,9 +118,29 @@ TEST_P(RecurrentRollback, InterleavedSequencesKeepTheirOwnState) {
     EXPECT_EQ(both.memory_seq_pos_max(0), -1);
 }
 
+TEST_P(RecurrentRollback, ASavedSequenceCarriesItsStates) {
+    // falcon-h1's layers each save a KV-cache section and a state section.
+    const std::string path = fixture(GetParam());
+    if (path.empty()) GTEST_SKIP() << "llama.cpp's architecture fixtures are not here";
+    const auto model = model::Model::load(path);
+    const std::vector<TokenId> t = tokens(16);
+    Context first(*model, params());
+    decode(first, t, 0, 11);
+    const auto file = test::temp_dir() / ("recurrent-saved-" + GetParam() + ".bin");
+    const std::vector<TokenId> cached(t.begin(), t.begin() + 11);
+    ASSERT_EQ(first.save_sequence(0, cached, file.string()), cached.size());
+    const auto expected = decode(first, t, 11, 16);
+
+    Context second(*model, params());
+    EXPECT_EQ(second.restore_sequence(1, file.string()), cached);
+    const auto got = decode(second, t, 11, 16, 1);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(max_diff(got[i], expected[i]), 1e-4) << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, RecurrentRollback,
                          ::testing::Values("mamba-dense", "mamba2-dense", "jamba-dense", "granitehybrid-dense", "lfm2-dense",
-                                           "nemotron_h-dense", "nemotron_h_moe-moe"),
+                                           "nemotron_h-dense", "nemotron_h_moe-moe", "falcon-h1-dense",
+                                           "minimax-01-moe"),
                          [](const auto& info) { return info.param.substr(0, info.param.find('-')); });
 
 }  // namespace

@@ -14,7 +14,8 @@
 //
 // The attention hot path does not go through the router's virtual calls:
 // layer(l).kv is the KV cache of layer l (null for a recurrent layer), which
-// the runtime calls directly.
+// the runtime calls directly; layer(l).recurrent its recurrent state (null
+// for an attention layer). A layer may have both (falcon-h1).
 
 #include <cstdint>
 #include <memory>
@@ -28,20 +29,27 @@ namespace cria::memory {
 
 class HybridMemory final : public Memory {
 public:
+    static constexpr uint32_t kNoChild = UINT32_MAX;
     struct LayerPlacement {
         uint32_t child = 0;  // index into the children
         uint32_t index = 0;  // the layer's index inside that child
+        // A layer that keeps a recurrent state beside its KV cache
+        // (falcon-h1: attention and a Mamba-2 mixer in parallel) has a
+        // second place, in a recurrent memory; kNoChild: none.
+        uint32_t state_child = kNoChild;
+        uint32_t state_index = 0;
     };
     struct LayerSlot {
         Memory* memory = nullptr;
         uint32_t index = 0;
         KvCache* kv = nullptr;                // memory, when it is a KV cache
-        RecurrentMemory* recurrent = nullptr;  // memory, when it is a recurrent state
+        RecurrentMemory* recurrent = nullptr;  // memory, when it is a recurrent state, or the second place's
+        uint32_t recurrent_index = 0;          // the layer's index inside `recurrent`
     };
 
     // Throws cria::Error for no children, a placement naming a missing child
-    // or a layer index beyond the child's layers, or two model layers at the
-    // same place.
+    // or a layer index beyond the child's layers, two model layers at the
+    // same place, or a second place that is not in a recurrent memory.
     HybridMemory(std::vector<std::unique_ptr<Memory>> children, const std::vector<LayerPlacement>& layers);
 
     uint32_t n_layer() const { return static_cast<uint32_t>(layers_.size()); }

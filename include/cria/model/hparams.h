@@ -95,6 +95,10 @@ struct HParams {
     float embedding_scale = 0.0f;
     float residual_scale = 0.0f;
     float logit_multiplier = 1.0f;
+    // minimax-01: each block's residual is this times the block's normed
+    // input (x <- block(u) + alpha u, u = rms_norm(x)), the stream itself
+    // dropped (its residual_scale key). 0: the usual x += block.
+    float normed_input_residual = 0.0f;
     // Layers that apply no rotary embedding (smollm3's every fourth layer,
     // exaone4's full-attention layers, granite without rope): n_layer
     // entries, all false when every layer uses rope.
@@ -185,6 +189,9 @@ struct HParams {
     // recurrent_state_floats floats of SSM / linear-attention state per
     // sequence (llama.cpp's n_embd_r and n_embd_s).
     std::vector<bool> recurrent_layers;
+    // falcon-h1: every recurrent layer also has attention in parallel with
+    // its mixer, so it keeps a KV cache beside its recurrent state.
+    bool recurrent_with_attention = false;
     uint32_t recurrent_conv_floats = 0;
     uint32_t recurrent_state_floats = 0;
     // State-space layers (mamba, mamba2 and the hybrids' SSM layers; llama.cpp's
@@ -207,6 +214,8 @@ struct HParams {
     bool is_moe(uint32_t layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
     bool is_delta_net(uint32_t layer) const { return layer < delta_net.layers.size() && delta_net.layers[layer]; }
     bool is_recurrent(uint32_t layer) const { return layer < recurrent_layers.size() && recurrent_layers[layer]; }
+    // Whether the layer attends over a KV cache (also a recurrent one under recurrent_with_attention).
+    bool has_attention(uint32_t layer) const { return !is_recurrent(layer) || recurrent_with_attention; }
     bool has_recurrent_layers() const {
         for (bool r : recurrent_layers)
             if (r) return true;

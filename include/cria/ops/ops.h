@@ -102,6 +102,22 @@ struct GatedDeltaParams {
     DeltaForm form = DeltaForm::Auto;
 };
 
+// Lightning attention (MiniMax-01's linear attention with a constant decay
+// per head): per head h a d x d state M (key index i, value index j, stored
+// at j * d + i, as gated_delta_net) and a decay gamma_h = exp(-rate_h). Per
+// token t: M <- gamma_h M + k_t v_t^T;  o_t = M^T q_t (no score scaling).
+// The recurrent form walks the tokens one by one; the blocked form takes
+// blocks of 64 tokens with products of whole blocks,
+//   o_t = gamma^(t+1) M^T q_t + sum_{s <= t} gamma^(t-s) (q_t . k_s) v_s,
+//   M' = gamma^T M + sum_s gamma^(T-1-s) k_s v_s^T,
+// an exact reformulation, equal within float rounding. Auto: blocked for prompts.
+enum class LightningForm { Auto, Recurrent, Blocked };
+
+struct LightningParams {
+    const float* rates = nullptr;  // one decay rate (>= 0) per head
+    LightningForm form = LightningForm::Auto;
+};
+
 // The selective scan of state-space models (ggml_ssm_scan), one sequence:
 // n_head heads of head_dim channels, each channel with a state of n_state
 // values; heads use the B/C group h / (n_head / n_group) (heads grouped
@@ -196,6 +212,14 @@ public:
     virtual void gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
                                  const TensorView& beta, const TensorView& state, const GatedDeltaParams& params,
                                  const TensorView& out) = 0;
+
+    // Lightning attention (LightningParams above) over the tokens of one
+    // sequence. q, k, v and out: F32 [d, H, T] (rows of d contiguous floats,
+    // any row strides); state: F32 [d * d, H], the state before the first
+    // token, replaced by the state after the last.
+    virtual void lightning_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                     const TensorView& state, const LightningParams& params,
+                                     const TensorView& out) = 0;
 
     // Causal depthwise convolution with state (ggml_ssm_conv), one sequence:
     // x F32 [C, T] (rows may be strided), weight F32 [K, C] (channel c's taps

@@ -4,7 +4,9 @@
 // memory::RecurrentMemory with a state per sequence (n_seq_max of them);
 // sliding-window layers get their own small cache when the window is shorter
 // than the context (llama.cpp's iSWA cache); the other layers share the full
-// KV cache. The router (memory::HybridMemory) holds them and the layer map.
+// KV cache. A recurrent layer that also attends (HParams::recurrent_with_attention,
+// falcon-h1) has a place in both: its KV cache and its state. The router
+// (memory::HybridMemory) holds them and the layer map.
 
 #include <memory>
 

@@ -8,6 +8,7 @@
 
 #include "cria/gguf/file.h"
 #include "model/blocks.h"
+#include "model/recurrent_layer_flags.h"
 
 namespace cria::model::archs {
 namespace {
@@ -16,36 +17,6 @@ uint32_t require_positive(const HParamsKeys& keys, std::string_view suffix) {
     const uint32_t v = keys.require_u32(suffix);
     if (v == 0) keys.fail("'" + keys.key(suffix) + "' must be positive");
     return v;
-}
-
-// Which layers are delta nets: attention.recurrent_layers (one flag per
-// block, integers or booleans), else every layer but each
-// full_attention_interval-th (default 4), as llama.cpp decides.
-std::vector<bool> delta_net_layers(const HParamsKeys& keys, uint32_t n_blocks) {
-    std::vector<bool> out(n_blocks);
-    const std::string key = keys.key("attention.recurrent_layers");
-    if (const gguf::Value* v = keys.file().find(key)) {
-        if (!v->is_array()) {
-            const auto flag = v->as_bool() ? std::optional<uint64_t>(*v->as_bool()) : v->as_u64();
-            if (!flag) keys.fail("'" + key + "' must hold integers or booleans");
-            out.assign(n_blocks, *flag != 0);
-            return out;
-        }
-        if (v->size() != n_blocks)
-            keys.fail("'" + key + "' has " + std::to_string(v->size()) + " values, one per block (" +
-                      std::to_string(n_blocks) + ") expected");
-        for (uint32_t i = 0; i < n_blocks; ++i) {
-            const gguf::Value& e = v->at(i);
-            const auto flag = e.as_bool() ? std::optional<uint64_t>(*e.as_bool()) : e.as_u64();
-            if (!flag) keys.fail("'" + key + "' must hold integers or booleans");
-            out[i] = *flag != 0;
-        }
-        return out;
-    }
-    const uint32_t interval = keys.u32("full_attention_interval", 4);
-    if (interval == 0) keys.fail("'" + keys.key("full_attention_interval") + "' must be positive");
-    for (uint32_t i = 0; i < n_blocks; ++i) out[i] = (i + 1) % interval != 0;
-    return out;
 }
 
 // IMROPE gives every rotated pair of a text token its position when the
@@ -101,7 +72,7 @@ void read_qwen_delta_net_hparams(const HParamsKeys& keys, HParams& hp, const Qwe
     if (keys.require_u32("ssm.inner_size") != dn.n_value())
         keys.fail("'" + keys.key("ssm.inner_size") + "' must be ssm.time_step_rank x ssm.state_size (" +
                   std::to_string(dn.n_value()) + ")");
-    std::vector<bool> layers = delta_net_layers(keys, n_blocks);
+    std::vector<bool> layers = recurrent_layer_flags(keys, n_blocks, /*default_interval=*/4);
     layers.resize(hp.n_layer);
     dn.layers = std::move(layers);
     // The recurrent memory keeps, per delta-net layer and sequence, the

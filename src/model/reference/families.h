@@ -14,7 +14,8 @@ namespace cria::model::reference {
 // head), smollm3 (layers without rope), seed_oss, mistral3, granite
 // (embedding, residual and logit scales), exaone4 (post norms only),
 // granite_swa (attention sinks), and their mixtures of experts (llama with
-// experts, qwen3moe, granitemoe).
+// experts, qwen3moe, granitemoe); the hybrids jamba and granitehybrid, and
+// falcon-h1 (attention and a Mamba-2 mixer in parallel in every layer).
 Logits llama(const Input& in);
 // gemma2 and gemma3: scaled embeddings, post norms, GeGLU, sliding windows,
 // soft caps (gemma2), QK norms (gemma3).
@@ -36,5 +37,9 @@ Logits deepseek2(const Input& in);
 // muse-glimmer: normed embeddings, gated attention output, post norms
 // (epsilon 1e-8), rope on the sliding-window layers only, soft-capped logits.
 Logits muse_glimmer(const Input& in);
+// minimax-01: lightning attention (linear attention with a per-head decay)
+// and softmax attention layers, residuals of alpha times each block's normed
+// input, mixtures of experts.
+Logits minimax_01(const Input& in);
 
 }  // namespace cria::model::reference

@@ -8,7 +8,8 @@
 // loaded attn_norm / ffn_norm (exaone4 has post norms only); granite's
 // embedding, residual and logit scales when the hyperparameters set them;
 // the hybrids (jamba, granitehybrid), whose recurrent layers have a
-// state-space mixer instead of attention.
+// state-space mixer instead of attention, and falcon-h1, whose layers have
+// both, side by side on the same input.
 
 #include "model/reference/families.h"
 #include "model/reference/ssm.h"
@@ -36,17 +37,23 @@ Logits llama(const Input& in) {
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
         const LayerWeights& lw = in.w.layers[l];
 
+        // Both read the same x: falcon-h1 has both, side by side.
+        Rows mixed, attended;
         if (hp.is_recurrent(l)) {
-            // Hybrids: x += the state-space mixer of rms_norm(x) instead (reference/ssm.h).
+            // Hybrids: the state-space mixer of rms_norm(x) (reference/ssm.h).
             Rows h(n);
             for (size_t t = 0; t < n; ++t) h[t] = rms_norm(x[t], lw.attn_norm, eps);
-            const Rows m = hp.ssm_groups > 0 ? mamba2_mixer(in, l, h) : mamba_mixer(in, l, h);
-            for (size_t t = 0; t < n; ++t) add_to(x[t], block_output(hp, m[t], lw.post_attn_norm));
-        } else {
-            // Attention: x += Wo · attention(rope(q), rope(k), v) of rms_norm(x).
+            mixed = hp.ssm_groups > 0 ? mamba2_mixer(in, l, h) : mamba_mixer(in, l, h);
+        }
+        if (hp.has_attention(l)) {
+            // Attention: Wo · attention(rope(q), rope(k), v) of rms_norm(x).
             const Rows attn = self_attention(in, l, x);
             const Linear wo(lw.wo);
-            for (size_t t = 0; t < n; ++t) add_to(x[t], block_output(hp, wo(attn[t]), lw.post_attn_norm));
+            for (size_t t = 0; t < n; ++t) attended.push_back(wo(attn[t]));
+        }
+        for (size_t t = 0; t < n; ++t) {
+            if (!attended.empty()) add_to(x[t], block_output(hp, attended[t], lw.post_attn_norm));
+            if (!mixed.empty()) add_to(x[t], block_output(hp, mixed[t], lw.post_attn_norm));
         }
 
         // With experts: x += the weighted sum of the routed experts (MoeFfn), times
