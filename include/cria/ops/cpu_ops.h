@@ -45,6 +45,9 @@ public:
     void gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
                          const TensorView& beta, const TensorView& state, const GatedDeltaParams& params,
                          const TensorView& out) override;
+    void kimi_delta_attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                              const TensorView& beta, const TensorView& state, const GatedDeltaParams& params,
+                              const TensorView& out) override;
     void ssm_conv(const TensorView& x, const float* weight, int64_t kernel, float* state,
                   const TensorView& out) override;
     void ssm_scan(const TensorView& x, const TensorView& dt, const float* a, const TensorView& b, const TensorView& c,
