@@ -32,6 +32,35 @@ void gated_activation(ops::Ops& ops, FfnActivation act, const TensorView& gate, 
     }
 }
 
+// The layer's trained SwiGLU limit from `limits` (HParams::swiglu_clamp_exp
+// or _shexp), 0 when it has none (llama.cpp: a limit of at most 1e-6 is none).
+float swiglu_limit(const std::vector<float>& limits, uint32_t layer) {
+    const float l = layer < limits.size() ? limits[layer] : 0.0f;
+    return l > 1e-6f ? l : 0.0f;
+}
+
+// out = min(silu(gate), limit) * clamp(up, -limit, limit), llama.cpp's
+// SwiGLU with a trained limit (bailingmoe3); contiguous F32 views of equal size.
+void limited_swiglu(const TensorView& gate, const TensorView& up, float limit, const TensorView& out) {
+    const auto* g = static_cast<const float*>(gate.data);
+    const auto* u = static_cast<const float*>(up.data);
+    auto* y = static_cast<float*>(out.data);
+    const int64_t n = gate.ne[0] * gate.ne[1] * gate.ne[2] * gate.ne[3];
+    for (int64_t i = 0; i < n; ++i) {
+        const float act = std::min(g[i] / (1.0f + std::exp(-g[i])), limit);
+        y[i] = act * std::clamp(u[i], -limit, limit);
+    }
+}
+
+// The feed-forward activation with the layer's limit when it has one.
+void ffn_activation(ops::Ops& ops, FfnActivation act, float limit, const TensorView& gate, const TensorView& up,
+                    const TensorView& out) {
+    if (limit > 0.0f && act == FfnActivation::Silu)
+        limited_swiglu(gate, up, limit, out);
+    else
+        gated_activation(ops, act, gate, up, out);
+}
+
 // Copies rows [first, first + rows) of every column of a [total, n] buffer
 // into a dense [rows, n] buffer: splits the output of a fused projection.
 void split_rows(const float* src, int64_t total, int64_t first, int64_t rows, int64_t n, float* dst) {
@@ -178,7 +207,7 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
         linear(s, lw.gate, h, gate);
         linear(s, lw.up, h, up);
     }
-    gated_activation(s.ops, o.activation, gate, up, gate);
+    ffn_activation(s.ops, o.activation, swiglu_limit(hp.swiglu_clamp_shexp, layer), gate, up, gate);
 
     const TensorView out = view(ws.o, hp.n_embd, n);
     linear(s, lw.down, gate, out);
@@ -273,7 +302,7 @@ void moe_ffn_block(Step& s, uint32_t layer) {
     if (lw.gate_exps.present() || lw.gate_up_exps.present()) {
         scale_experts(lw.gate_exps.scale, ids, F, k, n, ws.expert_gate.data());
         add_expert_bias(lw.gate_exps.bias, ids, F, k, n, ws.expert_gate.data());
-        gated_activation(s.ops, hp.expert_activation, gate, up, gate);
+        ffn_activation(s.ops, hp.expert_activation, swiglu_limit(hp.swiglu_clamp_exp, layer), gate, up, gate);
     } else {
         s.ops.silu(up, gate);
     }
@@ -298,7 +327,7 @@ void moe_ffn_block(Step& s, uint32_t layer) {
         const TensorView sg = view(ws.gate, Fs, n), su = view(ws.up, Fs, n);
         linear(s, lw.gate_shexp, h, sg);
         linear(s, lw.up_shexp, h, su);
-        s.ops.swiglu(sg, su, sg);
+        ffn_activation(s.ops, FfnActivation::Silu, swiglu_limit(hp.swiglu_clamp_shexp, layer), sg, su, sg);
         const TensorView shared = view(ws.expert_out, E, n);  // free again: the routed sum is in ws.o
         linear(s, lw.down_shexp, sg, shared);
         if (lw.gate_inp_shexp.present()) {

@@ -41,6 +41,8 @@ extern const ArchDefinition kGlm4Moe;
 extern const ArchDefinition kQwen35;
 extern const ArchDefinition kQwen35Moe;
 extern const ArchDefinition kQwen3Next;
+extern const ArchDefinition kKimiLinear;
+extern const ArchDefinition kBailingMoe3;
 }  // namespace archs
 
 namespace {
@@ -78,6 +80,8 @@ const ArchDefinition* const kArchitectures[] = {
     &archs::kQwen35,
     &archs::kQwen35Moe,
     &archs::kQwen3Next,
+    &archs::kKimiLinear,
+    &archs::kBailingMoe3,
 };
 }  // namespace
 

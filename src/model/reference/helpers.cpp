@@ -259,6 +259,15 @@ Vec apply_expert(const std::vector<Matrix>& m, const ExpertLinear& lin, size_t e
 
 // The gated activation of the experts: silu(g) * u, or gpt-oss's clamped
 // SwiGLU with llama.cpp's alpha 1.702 and limit 7.
+}  // namespace
+
+double limited_swiglu(double g, double u, double limit) {
+    if (limit <= 0) return silu(g) * u;
+    return std::min(silu(g), limit) * std::clamp(u, -limit, limit);
+}
+
+namespace {
+
 double expert_activation(FfnActivation act, double g, double u) {
     switch (act) {
         case FfnActivation::Silu: return silu(g) * u;
@@ -343,12 +352,16 @@ Vec MoeFfn::operator()(const Vec& h) const {
             const Vec gu = apply_expert(gate_up, lw.gate_up_exps, e, h);
             const size_t F = gu.size() / 2;
             a.resize(F);
-            for (size_t i = 0; i < F; ++i) a[i] = expert_activation(hp.expert_activation, gu[i], gu[F + i]);
+            for (size_t i = 0; i < F; ++i)
+                a[i] = expert_limit > 0 ? limited_swiglu(gu[i], gu[F + i], expert_limit)
+                                        : expert_activation(hp.expert_activation, gu[i], gu[F + i]);
         } else {
             a = apply_expert(up, lw.up_exps, e, h);
             if (!gate.empty()) {
                 const Vec g = apply_expert(gate, lw.gate_exps, e, h);
-                for (size_t i = 0; i < a.size(); ++i) a[i] = expert_activation(hp.expert_activation, g[i], a[i]);
+                for (size_t i = 0; i < a.size(); ++i)
+                    a[i] = expert_limit > 0 ? limited_swiglu(g[i], a[i], expert_limit)
+                                            : expert_activation(hp.expert_activation, g[i], a[i]);
             } else {
                 for (double& v : a) v = silu(v);
             }
@@ -359,7 +372,7 @@ Vec MoeFfn::operator()(const Vec& h) const {
     if (lw.up_shexp.present()) {  // the shared expert, gated by sigmoid(gate_inp_shexp · h) when present
         Vec g = Linear(lw.gate_shexp)(h);
         const Vec u = Linear(lw.up_shexp)(h);
-        for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
+        for (size_t i = 0; i < g.size(); ++i) g[i] = limited_swiglu(g[i], u[i], shared_limit);
         Vec y = Linear(lw.down_shexp)(g);
         if (lw.gate_inp_shexp.present()) {
             const double z = Linear(lw.gate_inp_shexp)(h)[0];

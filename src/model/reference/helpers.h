@@ -137,11 +137,17 @@ struct MoeFfn {
     // One per expert; gate empty without expert gates; gate_up instead of
     // gate and up when the file fuses them.
     std::vector<Matrix> gate, up, gate_up, down;
+    // Trained SwiGLU limits (bailingmoe3's swiglu_clamp_exp / _shexp of the
+    // layer; 0: none): the experts' and the shared expert's activation
+    // becomes limited_swiglu.
+    double expert_limit = 0.0, shared_limit = 0.0;
 };
 
 double softcap(double x, double cap);  // tanh(x / cap) * cap; cap 0: x
 double gelu_tanh(double x);            // GELU, tanh approximation (ggml_gelu)
 double silu(double x);
+// min(silu(g), limit) * clamp(u, -limit, limit); limit 0: silu(g) * u.
+double limited_swiglu(double g, double u, double limit);
 Vec slice(const Vec& x, uint64_t first, uint64_t n);
 void add_to(Vec& x, const Vec& y);  // x += y
 
