@@ -18,7 +18,8 @@
 //   O_i = scale M^T (A_i ⊙ q_i) + sum_{j <= i} P_ij Vn_j
 //   M' = diag(A_C) M + sum_j (k_j ⊙ exp(G_C - G_j)) Vn_j^T
 // The pairwise decays factor as exp(G_i - G_0) exp(G_0 - G_j), so L and P
-// are two products of whole chunks; the second factor grows with the
+// are two products of whole chunks (and every decay of the chunk comes from
+// one exp per channel and token); the second factor grows with the
 // chunk's decay, so a chunk whose decay spans more than exp(-80) in some
 // channel (where it would leave float's range) runs the recurrent form
 // instead. Both forms are exact reformulations of ops.h's recurrence.
@@ -82,10 +83,10 @@ void gemm(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, in
 }
 
 struct ChunkScratch {
-    std::vector<float> G, KQ, Km, KmT, AP, UW, Qa, MT, MW, MQ, Vn, VnT, Kd, decay;
+    std::vector<float> G, rel, inv_rel, KQ, Km, KmT, AP, UW, Qa, MT, MW, MQ, Vn, VnT, Kd, decay;
     explicit ChunkScratch(int64_t d) {
         const auto cd = static_cast<size_t>(kChunk * d);
-        G.resize(cd);
+        for (std::vector<float>* v : {&G, &rel, &inv_rel}) v->resize(cd);
         KQ.resize(2 * cd);
         AP.resize(static_cast<size_t>(2 * kChunk * kChunk));
         UW.resize(2 * cd);
@@ -102,15 +103,23 @@ void factored_chunk(const VecKernels& vk, const HeadArgs& a, int64_t t0, int64_t
     float* G = s.G.data();
     float* Kp = s.KQ.data();  // c rows: k_i ⊙ exp(G_i - G_0)
     float* Qp = Kp + c * d;   // c rows: scale q_i ⊙ exp(G_i - G_0)
+    // One exp per channel and token: rel_i = exp(G_i - G_0) (at most 1), its
+    // inverse, and A_i = exp(G_0) rel_i; every other decay is a product of these.
+    float* rel = s.rel.data();
+    float* inv_rel = s.inv_rel.data();
+    float* A0 = s.decay.data();
+    for (int64_t f = 0; f < d; ++f) A0[f] = std::exp(G[f]);
     for (int64_t i = 0; i < c; ++i) {
         const float* k = a.k->row_f32(a.key_head, t0 + i);
         const float* q = a.q->row_f32(a.key_head, t0 + i);
         for (int64_t f = 0; f < d; ++f) {
-            const float rel = std::exp(G[i * d + f] - G[f]);
-            Kp[i * d + f] = k[f] * rel;
-            Qp[i * d + f] = a.scale * q[f] * rel;
-            s.Km[i * d + f] = k[f] * std::exp(G[f] - G[i * d + f]);
-            s.Qa[i * d + f] = a.scale * q[f] * std::exp(G[i * d + f]);
+            const float r = i == 0 ? 1.0f : std::exp(G[i * d + f] - G[f]);
+            rel[i * d + f] = r;
+            inv_rel[i * d + f] = 1.0f / r;
+            Kp[i * d + f] = k[f] * r;
+            Qp[i * d + f] = a.scale * q[f] * r;
+            s.Km[i * d + f] = k[f] * inv_rel[i * d + f];
+            s.Qa[i * d + f] = Qp[i * d + f] * A0[f];
         }
     }
     // [Kp; Qp] Km^T: rows 0..c-1 the k-k products, rows c..2c-1 the q-k products.
@@ -127,7 +136,7 @@ void factored_chunk(const VecKernels& vk, const HeadArgs& a, int64_t t0, int64_t
         float* uw = &s.UW[i * 2 * d];
         vk.scale(a.v->row_f32(a.head, t0 + i), beta, uw, d);
         const float* k = a.k->row_f32(a.key_head, t0 + i);
-        for (int64_t f = 0; f < d; ++f) uw[d + f] = beta * k[f] * std::exp(G[i * d + f]);
+        for (int64_t f = 0; f < d; ++f) uw[d + f] = beta * Kp[i * d + f] * A0[f];
         vk.weighted_rows(Li, s.UW.data(), uw_bytes, i, uw, 2 * d);
     }
     // Vn = U - W M and M^T (A_i ⊙ scale q_i), from the state at the chunk's start.
@@ -145,14 +154,13 @@ void factored_chunk(const VecKernels& vk, const HeadArgs& a, int64_t t0, int64_t
         vk.weighted_rows(&s.AP[(c + i) * c], s.Vn.data(), row_bytes, i + 1, o, d);
     }
     // M' = diag(A_C) M + sum_i (k_i ⊙ exp(G_C - G_i)) Vn_i^T.
-    const float* G_last = G + (c - 1) * d;
+    const float* rel_last = rel + (c - 1) * d;
     for (int64_t i = 0; i < c; ++i) {
-        const float* k = a.k->row_f32(a.key_head, t0 + i);
-        for (int64_t f = 0; f < d; ++f) s.Kd[i * d + f] = k[f] * std::exp(G_last[f] - G[i * d + f]);
+        for (int64_t f = 0; f < d; ++f) s.Kd[i * d + f] = s.Km[i * d + f] * rel_last[f];
         for (int64_t j = 0; j < d; ++j) s.VnT[j * kChunk + i] = s.Vn[i * d + j];
     }
-    for (int64_t f = 0; f < d; ++f) s.decay[f] = std::exp(G_last[f]);
-    for (int64_t j = 0; j < d; ++j) vk.mul(M + j * d, s.decay.data(), M + j * d, d);
+    for (int64_t f = 0; f < d; ++f) A0[f] *= rel_last[f];  // A_C
+    for (int64_t j = 0; j < d; ++j) vk.mul(M + j * d, A0, M + j * d, d);
     gemm(s.VnT.data(), kChunk, s.Kd.data(), d, M, d, d, d, c, /*accumulate=*/true);
 }
 
