@@ -90,7 +90,11 @@ void mla_attention_block(Step& s, uint32_t layer);
 // product when the file fuses them; silu(up_e h) without expert gates), each
 // matrix's product times its per-expert scale, then plus its per-expert bias,
 // when loaded; x += rs · sum over the ranks j of w_j down_{e_j}(...), rs as in
-// attention_block.
+// attention_block. With latent_down (kimi-k3) the experts read latent_down h
+// and their sum goes through latent_norm (when loaded) and latent_up; with
+// hp.situ_beta every activation is situ; the layer's SwiGLU limits
+// (bailingmoe3) apply to the experts and the shared expert. Every feed-forward
+// block leaves its output (before the residual add) in ws.o.
 void moe_ffn_block(Step& s, uint32_t layer);
 
 // The gated attention block of qwen3next / qwen35 (HParams::attn_output_gate):

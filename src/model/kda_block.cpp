@@ -1,15 +1,17 @@
-// The Kimi delta attention block of kimi-linear and bailingmoe3 (llama.cpp's
-// src/models/kimi-linear.cpp and bailingmoe3.cpp, their recurrent layers):
+// The Kimi delta attention block of kimi-linear, bailingmoe3 and kimi-k3
+// (llama.cpp's src/models/kimi-linear.cpp, bailingmoe3.cpp, kimi-k3.cpp, their
+// recurrent layers):
 // from h = rms_norm(x) (attn_norm),
 //   q, k, v = silu(conv(attn_q h)), silu(conv(attn_k h)), silu(conv(attn_v h))
 //     (three causal convolutions, each keeping its last inputs),
 //   a = ssm_f_b (ssm_f_a h) + ssm_dt.bias   (or ssm_f_a h + bias: one full-rank matrix)
 //   g = A softplus(a) (kimi-linear), or lb sigmoid(A a) (a gate lower bound lb < 0)
-//     per key channel, A = ssm_a of the channel's head,
+//     per key channel, A = ssm_a of the channel's head (kimi-k3: -ssm_a in the sigmoid),
 //   beta = sigmoid(ssm_beta h) per head,
 //   q, k <- L2-normalised per head,
 //   o = the delta rule with a decay per key channel (kimi_delta_attention),
-//   o <- rms_norm(o) * ssm_norm * sigmoid(ssm_g_b (ssm_g_a h)) per head,
+//   o <- rms_norm(o) * ssm_norm * sigmoid(ssm_g_b (ssm_g_a h)) per head (one full-rank
+//     ssm_g_a / ssm_g when the file has no ssm_g_b),
 //   x += attn_output o.
 // Each sequence of the micro-batch is one run of tokens over its own state
 // (memory.recurrent_state: the three convolutions' states [q | k | v], then
@@ -69,7 +71,7 @@ void kda_block(Step& s, uint32_t layer) {
         for (int64_t c = 0; c < D; ++c) {
             float& g = ws.kda_g[static_cast<size_t>(t * D + c)];
             const float a = g + kw.dt_bias[static_cast<size_t>(c)];
-            const float A = kw.a[static_cast<size_t>(c / d)];
+            const float A = (kd.gate_negates_a ? -1.0f : 1.0f) * kw.a[static_cast<size_t>(c / d)];
             g = lb < 0.0f ? lb * sigmoid(A * a) : A * softplus(a);
         }
     linear(s, kw.beta, h, view(ws.kda_beta, H, n));

@@ -145,6 +145,11 @@ void Workspace::reserve(const Model& model, int64_t n) {
         delta_g.resize(size(dn.n_v_heads));
         delta_out.resize(size(dn.n_value()));
     }
+    if (hp.n_expert_latent > 0) moe_latent.resize(size(hp.n_expert_latent));
+    if (hp.attn_res_block_size > 0) {
+        const int64_t banks = (hp.n_layer + hp.attn_res_block_size - 1) / hp.attn_res_block_size;
+        attn_res.resize(size((2 + banks) * int64_t{hp.n_embd}));
+    }
     if (hp.kda.head_dim > 0) {
         const int64_t D = hp.kda.n_value();
         for (std::vector<float>* b : {&kda_q, &kda_k, &kda_v, &kda_g, &kda_gate, &kda_out}) b->resize(size(D));

@@ -110,7 +110,7 @@ const std::vector<std::pair<std::string, bool>> kMustCheck{
     {"lfm2", false},    {"lfm2moe", true},  {"nemotron_h", false}, {"nemotron_h_moe", true},
     {"deepseek2", true}, {"glm4moe", true},
     {"qwen35", false},    {"qwen35moe", true},    {"qwen3next", true},
-    {"kimi-linear", true}, {"bailingmoe3", true},
+    {"kimi-linear", true}, {"bailingmoe3", true}, {"kimi-k3", true},
 };
 
 #define SKIP_WITHOUT_FIXTURES()                                                                         \

@@ -1,7 +1,7 @@
 // Speculative rollback of a recurrent state equals recomputation: on
-// llama.cpp's mamba, mamba2, jamba, granitehybrid, lfm2, nemotron_h, nemotron_h_moe, kimi-linear and
-// bailingmoe3 fixtures (the hybrids roll back their KV cache and their recurrent state together; the
-// last two their KDA convolution and delta-rule states), a verify batch of n tokens decoded
+// llama.cpp's mamba, mamba2, jamba, granitehybrid, lfm2, nemotron_h, nemotron_h_moe, kimi-linear,
+// bailingmoe3 and kimi-k3 fixtures (the hybrids roll back their KV cache and their recurrent state
+// together; the last three their KDA convolution and delta-rule states), a verify batch of n tokens decoded
 // inside a checkpoint and committed at k < n leaves the state a plain decode
 // of the first k tokens leaves (the next token's logits agree), for every k.
 // Also: two sequences decoded in one interleaved batch get the logits each
@@ -120,8 +120,13 @@ TEST_P(RecurrentRollback, InterleavedSequencesKeepTheirOwnState) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, RecurrentRollback,
                          ::testing::Values("mamba-dense", "mamba2-dense", "jamba-dense", "granitehybrid-dense", "lfm2-dense",
                                            "nemotron_h-dense", "nemotron_h_moe-moe", "kimi-linear-moe",
-                                           "bailingmoe3-moe"),
-                         [](const auto& info) { return info.param.substr(0, info.param.find('-')); });
+                                           "bailingmoe3-moe", "kimi-k3-moe"),
+                         [](const auto& info) {
+                             // The architecture: the name before its last '-', '-' made '_'.
+                             std::string name = info.param.substr(0, info.param.rfind('-'));
+                             std::replace(name.begin(), name.end(), '-', '_');
+                             return name;
+                         });
 
 }  // namespace
 }  // namespace cria::runtime

@@ -186,6 +186,8 @@ struct HParams {
         // (bailingmoe3's kda.gate_lower_bound), g = lb sigmoid(A a). a is the
         // gate projection plus ssm_dt.bias, A the head's ssm_a.
         float gate_lower_bound = 0.0f;
+        // kimi-k3's bounded decay reads -A (exp(A_log)): lb sigmoid(-A a).
+        bool gate_negates_a = false;
 
         uint32_t n_value() const { return n_heads * head_dim; }
         // Floats of one sequence's state per layer: the three convolutions'
@@ -199,6 +201,19 @@ struct HParams {
     // min(silu(gate), L) * clamp(up, -L, L). The experts use the first, every
     // other SwiGLU block of the layer (shared expert, dense FFN) the second.
     std::vector<float> swiglu_clamp_exp, swiglu_clamp_shexp;
+    // Kimi-K3's situ activation in place of SwiGLU in every feed-forward
+    // block (situ_beta > 0; 0: SwiGLU): situ(g, u) = b tanh(g / b) sigmoid(g)
+    // * (bl > 0 ? bl tanh(u / bl) : u), b = situ_beta, bl = situ_linear_beta.
+    float situ_beta = 0.0f, situ_linear_beta = 0.0f;
+    // Kimi-K3's attention residuals across layers (attn_res.block_size B; 0:
+    // a plain residual stream): every B-th layer banks its input and
+    // restarts the stream; blocks read a softmax-weighted mix of the banked
+    // inputs and the stream (archs/kimi_k3.cpp).
+    uint32_t attn_res_block_size = 0;
+    // Routed experts that run in a latent width (expert_latent_length; 0:
+    // n_embd): the experts read latent_down h, their weighted sum goes
+    // through the optional latent norm and latent_up.
+    uint32_t n_expert_latent = 0;
     // Gated attention (qwen3next, qwen35): attn_q gives per head head_dim
     // query values then head_dim gate values; the attention output is
     // multiplied by sigmoid(gate) before attn_output.

@@ -164,6 +164,10 @@ struct LayerWeights {
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
     // nemotron_h_moe: the experts may run in a latent space ([n_embd -> L], [L -> n_embd]).
     Linear latent_down, latent_up;
+    std::vector<float> latent_norm;  // kimi-k3: RMSNorm of the experts' latent sum (ffn_routed_norm), or empty
+    // kimi-k3's attention residuals: the score weights of the mixes before
+    // the mixer and before the feed-forward block.
+    std::vector<float> attn_res_score, ffn_res_score;
     DeltaNetWeights delta;  // a gated delta-net layer (HParams::is_delta_net)
     SsmWeights ssm;  // the state-space mixer of a recurrent layer
     KdaWeights kda;  // a Kimi delta attention layer (HParams::is_kda)
@@ -181,6 +185,7 @@ struct Weights {
     ops::TensorView token_embd;
     Linear output;  // output.w is token_embd when tied
     std::vector<float> output_norm;
+    std::vector<float> output_res_score;  // kimi-k3: the mix before the output norm, or empty
     std::vector<float> rope_factors, rope_factors_long;  // empty when the model has none
     std::vector<LayerWeights> layers;
 };
@@ -241,6 +246,11 @@ public:
     // per-head values after v_b.
     std::vector<float> mla_q_a, mla_kv, mla_q, mla_v;
     std::vector<float> mla_gate;  // the output gate's logits (attn_gate h), per head or per value channel
+    // Routed experts in a latent width: the experts' input (latent_down h).
+    std::vector<float> moe_latent;
+    // Attention residuals: the layer input, the stream after the mixer, then
+    // the banked layer inputs, [n_embd, n] each.
+    std::vector<float> attn_res;
     std::vector<int32_t> mla_head_ids;  // head h for slot h of every token: the per-head indexed products
 
 private:

@@ -56,6 +56,40 @@ ExpertGating gating_from_key(const HParamsKeys& keys) {
     }
 }
 
+// kimi-k3's feed-forward tensors of layer l: the dense matrices, or the
+// router, the experts in the latent width with the latent projections and
+// norm, and the optional shared expert at n_embd. All multiplied plainly.
+void declare_k3_ffn_tensors(const HParams& hp, TensorTable& t, LayerWeights& lw, uint32_t l) {
+    const uint64_t E = hp.n_embd, F = hp.n_ff;
+    const auto name = [l](const char* n) { return layer_tensor(l, n); };
+    const auto plain = [&](const std::string& base, uint64_t cols, uint64_t rows, Linear* dst,
+                           Need need = Need::Required) { t.linear(base, cols, rows, dst, need, ScaleUse::Ignored, false); };
+    t.vector(name("ffn_norm.weight"), E, &lw.ffn_norm);
+    if (!hp.is_moe(l)) {
+        plain(name("ffn_gate"), E, F, &lw.gate);
+        plain(name("ffn_up"), E, F, &lw.up);
+        t.join({&lw.gate, &lw.up}, &lw.gate_up);
+        plain(name("ffn_down"), F, E, &lw.down);
+        return;
+    }
+    const uint64_t X = hp.n_expert, Fe = hp.n_ff_exp, L = hp.n_expert_latent > 0 ? hp.n_expert_latent : E;
+    plain(name("ffn_gate_inp"), E, X, &lw.gate_inp);
+    t.vector(name("exp_probs_b.bias"), X, &lw.exp_probs_b);
+    t.experts(name("ffn_gate_exps"), L, Fe, X, &lw.gate_exps, Need::Required, ScaleUse::Ignored);
+    t.experts(name("ffn_up_exps"), L, Fe, X, &lw.up_exps, Need::Required, ScaleUse::Ignored);
+    t.experts(name("ffn_down_exps"), Fe, L, X, &lw.down_exps, Need::Required, ScaleUse::Ignored);
+    if (hp.n_expert_latent > 0) {
+        plain(name("ffn_routed_down"), E, L, &lw.latent_down);
+        plain(name("ffn_routed_up"), L, E, &lw.latent_up);
+        t.vector(name("ffn_routed_norm.weight"), L, &lw.latent_norm, Need::Optional);
+    }
+    if (const uint64_t Fs = hp.n_ff_shexp; Fs > 0) {
+        plain(name("ffn_gate_shexp"), E, Fs, &lw.gate_shexp);
+        plain(name("ffn_up_shexp"), E, Fs, &lw.up_shexp);
+        plain(name("ffn_down_shexp"), Fs, E, &lw.down_shexp);
+    }
+}
+
 }  // namespace
 
 void read_kda_hybrid_hparams(const HParamsKeys& keys, HParams& hp, const KdaHybridOptions& o) {
@@ -81,6 +115,17 @@ void read_kda_hybrid_hparams(const HParamsKeys& keys, HParams& hp, const KdaHybr
     if (kd.head_dim > 1024 || kd.n_heads > 4096)
         keys.fail("KDA state of " + std::to_string(kd.head_dim) + " x " + std::to_string(kd.head_dim) + " x " +
                   std::to_string(kd.n_heads) + " is too large");
+    if (o.kimi_k3 && keys.has("kda.gate_lower_bound")) {
+        // Unset or -inf: kimi-linear's decay.
+        const float lb = keys.f32("kda.gate_lower_bound", -INFINITY);
+        if (std::isfinite(lb)) {
+            if (!(lb < 0.0f)) keys.fail("'" + keys.key("kda.gate_lower_bound") + "' must be negative");
+            kd.gate_lower_bound = lb;
+            kd.gate_negates_a = true;
+        } else if (!(lb < 0.0f)) {
+            keys.fail("'" + keys.key("kda.gate_lower_bound") + "' must be negative");
+        }
+    }
     if (o.bailing) {
         if (!keys.boolean("kda.safe_gate", true))
             keys.fail("'" + keys.key("kda.safe_gate") + "' false is not supported (llama.cpp requires it)");
@@ -96,6 +141,16 @@ void read_kda_hybrid_hparams(const HParamsKeys& keys, HParams& hp, const KdaHybr
     // MLA, absorbed form only: the cache's one KV head is [latent | k_pe].
     hp.n_lora_kv = require_positive(keys, "attention.kv_lora_rank");
     hp.n_lora_q = keys.u32("attention.q_lora_rank", 0);
+    if (o.kimi_k3) {
+        // The low-rank query when the first MLA layer has attn_q_a_norm (as
+        // llama.cpp decides), and the value is the latent whatever value_length says.
+        uint32_t first_mla = 0;
+        while (first_mla < hp.n_layer && hp.recurrent_layers[first_mla]) ++first_mla;
+        const bool low_rank_q = first_mla < hp.n_layer && keys.has_tensor(layer_tensor(first_mla, "attn_q_a_norm.weight"));
+        if (low_rank_q && hp.n_lora_q == 0) keys.fail("'" + keys.key("attention.q_lora_rank") + "' must be positive");
+        if (!low_rank_q) hp.n_lora_q = 0;
+        hp.head_dim_v = hp.n_lora_kv;
+    }
     hp.head_dim_mla = require_positive(keys, "attention.key_length_mla");
     hp.head_dim_v_mla = require_positive(keys, "attention.value_length_mla");
     hp.mla_absorbed = true;
@@ -133,11 +188,26 @@ void read_kda_hybrid_hparams(const HParamsKeys& keys, HParams& hp, const KdaHybr
         hp.swiglu_clamp_exp = f32_per_layer(keys, "swiglu_clamp_exp", hp.n_layer);
         hp.swiglu_clamp_shexp = f32_per_layer(keys, "swiglu_clamp_shexp", hp.n_layer);
     } else {
-        // The shared expert is optional in llama.cpp's kimi-linear table.
+        // The shared expert is optional in llama.cpp's kimi-linear and kimi-k3 tables.
         const uint32_t first_moe = hp.n_layer_dense_lead;
         const bool has_shared = first_moe < hp.n_layer && keys.has_tensor(layer_tensor(first_moe, "ffn_up_shexp.weight"));
         hp.n_ff_shexp = has_shared ? hp.n_ff_exp * std::max(1u, shared) : 0;
-        hp.expert_weights_norm = true;  // the graph always renormalises
+        // kimi-linear's graph always renormalises; kimi-k3 reads the key.
+        hp.expert_weights_norm = o.kimi_k3 ? keys.boolean("expert_weights_norm", false) : true;
+    }
+    if (o.kimi_k3) {
+        if (!keys.has("attn_res.block_size")) keys.fail("'" + keys.key("attn_res.block_size") + "' is missing");
+        hp.attn_res_block_size = keys.u32("attn_res.block_size", 0);
+        if (!keys.has("activation.situ_beta") || !keys.has("activation.situ_linear_beta"))
+            keys.fail("'" + keys.key("activation.situ_beta") + "' and '" + keys.key("activation.situ_linear_beta") +
+                      "' are required");
+        hp.situ_beta = keys.f32("activation.situ_beta", 0.0f);
+        hp.situ_linear_beta = keys.f32("activation.situ_linear_beta", 0.0f);
+        if (!(hp.situ_beta > 0.0f) || !std::isfinite(hp.situ_beta) || !std::isfinite(hp.situ_linear_beta))
+            keys.fail("'" + keys.key("activation.situ_beta") + "' must be positive and finite");
+        hp.n_expert_latent = keys.u32("expert_latent_length", 0);
+        if (hp.n_expert_latent > hp.n_embd)
+            keys.fail("'" + keys.key("expert_latent_length") + "' must not exceed embedding_length");
     }
     hp.expert_gating = gating_from_key(keys);
     hp.expert_weights_scale = keys.f32("expert_weights_scale", 0.0f);
@@ -152,7 +222,7 @@ void declare_kda_hybrid_tensors(const HParams& hp, TensorTable& t, Weights& w, c
     const uint64_t r = hp.n_lora_kv, rot = hp.n_rot, dqk = hp.head_dim_mla, dv = hp.head_dim_v_mla;
     t.lookup_matrix("token_embd.weight", E, V, &w.token_embd);
     t.vector("output_norm.weight", E, &w.output_norm);
-    // kimi-linear requires output; bailingmoe3 ties it to token_embd when absent.
+    // kimi-linear and kimi-k3 require output; bailingmoe3 ties it to token_embd when absent.
     t.linear("output", E, V, &w.output, o.bailing ? Need::Optional : Need::Required);
 
     // Every product plain: scales and q/k/v biases accepted, not applied.
@@ -176,6 +246,10 @@ void declare_kda_hybrid_tensors(const HParams& hp, TensorTable& t, Weights& w, c
             if (o.bailing) {
                 plain(name("ssm_f_a"), E, D, &kw.f_a);
                 plain(name("ssm_g_a"), E, D, &kw.g_a);
+            } else if (o.kimi_k3) {
+                plain(name("ssm_f_a"), E, d, &kw.f_a);
+                plain(name("ssm_f_b"), d, D, &kw.f_b);
+                plain(name("ssm_g"), E, D, &kw.g_a);  // one full-rank gate
             } else {
                 plain(name("ssm_f_a"), E, d, &kw.f_a);
                 plain(name("ssm_f_b"), d, D, &kw.f_b);
@@ -183,7 +257,7 @@ void declare_kda_hybrid_tensors(const HParams& hp, TensorTable& t, Weights& w, c
                 plain(name("ssm_g_b"), d, D, &kw.g_b);
             }
             plain(name("ssm_beta"), E, H, &kw.beta);
-            t.values(name("ssm_a"), {1, H}, &kw.a);
+            t.values(name("ssm_a"), o.kimi_k3 ? std::vector<uint64_t>{H} : std::vector<uint64_t>{1, H}, &kw.a);
             t.vector(name("ssm_dt.bias"), D, &kw.dt_bias);
             t.vector(name("ssm_norm.weight"), d, &kw.norm);
             plain(name("attn_output"), D, E, &kw.out);
@@ -200,15 +274,24 @@ void declare_kda_hybrid_tensors(const HParams& hp, TensorTable& t, Weights& w, c
             t.matrix_stack(name("attn_k_b.weight"), dqk - rot, r, H, &lw.k_b);
             t.matrix_stack(name("attn_v_b.weight"), r, dv, H, &lw.v_b);
             if (o.bailing) plain(name("attn_gate"), E, H, &lw.attn_gate);  // one gate per head
+            if (o.kimi_k3) plain(name("attn_gate"), E, H * dv, &lw.attn_gate, Need::Optional);  // per value channel
             // kimi-linear's graph hands attn_output to build_attn, which
             // applies its scale (and bias) as deepseek2's; bailingmoe3 multiplies it plainly.
-            if (o.bailing)
+            if (o.bailing || o.kimi_k3)
                 plain(name("attn_output"), H * dv, E, &lw.wo);
             else
                 t.linear(name("attn_output"), H * dv, E, &lw.wo);
         }
-        declare_ffn_tensors(hp, t, lw, l, ffn);
+        if (o.kimi_k3)
+            declare_k3_ffn_tensors(hp, t, lw, l);
+        else
+            declare_ffn_tensors(hp, t, lw, l, ffn);
+        if (hp.attn_res_block_size > 0) {
+            t.vector(name("attn_res_score.weight"), E, &lw.attn_res_score);
+            t.vector(name("ffn_res_score.weight"), E, &lw.ffn_res_score);
+        }
     }
+    if (hp.attn_res_block_size > 0) t.vector("output_res_score.weight", E, &w.output_res_score);
     // bailingmoe3's MTP layers after the trunk (a drafter's, not run here): accepted.
     for (uint32_t l = hp.n_layer; l < hp.n_layer + hp.n_layer_nextn; ++l)
         for (const char* base :

@@ -1,9 +1,10 @@
 #pragma once
-// What kimi-linear and bailingmoe3 share: Kimi delta attention layers
+// What kimi-linear, bailingmoe3 and kimi-k3 share: Kimi delta attention layers
 // (head_count_kv 0, recurrent) between multi-head latent attention layers
 // (the absorbed deepseek2 form, one latent KV head), each followed by a
 // dense SwiGLU block (the leading layers) or a mixture of experts with a
-// shared expert. The two architecture files differ only in the options.
+// shared expert. The architecture files differ only in the options (and
+// kimi-k3's forward, which adds its attention residuals).
 
 #include "model/arch.h"
 #include "model/hparams_keys.h"
@@ -20,6 +21,14 @@ struct KdaHybridOptions {
     // (attn_gate), expert_weights_norm, trained SwiGLU limits, MTP layers
     // after the trunk (loaded, not run).
     bool bailing = false;
+    // kimi-k3: kimi-linear's layers with a bounded decay (lb sigmoid(-A a),
+    // when kda.gate_lower_bound is set), one full-rank output gate (ssm_g),
+    // an optional sigmoid gate per value channel on the MLA output
+    // (attn_gate), a low-rank query when attn_q_a_norm is there, situ in
+    // place of SwiGLU, routed experts in a latent width (ffn_routed_down /
+    // _norm / _up), expert_weights_norm, and the attention residuals'
+    // score weights (attn_res.block_size > 0).
+    bool kimi_k3 = false;
 };
 
 void read_kda_hybrid_hparams(const HParamsKeys& keys, HParams& hp, const KdaHybridOptions& o);

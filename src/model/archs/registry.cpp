@@ -43,6 +43,7 @@ extern const ArchDefinition kQwen35Moe;
 extern const ArchDefinition kQwen3Next;
 extern const ArchDefinition kKimiLinear;
 extern const ArchDefinition kBailingMoe3;
+extern const ArchDefinition kKimiK3;
 }  // namespace archs
 
 namespace {
@@ -82,6 +83,7 @@ const ArchDefinition* const kArchitectures[] = {
     &archs::kQwen3Next,
     &archs::kKimiLinear,
     &archs::kBailingMoe3,
+    &archs::kKimiK3,
 };
 }  // namespace
 

@@ -1,10 +1,12 @@
-// kimi-linear and bailingmoe3 in float64, top to bottom: Kimi delta
-// attention layers and multi-head latent attention layers (reference/mla.h),
-// each followed by a SwiGLU block (the leading dense layers) or a mixture of
-// experts with a shared expert (MoeFfn; bailingmoe3's trained SwiGLU limits
-// on both). The KDA layer is the recurrence itself, token after token, in
+// kimi-linear, bailingmoe3 and kimi-k3 in float64, top to bottom: Kimi
+// delta attention layers and multi-head latent attention layers
+// (reference/mla.h), each followed by a SwiGLU block (the leading dense
+// layers) or a mixture of experts with a shared expert (MoeFfn; bailingmoe3's
+// trained SwiGLU limits on both; kimi-k3's situ and latent experts), and
+// kimi-k3's attention residuals across layers. The KDA layer is the recurrence itself, token after token, in
 // double (the definition the fast path's chunked form reformulates).
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/reference/families.h"
@@ -70,7 +72,7 @@ Rows kda_layer(const HParams& hp, const KdaWeights& kw, const Rows& h) {
         const Vec a = low_rank(kw.f_a, kw.f_b, x), beta = wbeta(x), gate = low_rank(kw.g_a, kw.g_b, x);
         Vec o(D);
         for (uint32_t hd = 0; hd < H; ++hd) {
-            const double A = kw.a[hd];
+            const double A = (kd.gate_negates_a ? -1.0 : 1.0) * kw.a[hd];
             Vec& m = M[hd];
             for (uint32_t i = 0; i < d; ++i) {  // the decay of key channel i
                 const size_t c = size_t{hd} * d + i;
@@ -101,6 +103,36 @@ Rows kda_layer(const HParams& hp, const KdaWeights& kw, const Rows& h) {
     return out;
 }
 
+// kimi-k3's mix of the banked layer inputs and the current vectors: per
+// position the softmax over sum_d rms_norm(v)[d] w[d] (no norm weight) of
+// each banked vector and the current one, then their weighted sum (of the
+// raw vectors). Nothing banked: the current vectors.
+Rows residual_mix(const std::vector<Rows>& bank, const Rows& cur, const std::vector<float>& w, double eps) {
+    if (bank.empty()) return cur;
+    Rows out(cur.size());
+    for (size_t t = 0; t < cur.size(); ++t) {
+        std::vector<const Vec*> vs;
+        for (const Rows& b : bank) vs.push_back(&b[t]);
+        vs.push_back(&cur[t]);
+        Vec score(vs.size());
+        for (size_t j = 0; j < vs.size(); ++j) {
+            double ss = 0, dot = 0;
+            for (size_t d = 0; d < w.size(); ++d) {
+                ss += (*vs[j])[d] * (*vs[j])[d];
+                dot += (*vs[j])[d] * w[d];
+            }
+            score[j] = dot / std::sqrt(ss / static_cast<double>(w.size()) + eps);
+        }
+        const double max = *std::max_element(score.begin(), score.end());
+        double sum = 0;
+        for (double& v : score) sum += v = std::exp(v - max);
+        out[t].assign(w.size(), 0.0);
+        for (size_t j = 0; j < vs.size(); ++j)
+            for (size_t d = 0; d < w.size(); ++d) out[t][d] += score[j] / sum * (*vs[j])[d];
+    }
+    return out;
+}
+
 double layer_limit(const std::vector<float>& limits, uint32_t layer) {
     const double l = layer < limits.size() ? limits[layer] : 0.0;
     return l > 1e-6 ? l : 0.0;
@@ -112,38 +144,51 @@ Logits kda_hybrid(const Input& in) {
     const HParams& hp = in.hp;
     const double eps = hp.norm_rms_eps;
     const size_t n = in.tokens.size();
+    const uint32_t B = hp.attn_res_block_size;
     Rows x = embed(in, /*scale=*/false);
+    std::vector<Rows> bank;  // kimi-k3's banked layer inputs
 
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
         const LayerWeights& lw = in.w.layers[l];
+        // The mixer's input: the stream, or with attention residuals its mix with the bank.
+        const bool banking = B > 0 && l % B == 0;
+        const Rows a_in = B > 0 ? residual_mix(bank, x, lw.attn_res_score, eps) : x;
+        if (banking) bank.push_back(x);
+        Rows a(n);
         if (hp.is_kda(l)) {
             Rows h(n);
-            for (size_t t = 0; t < n; ++t) h[t] = rms_norm(x[t], lw.attn_norm, eps);
-            const Rows mixed = kda_layer(hp, lw.kda, h);
-            for (size_t t = 0; t < n; ++t) add_to(x[t], mixed[t]);
+            for (size_t t = 0; t < n; ++t) h[t] = rms_norm(a_in[t], lw.attn_norm, eps);
+            a = kda_layer(hp, lw.kda, h);
         } else {
-            const Rows attn = latent_attention(in, l, x);
+            const Rows attn = latent_attention(in, l, a_in);
             const Linear wo(lw.wo);
-            for (size_t t = 0; t < n; ++t) add_to(x[t], wo(attn[t]));
+            for (size_t t = 0; t < n; ++t) a[t] = wo(attn[t]);
         }
+        Rows stream = banking ? a : x;
+        if (!banking)
+            for (size_t t = 0; t < n; ++t) add_to(stream[t], a[t]);
+        const Rows f_in = B > 0 ? residual_mix(bank, stream, lw.ffn_res_score, eps) : stream;
 
         const double shared_limit = layer_limit(hp.swiglu_clamp_shexp, l);
         if (hp.is_moe(l)) {
             MoeFfn moe(hp, lw);
             moe.expert_limit = layer_limit(hp.swiglu_clamp_exp, l);
             moe.shared_limit = shared_limit;
-            for (size_t t = 0; t < n; ++t) add_to(x[t], moe(rms_norm(x[t], lw.ffn_norm, eps)));
-            continue;
+            for (size_t t = 0; t < n; ++t) add_to(stream[t], moe(rms_norm(f_in[t], lw.ffn_norm, eps)));
+        } else {
+            const Linear gate(lw.gate), up(lw.up), down(lw.down);
+            for (size_t t = 0; t < n; ++t) {
+                const Vec h = rms_norm(f_in[t], lw.ffn_norm, eps);
+                Vec g = gate(h);
+                const Vec u = up(h);
+                for (size_t i = 0; i < g.size(); ++i)
+                    g[i] = hp.situ_beta > 0 ? situ(hp, g[i], u[i]) : limited_swiglu(g[i], u[i], shared_limit);
+                add_to(stream[t], down(g));
+            }
         }
-        const Linear gate(lw.gate), up(lw.up), down(lw.down);
-        for (size_t t = 0; t < n; ++t) {
-            const Vec h = rms_norm(x[t], lw.ffn_norm, eps);
-            Vec g = gate(h);
-            const Vec u = up(h);
-            for (size_t i = 0; i < g.size(); ++i) g[i] = limited_swiglu(g[i], u[i], shared_limit);
-            add_to(x[t], down(g));
-        }
+        x = std::move(stream);
     }
+    if (B > 0) x = residual_mix(bank, x, in.w.output_res_score, eps);
     return output_head(in, x);
 }
 
