@@ -32,6 +32,52 @@ void gated_activation(ops::Ops& ops, FfnActivation act, const TensorView& gate, 
     }
 }
 
+// The layer's trained SwiGLU limit from `limits` (HParams::swiglu_clamp_exp
+// or _shexp), 0 when it has none (llama.cpp: a limit of at most 1e-6 is none).
+float swiglu_limit(const std::vector<float>& limits, uint32_t layer) {
+    const float l = layer < limits.size() ? limits[layer] : 0.0f;
+    return l > 1e-6f ? l : 0.0f;
+}
+
+// out = min(silu(gate), limit) * clamp(up, -limit, limit), llama.cpp's
+// SwiGLU with a trained limit (bailingmoe3); contiguous F32 views of equal size.
+void limited_swiglu(const TensorView& gate, const TensorView& up, float limit, const TensorView& out) {
+    const auto* g = static_cast<const float*>(gate.data);
+    const auto* u = static_cast<const float*>(up.data);
+    auto* y = static_cast<float*>(out.data);
+    const int64_t n = gate.ne[0] * gate.ne[1] * gate.ne[2] * gate.ne[3];
+    for (int64_t i = 0; i < n; ++i) {
+        const float act = std::min(g[i] / (1.0f + std::exp(-g[i])), limit);
+        y[i] = act * std::clamp(u[i], -limit, limit);
+    }
+}
+
+// out = situ(gate, up) (HParams::situ_beta: kimi-k3's activation), on
+// contiguous F32 views of equal size.
+void situ(const HParams& hp, const TensorView& gate, const TensorView& up, const TensorView& out) {
+    const auto* g = static_cast<const float*>(gate.data);
+    const auto* u = static_cast<const float*>(up.data);
+    auto* y = static_cast<float*>(out.data);
+    const float b = hp.situ_beta, bl = hp.situ_linear_beta;
+    const int64_t n = gate.ne[0] * gate.ne[1] * gate.ne[2] * gate.ne[3];
+    for (int64_t i = 0; i < n; ++i) {
+        const float a = b * std::tanh(g[i] / b) / (1.0f + std::exp(-g[i]));
+        y[i] = a * (bl > 0.0f ? bl * std::tanh(u[i] / bl) : u[i]);
+    }
+}
+
+// The feed-forward activation: situ when the model uses it, else `act`
+// with the layer's SwiGLU limit when it has one.
+void ffn_activation(ops::Ops& ops, const HParams& hp, FfnActivation act, float limit, const TensorView& gate,
+                    const TensorView& up, const TensorView& out) {
+    if (hp.situ_beta > 0.0f)
+        situ(hp, gate, up, out);
+    else if (limit > 0.0f && act == FfnActivation::Silu)
+        limited_swiglu(gate, up, limit, out);
+    else
+        gated_activation(ops, act, gate, up, out);
+}
+
 // Copies rows [first, first + rows) of every column of a [total, n] buffer
 // into a dense [rows, n] buffer: splits the output of a fused projection.
 void split_rows(const float* src, int64_t total, int64_t first, int64_t rows, int64_t n, float* dst) {
@@ -178,7 +224,7 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
         linear(s, lw.gate, h, gate);
         linear(s, lw.up, h, up);
     }
-    gated_activation(s.ops, o.activation, gate, up, gate);
+    ffn_activation(s.ops, hp, o.activation, swiglu_limit(hp.swiglu_clamp_shexp, layer), gate, up, gate);
 
     const TensorView out = view(ws.o, hp.n_embd, n);
     linear(s, lw.down, gate, out);
@@ -247,7 +293,13 @@ void moe_ffn_block(Step& s, uint32_t layer) {
     const int32_t* ids = ws.expert_ids.data();
     s.ops.moe_route(router, rp, ws.expert_ids.data(), view(ws.expert_weights, k, n));
 
-    const TensorView hx = TensorView::contiguous(ElementType::F32, ws.h.data(), {E, 1, n});
+    // The experts' input: h, or its latent (kimi-k3: the experts run at
+    // n_expert_latent, their sum goes back through latent_up below).
+    const bool latent = lw.latent_down.present();
+    const int64_t Ex = latent ? int64_t{hp.n_expert_latent} : E;
+    if (latent) linear(s, lw.latent_down, h, view(ws.moe_latent, Ex, n));
+    const TensorView hx =
+        TensorView::contiguous(ElementType::F32, latent ? ws.moe_latent.data() : ws.h.data(), {Ex, 1, n});
     const TensorView gate = TensorView::contiguous(ElementType::F32, ws.expert_gate.data(), {F, k, n});
     const TensorView up = TensorView::contiguous(ElementType::F32, ws.expert_up.data(), {F, k, n});
     if (lw.gate_up_exps.present()) {
@@ -273,24 +325,30 @@ void moe_ffn_block(Step& s, uint32_t layer) {
     if (lw.gate_exps.present() || lw.gate_up_exps.present()) {
         scale_experts(lw.gate_exps.scale, ids, F, k, n, ws.expert_gate.data());
         add_expert_bias(lw.gate_exps.bias, ids, F, k, n, ws.expert_gate.data());
-        gated_activation(s.ops, hp.expert_activation, gate, up, gate);
+        ffn_activation(s.ops, hp, hp.expert_activation, swiglu_limit(hp.swiglu_clamp_exp, layer), gate, up, gate);
     } else {
         s.ops.silu(up, gate);
     }
-    const TensorView down = TensorView::contiguous(ElementType::F32, ws.expert_out.data(), {E, k, n});
+    const TensorView down = TensorView::contiguous(ElementType::F32, ws.expert_out.data(), {Ex, k, n});
     s.ops.matmul_id(lw.down_exps.w, gate, ids, k, down);
-    scale_experts(lw.down_exps.scale, ids, E, k, n, ws.expert_out.data());
-    add_expert_bias(lw.down_exps.bias, ids, E, k, n, ws.expert_out.data());
+    scale_experts(lw.down_exps.scale, ids, Ex, k, n, ws.expert_out.data());
+    add_expert_bias(lw.down_exps.bias, ids, Ex, k, n, ws.expert_out.data());
 
     // out[:, t] = sum_j w[j, t] down[:, j, t], summed in rank order as
     // llama.cpp does, then added to the residual stream.
     for (int64_t t = 0; t < n; ++t) {
-        float* ot = ws.o.data() + t * E;
+        float* ot = ws.o.data() + t * Ex;
         for (int64_t j = 0; j < k; ++j) {
             const float wj = ws.expert_weights[static_cast<size_t>(t * k + j)];
-            const float* y = ws.expert_out.data() + (t * k + j) * E;
-            for (int64_t r = 0; r < E; ++r) ot[r] = j == 0 ? wj * y[r] : ot[r] + wj * y[r];
+            const float* y = ws.expert_out.data() + (t * k + j) * Ex;
+            for (int64_t r = 0; r < Ex; ++r) ot[r] = j == 0 ? wj * y[r] : ot[r] + wj * y[r];
         }
+    }
+    if (latent) {  // the latent sum, normed when the file has the norm, back to n_embd
+        const TensorView sum = view(ws.o, Ex, n);
+        if (!lw.latent_norm.empty()) s.ops.rms_norm(sum, lw.latent_norm.data(), hp.norm_rms_eps, sum);
+        linear(s, lw.latent_up, sum, view(ws.expert_out, E, n));
+        std::memcpy(ws.o.data(), ws.expert_out.data(), static_cast<size_t>(E * n) * sizeof(float));
     }
     // The shared expert: out += [sigmoid(gate_inp_shexp · h)] * down_s(silu(gate_s h) * up_s h).
     if (lw.up_shexp.present()) {
@@ -298,7 +356,7 @@ void moe_ffn_block(Step& s, uint32_t layer) {
         const TensorView sg = view(ws.gate, Fs, n), su = view(ws.up, Fs, n);
         linear(s, lw.gate_shexp, h, sg);
         linear(s, lw.up_shexp, h, su);
-        s.ops.swiglu(sg, su, sg);
+        ffn_activation(s.ops, hp, FfnActivation::Silu, swiglu_limit(hp.swiglu_clamp_shexp, layer), sg, su, sg);
         const TensorView shared = view(ws.expert_out, E, n);  // free again: the routed sum is in ws.o
         linear(s, lw.down_shexp, sg, shared);
         if (lw.gate_inp_shexp.present()) {

@@ -75,7 +75,10 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& options);
 // scaled by hp.attention_scale. Absorbed form (hp.mla_absorbed): per head
 // Q = [k_b_h^T q_nope | q_pe] against one shared K = [c | k_pe] with V = c
 // (the cache keeps the latent), the output per head through v_b. Plain form
-// (attn_kv_b): per head K = [k_nope | k_pe], V from wkv_b c. Then
+// (attn_kv_b): per head K = [k_nope | k_pe], V from wkv_b c. No rope on the
+// layers hp.nope_layers marks (kimi-linear: q_pe and k_pe enter unrotated).
+// With attn_gate (bailingmoe3: one gate per head; or one per value channel)
+// the heads' values are multiplied by sigmoid(attn_gate h). Then
 // x += Wo · concat of the heads.
 void mla_attention_block(Step& s, uint32_t layer);
 
@@ -87,7 +90,11 @@ void mla_attention_block(Step& s, uint32_t layer);
 // product when the file fuses them; silu(up_e h) without expert gates), each
 // matrix's product times its per-expert scale, then plus its per-expert bias,
 // when loaded; x += rs · sum over the ranks j of w_j down_{e_j}(...), rs as in
-// attention_block.
+// attention_block. With latent_down (kimi-k3) the experts read latent_down h
+// and their sum goes through latent_norm (when loaded) and latent_up; with
+// hp.situ_beta every activation is situ; the layer's SwiGLU limits
+// (bailingmoe3) apply to the experts and the shared expert. Every feed-forward
+// block leaves its output (before the residual add) in ws.o.
 void moe_ffn_block(Step& s, uint32_t layer);
 
 // The gated attention block of qwen3next / qwen35 (HParams::attn_output_gate):
@@ -99,6 +106,11 @@ void gated_attention_block(Step& s, uint32_t layer);
 // see delta_net_block.cpp. Reads and updates each sequence's state through
 // s.memory.recurrent_state.
 void delta_net_block(Step& s, uint32_t layer);
+
+// The Kimi delta attention block of kimi-linear and bailingmoe3
+// (HParams::is_kda): see kda_block.cpp. Reads and updates each sequence's
+// state through s.memory.recurrent_state.
+void kda_block(Step& s, uint32_t layer);
 
 // Copies the residual stream of the output rows into in.features when
 // `layer` is one of in.capture_layers (call before each layer, and with

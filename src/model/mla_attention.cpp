@@ -9,6 +9,7 @@
 // per-head keys and values and runs ordinary multi-head attention. The two
 // are the same function of the weights.
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -63,7 +64,8 @@ void mla_attention_block(Step& s, uint32_t layer) {
     const ops::RopeParams rope = s.model.rope_params(layer, s.in.long_rope);
     const TensorView q_pe = strided(ws.mla_q.data(), nope, rot, H, n, dqk, H * dqk);
     const TensorView k_pe = strided(ws.mla_kv.data(), r, rot, 1, n, r + rot, r + rot);
-    s.ops.rope(k_pe, s.in.positions, rope, k_pe);
+    const bool roped = hp.uses_rope(layer);
+    if (roped) s.ops.rope(k_pe, s.in.positions, rope, k_pe);
 
     ops::AttentionParams ap;
     ap.scale = hp.attention_scale;
@@ -85,7 +87,14 @@ void mla_attention_block(Step& s, uint32_t layer) {
         const TensorView q_abs = strided(ws.q.data(), 0, r, H, n, dk, H * dk);
         s.ops.matmul_id(lw.k_b, q_nope, head_ids.data(), H, q_abs);
         const TensorView q_rot = strided(ws.q.data(), r, rot, H, n, dk, H * dk);
-        s.ops.rope(q_pe, s.in.positions, rope, q_rot);
+        if (roped) {
+            s.ops.rope(q_pe, s.in.positions, rope, q_rot);
+        } else {
+            for (int64_t t = 0; t < n; ++t)
+                for (int64_t hd = 0; hd < H; ++hd)
+                    std::memcpy(ws.q.data() + (t * H + hd) * dk + r, ws.mla_q.data() + (t * H + hd) * dqk + nope,
+                                static_cast<size_t>(rot) * sizeof(float));
+        }
         // One shared KV head: K = [c | k_pe], V = c (a view of K's first r values).
         const TensorView qh = TensorView::contiguous(ElementType::F32, ws.q.data(), {dk, H, n});
         const TensorView kh = TensorView::contiguous(ElementType::F32, ws.mla_kv.data(), {dk, 1, n});
@@ -108,13 +117,23 @@ void mla_attention_block(Step& s, uint32_t layer) {
                 std::memcpy(k + nope, ws.mla_kv.data() + t * (r + rot) + r, static_cast<size_t>(rot) * sizeof(float));
                 std::memcpy(ws.v.data() + (t * H + hd) * dv, src + nope, static_cast<size_t>(dv) * sizeof(float));
             }
-        s.ops.rope(q_pe, s.in.positions, rope, q_pe);
+        if (roped) s.ops.rope(q_pe, s.in.positions, rope, q_pe);
         const TensorView qh = TensorView::contiguous(ElementType::F32, ws.mla_q.data(), {dqk, H, n});
         const TensorView kh = TensorView::contiguous(ElementType::F32, ws.k.data(), {dqk, H, n});
         const TensorView vh = TensorView::contiguous(ElementType::F32, ws.v.data(), {dv, H, n});
         s.memory.attend(layer, qh, kh, vh, ap, TensorView::contiguous(ElementType::F32, ws.mla_v.data(), {dv, H, n}));
     }
 
+    if (lw.attn_gate.present()) {
+        // sigmoid(attn_gate h) per head (the same gate on the head's dv
+        // values) or per value channel.
+        const int64_t rows = lw.attn_gate.w.ne[1], per = H * dv / rows;
+        linear(s, lw.attn_gate, h, view(ws.mla_gate, rows, n));
+        for (int64_t t = 0; t < n; ++t)
+            for (int64_t i = 0; i < H * dv; ++i)
+                ws.mla_v[static_cast<size_t>(t * H * dv + i)] *=
+                    1.0f / (1.0f + std::exp(-ws.mla_gate[static_cast<size_t>(t * rows + i / per)]));
+    }
     const TensorView out = view(ws.o, hp.n_embd, n);
     linear(s, lw.wo, heads_out, out);
     s.ops.add(x, out, x);

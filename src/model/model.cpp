@@ -134,6 +134,7 @@ void Workspace::reserve(const Model& model, int64_t n) {
         mla_kv.resize(size(int64_t{hp.n_lora_kv} + hp.n_rot));
         mla_q.resize(size(int64_t{hp.n_head} * hp.head_dim_mla));
         mla_v.resize(size(int64_t{hp.n_head} * hp.head_dim_v_mla));
+        mla_gate.resize(size(int64_t{hp.n_head} * hp.head_dim_v_mla));
     }
     if (std::find(hp.delta_net.layers.begin(), hp.delta_net.layers.end(), true) != hp.delta_net.layers.end()) {
         const HParams::DeltaNet& dn = hp.delta_net;
@@ -143,6 +144,17 @@ void Workspace::reserve(const Model& model, int64_t n) {
         delta_beta.resize(size(3 * int64_t{dn.n_v_heads}));  // beta, then qwen3next's ssm_ba (beta and alpha)
         delta_g.resize(size(dn.n_v_heads));
         delta_out.resize(size(dn.n_value()));
+    }
+    if (hp.n_expert_latent > 0) moe_latent.resize(size(hp.n_expert_latent));
+    if (hp.attn_res_block_size > 0) {
+        const int64_t banks = (hp.n_layer + hp.attn_res_block_size - 1) / hp.attn_res_block_size;
+        attn_res.resize(size((2 + banks) * int64_t{hp.n_embd}));
+    }
+    if (hp.kda.head_dim > 0) {
+        const int64_t D = hp.kda.n_value();
+        for (std::vector<float>* b : {&kda_q, &kda_k, &kda_v, &kda_g, &kda_gate, &kda_out}) b->resize(size(D));
+        kda_low.resize(size(hp.kda.head_dim));
+        kda_beta.resize(size(hp.kda.n_heads));
     }
     if (hp.has_recurrent_layers()) {
         // Mamba-1/2 mixers are d_inner wide; LFM2's short convolution n_embd ([B | C | x]).

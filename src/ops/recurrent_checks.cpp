@@ -1,4 +1,4 @@
-// Shape and type checks of gated_delta_net: every failure a
+// Shape and type checks of gated_delta_net and kimi_delta_attention: every failure a
 // cria::Error naming the op and the operand.
 
 #include "ops/recurrent_checks.h"
@@ -9,9 +9,13 @@
 
 namespace cria::ops {
 
-void check_gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
-                           const TensorView& beta, const TensorView& state, const TensorView& out) {
-    const char* op = "gated_delta_net";
+namespace {
+
+// The delta rule's operands, with g one value per value head and token
+// (gated_delta_net) or one per key channel too (kimi_delta_attention).
+void check_delta_rule(const char* op, bool gate_per_channel, const TensorView& q, const TensorView& k,
+                      const TensorView& v, const TensorView& g, const TensorView& beta, const TensorView& state,
+                      const TensorView& out) {
     require_f32(q, op, "q");
     require_f32(k, op, "k");
     require_f32(v, op, "v");
@@ -33,11 +37,29 @@ void check_gated_delta_net(const TensorView& q, const TensorView& k, const Tenso
                 std::string(name) + " " + shape_string(t) + " must be [" + std::to_string(n_v_heads) + ", " +
                     std::to_string(n_tokens) + "]");
     };
-    per_head_token(g, "g");
+    if (gate_per_channel) {
+        require(g.ne[0] == d && g.ne[1] == n_v_heads && g.ne[2] == n_tokens && g.ne[3] == 1, op,
+                "g " + shape_string(g) + " must be [" + std::to_string(d) + ", " + std::to_string(n_v_heads) + ", " +
+                    std::to_string(n_tokens) + "]");
+    } else {
+        per_head_token(g, "g");
+    }
     per_head_token(beta, "beta");
     require(state.ne[0] == d * d && state.ne[1] == n_v_heads && state.ne[2] == 1 && state.ne[3] == 1, op,
             "state " + shape_string(state) + " must be [" + std::to_string(d * d) + ", " + std::to_string(n_v_heads) +
                 "]");
+}
+
+}  // namespace
+
+void check_gated_delta_net(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                           const TensorView& beta, const TensorView& state, const TensorView& out) {
+    check_delta_rule("gated_delta_net", false, q, k, v, g, beta, state, out);
+}
+
+void check_kimi_delta_attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                                const TensorView& beta, const TensorView& state, const TensorView& out) {
+    check_delta_rule("kimi_delta_attention", true, q, k, v, g, beta, state, out);
 }
 
 }  // namespace cria::ops

@@ -41,6 +41,9 @@ public:
                          const TensorView& out) override;
     void lightning_attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& state,
                              const LightningParams& params, const TensorView& out) override;
+    void kimi_delta_attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& g,
+                              const TensorView& beta, const TensorView& state, const GatedDeltaParams& params,
+                              const TensorView& out) override;
     void ssm_conv(const TensorView& x, const float* weight, int64_t kernel, float* state,
                   const TensorView& out) override;
     void ssm_scan(const TensorView& x, const TensorView& dt, const float* a, const TensorView& b, const TensorView& c,

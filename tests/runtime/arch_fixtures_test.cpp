@@ -111,6 +111,7 @@ const std::vector<std::pair<std::string, bool>> kMustCheck{
     {"deepseek2", true}, {"glm4moe", true},
     {"qwen35", false},    {"qwen35moe", true},    {"qwen3next", true},
     {"falcon-h1", false}, {"minimax-01", true},
+    {"kimi-linear", true}, {"bailingmoe3", true}, {"kimi-k3", true},
 };
 
 #define SKIP_WITHOUT_FIXTURES()                                                                         \

@@ -1,5 +1,5 @@
-// Untrusted state-space files: llama.cpp's mamba and mamba2 fixtures with one
-// ssm.* key patched to a value that would size the recurrent state wrongly
+// Untrusted state-space files: llama.cpp's mamba, mamba2 and KDA hybrid
+// fixtures with one key patched to a value that would size the recurrent state wrongly
 // (or absurdly) are refused with a cria::Error naming the key, never run.
 
 #include <gtest/gtest.h>
@@ -55,6 +55,18 @@ TEST(RecurrentHostileFiles, BadStateSizesAreRefused) {
     expect_refused(patched("mamba-dense", "mamba.ssm.inner_size", 96), "inner_size");  // not 2 n_embd
     // A consistent but different size: the tensors no longer fit it.
     expect_refused(patched("mamba-dense", "mamba.ssm.state_size", 64), "ssm_");
+}
+
+// The same for the Kimi delta attention hybrids' keys.
+TEST(RecurrentHostileFiles, BadKdaSizesAreRefused) {
+    if (test::arch_fixtures_dir().empty()) GTEST_SKIP() << "llama.cpp's architecture fixtures are not here";
+    expect_refused(patched("kimi-linear-moe", "kimi-linear.kda.head_dim", 0), "kda.head_dim");
+    expect_refused(patched("kimi-linear-moe", "kimi-linear.kda.head_dim", 0x7fffffff), "too large");
+    expect_refused(patched("kimi-linear-moe", "kimi-linear.ssm.conv_kernel", 0), "conv_kernel");
+    expect_refused(patched("bailingmoe3-moe", "bailingmoe3.attention.kv_lora_rank", 0), "kv_lora_rank");
+    expect_refused(patched("kimi-k3-moe", "kimi-k3.expert_latent_length", 4096), "expert_latent_length");
+    // A consistent but different size: the tensors no longer fit it.
+    expect_refused(patched("kimi-linear-moe", "kimi-linear.kda.head_dim", 32), "blk.1.");
 }
 
 }  // namespace

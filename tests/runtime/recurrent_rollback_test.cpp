@@ -1,7 +1,8 @@
 // Speculative rollback of a recurrent state equals recomputation: on
 // llama.cpp's mamba, mamba2, jamba, granitehybrid, lfm2, nemotron_h, nemotron_h_moe, falcon-h1 (a KV
-// cache and a Mamba-2 state in every layer) and minimax-01 (lightning attention) fixtures (the hybrids
-// roll back their KV cache and their recurrent state together), a verify batch of n tokens decoded
+// cache and a Mamba-2 state in every layer), minimax-01 (lightning attention), kimi-linear,
+// bailingmoe3 and kimi-k3 fixtures (the hybrids roll back their KV cache and their recurrent state
+// together; the last three their KDA convolution and delta-rule states), a verify batch of n tokens decoded
 // inside a checkpoint and committed at k < n leaves the state a plain decode
 // of the first k tokens leaves (the next token's logits agree), for every k.
 // Also: a saved and restored sequence continues as it would have (the
@@ -140,8 +141,13 @@ TEST_P(RecurrentRollback, ASavedSequenceCarriesItsStates) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, RecurrentRollback,
                          ::testing::Values("mamba-dense", "mamba2-dense", "jamba-dense", "granitehybrid-dense", "lfm2-dense",
                                            "nemotron_h-dense", "nemotron_h_moe-moe", "falcon-h1-dense",
-                                           "minimax-01-moe"),
-                         [](const auto& info) { return info.param.substr(0, info.param.find('-')); });
+                                           "minimax-01-moe", "kimi-linear-moe", "bailingmoe3-moe", "kimi-k3-moe"),
+                         [](const auto& info) {
+                             // The architecture: the name before its last '-', '-' made '_'.
+                             std::string name = info.param.substr(0, info.param.rfind('-'));
+                             std::replace(name.begin(), name.end(), '-', '_');
+                             return name;
+                         });
 
 }  // namespace
 }  // namespace cria::runtime

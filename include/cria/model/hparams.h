@@ -178,6 +178,46 @@ struct HParams {
         uint64_t matrix_state_floats() const { return uint64_t{head_dim} * head_dim * n_v_heads; }
     };
     DeltaNet delta_net;
+    // Kimi delta attention layers (kimi-linear, bailingmoe3: their recurrent
+    // layers, HParams::recurrent_layers): n_heads heads of head_dim key and
+    // value channels (kda.head_dim), separate causal convolutions of
+    // conv_kernel taps over q, k and v, and a decay per key channel.
+    struct Kda {
+        uint32_t conv_kernel = 0;
+        uint32_t head_dim = 0;
+        uint32_t n_heads = 0;
+        // The decay's form: 0 (kimi-linear), g = A softplus(a); negative
+        // (bailingmoe3's kda.gate_lower_bound), g = lb sigmoid(A a). a is the
+        // gate projection plus ssm_dt.bias, A the head's ssm_a.
+        float gate_lower_bound = 0.0f;
+        // kimi-k3's bounded decay reads -A (exp(A_log)): lb sigmoid(-A a).
+        bool gate_negates_a = false;
+
+        uint32_t n_value() const { return n_heads * head_dim; }
+        // Floats of one sequence's state per layer: the three convolutions'
+        // last inputs ([q | k | v], llama.cpp's layout), and the d x d matrix of every head.
+        uint64_t conv_state_floats() const { return 3 * uint64_t{conv_kernel - 1} * n_value(); }
+        uint64_t matrix_state_floats() const { return uint64_t{head_dim} * head_dim * n_heads; }
+    };
+    Kda kda;
+    // Trained SwiGLU limits per layer (bailingmoe3's swiglu_clamp_exp /
+    // swiglu_clamp_shexp; empty or 0: none): with a limit L the activation is
+    // min(silu(gate), L) * clamp(up, -L, L). The experts use the first, every
+    // other SwiGLU block of the layer (shared expert, dense FFN) the second.
+    std::vector<float> swiglu_clamp_exp, swiglu_clamp_shexp;
+    // Kimi-K3's situ activation in place of SwiGLU in every feed-forward
+    // block (situ_beta > 0; 0: SwiGLU): situ(g, u) = b tanh(g / b) sigmoid(g)
+    // * (bl > 0 ? bl tanh(u / bl) : u), b = situ_beta, bl = situ_linear_beta.
+    float situ_beta = 0.0f, situ_linear_beta = 0.0f;
+    // Kimi-K3's attention residuals across layers (attn_res.block_size B; 0:
+    // a plain residual stream): every B-th layer banks its input and
+    // restarts the stream; blocks read a softmax-weighted mix of the banked
+    // inputs and the stream (archs/kimi_k3.cpp).
+    uint32_t attn_res_block_size = 0;
+    // Routed experts that run in a latent width (expert_latent_length; 0:
+    // n_embd): the experts read latent_down h, their weighted sum goes
+    // through the optional latent norm and latent_up.
+    uint32_t n_expert_latent = 0;
     // Gated attention (qwen3next, qwen35): attn_q gives per head head_dim
     // query values then head_dim gate values; the attention output is
     // multiplied by sigmoid(gate) before attn_output.
@@ -212,6 +252,7 @@ struct HParams {
     bool tied_output = false;    // output projection shares the token embedding
 
     bool is_moe(uint32_t layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
+    bool is_kda(uint32_t layer) const { return kda.head_dim > 0 && is_recurrent(layer); }
     bool is_delta_net(uint32_t layer) const { return layer < delta_net.layers.size() && delta_net.layers[layer]; }
     bool is_recurrent(uint32_t layer) const { return layer < recurrent_layers.size() && recurrent_layers[layer]; }
     // Whether the layer attends over a KV cache (also a recurrent one under recurrent_with_attention).

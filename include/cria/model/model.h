@@ -110,6 +110,18 @@ struct DeltaNetWeights {
     std::vector<float> conv, dt_bias, a, norm;
 };
 
+// The weights of a Kimi delta attention layer (kimi-linear, bailingmoe3):
+// the projections of the normed input to q, k and v (attn_q/k/v), the taps
+// of their three causal convolutions ([conv_kernel, n_value] each), the
+// decay's projection (ssm_f_a, then ssm_f_b when the file has the low-rank
+// pair), its bias (ssm_dt.bias) and per-head A (ssm_a), beta (ssm_beta), the
+// output gate's projection (ssm_g_a, then ssm_g_b when low-rank), the
+// RMSNorm of each head (ssm_norm) and the output projection (attn_output).
+struct KdaWeights {
+    Linear q, k, v, f_a, f_b, beta, g_a, g_b, out;
+    std::vector<float> conv_q, conv_k, conv_v, dt_bias, a, norm;
+};
+
 // The weights of a state-space mixer (Mamba-1 and Mamba-2 layers): the input
 // projection, the causal convolution ([K, channels] taps and bias), Mamba-1's
 // ssm_x ([dt_r | B | C]) and ssm_dt projections, Mamba-2's dt bias, A
@@ -152,8 +164,13 @@ struct LayerWeights {
     Linear gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
     // nemotron_h_moe: the experts may run in a latent space ([n_embd -> L], [L -> n_embd]).
     Linear latent_down, latent_up;
+    std::vector<float> latent_norm;  // kimi-k3: RMSNorm of the experts' latent sum (ffn_routed_norm), or empty
+    // kimi-k3's attention residuals: the score weights of the mixes before
+    // the mixer and before the feed-forward block.
+    std::vector<float> attn_res_score, ffn_res_score;
     DeltaNetWeights delta;  // a gated delta-net layer (HParams::is_delta_net)
     SsmWeights ssm;  // the state-space mixer of a recurrent layer
+    KdaWeights kda;  // a Kimi delta attention layer (HParams::is_kda)
     // Multi-head latent attention (HParams::n_lora_kv > 0): Q from wq, or
     // from wq_a -> q_a_norm -> wq_b; [latent; roped key] from wkv_a_mqa, the
     // latent normed by kv_a_norm; then per head k_b [nope, n_lora_kv, n_head]
@@ -168,6 +185,7 @@ struct Weights {
     ops::TensorView token_embd;
     Linear output;  // output.w is token_embd when tied
     std::vector<float> output_norm;
+    std::vector<float> output_res_score;  // kimi-k3: the mix before the output norm, or empty
     std::vector<float> rope_factors, rope_factors_long;  // empty when the model has none
     std::vector<LayerWeights> layers;
 };
@@ -214,6 +232,10 @@ public:
     // Gated delta-net layers: [q; k; v] before and after the convolution,
     // z, beta and the log decay g per value head, the rule's output.
     std::vector<float> delta_qkv, delta_conv, delta_z, delta_beta, delta_g, delta_out;
+    // Kimi delta attention layers: q, k, v (convolved in place), the decay
+    // per key channel, the low-rank projections' middle, beta per head, the
+    // output gate and the rule's output.
+    std::vector<float> kda_q, kda_k, kda_v, kda_g, kda_low, kda_beta, kda_gate, kda_out;
     // State-space mixers: the input projection, the convolution's output,
     // Mamba-1's [dt_r | B | C], dt, the scan's output, and a copy of a
     // sequence's convolution state before the micro-batch (for checkpoints).
@@ -223,6 +245,12 @@ public:
     // roped key part, the per-head queries before absorption and the
     // per-head values after v_b.
     std::vector<float> mla_q_a, mla_kv, mla_q, mla_v;
+    std::vector<float> mla_gate;  // the output gate's logits (attn_gate h), per head or per value channel
+    // Routed experts in a latent width: the experts' input (latent_down h).
+    std::vector<float> moe_latent;
+    // Attention residuals: the layer input, the stream after the mixer, then
+    // the banked layer inputs, [n_embd, n] each.
+    std::vector<float> attn_res;
     std::vector<int32_t> mla_head_ids;  // head h for slot h of every token: the per-head indexed products
 
 private:

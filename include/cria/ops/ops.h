@@ -220,6 +220,16 @@ public:
     virtual void lightning_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                      const TensorView& state, const LightningParams& params,
                                      const TensorView& out) = 0;
+    // Kimi delta attention (KDA: ggml_gated_delta_net with a gate per key
+    // channel). As gated_delta_net, except that g is F32 [d, H_v, T], one log
+    // decay (<= 0) per key channel, and the decay scales each key row of M:
+    //   M[i][.] <- exp(g_t[i]) M[i][.];  u = M^T k;  M += k (beta_t (v - u))^T;  o = scale M^T q.
+    // params.form: the recurrent form walks the tokens one by one; the
+    // chunked form (Auto for prompts) does chunks of tokens with products
+    // of whole chunks, equal within float rounding.
+    virtual void kimi_delta_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                      const TensorView& g, const TensorView& beta, const TensorView& state,
+                                      const GatedDeltaParams& params, const TensorView& out) = 0;
 
     // Causal depthwise convolution with state (ggml_ssm_conv), one sequence:
     // x F32 [C, T] (rows may be strided), weight F32 [K, C] (channel c's taps

@@ -43,6 +43,9 @@ extern const ArchDefinition kQwen35Moe;
 extern const ArchDefinition kQwen3Next;
 extern const ArchDefinition kFalconH1;
 extern const ArchDefinition kMinimax01;
+extern const ArchDefinition kKimiLinear;
+extern const ArchDefinition kBailingMoe3;
+extern const ArchDefinition kKimiK3;
 }  // namespace archs
 
 namespace {
@@ -82,6 +85,9 @@ const ArchDefinition* const kArchitectures[] = {
     &archs::kQwen3Next,
     &archs::kFalconH1,
     &archs::kMinimax01,
+    &archs::kKimiLinear,
+    &archs::kBailingMoe3,
+    &archs::kKimiK3,
 };
 }  // namespace
 

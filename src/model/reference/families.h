@@ -34,6 +34,14 @@ Logits mamba2(const Input& in);
 // latent by k_b / v_b, or by attn_kv_b), leading dense layers, then experts
 // with an ungated shared expert.
 Logits deepseek2(const Input& in);
+// kimi-linear, bailingmoe3 and kimi-k3: Kimi delta attention layers (three
+// causal convolutions, the delta rule with a decay per key channel, gated
+// RMSNorm) and multi-head latent attention layers (no rope on kimi-linear's
+// and kimi-k3's, an output gate on bailingmoe3's and kimi-k3's), leading
+// dense layers, then experts with a shared expert (bailingmoe3's trained
+// SwiGLU limits; kimi-k3's situ and latent experts), and kimi-k3's attention
+// residuals across layers.
+Logits kda_hybrid(const Input& in);
 // muse-glimmer: normed embeddings, gated attention output, post norms
 // (epsilon 1e-8), rope on the sliding-window layers only, soft-capped logits.
 Logits muse_glimmer(const Input& in);

@@ -259,6 +259,20 @@ Vec apply_expert(const std::vector<Matrix>& m, const ExpertLinear& lin, size_t e
 
 // The gated activation of the experts: silu(g) * u, or gpt-oss's clamped
 // SwiGLU with llama.cpp's alpha 1.702 and limit 7.
+}  // namespace
+
+double situ(const HParams& hp, double g, double u) {
+    const double b = hp.situ_beta, bl = hp.situ_linear_beta;
+    return b * std::tanh(g / b) / (1.0 + std::exp(-g)) * (bl > 0 ? bl * std::tanh(u / bl) : u);
+}
+
+double limited_swiglu(double g, double u, double limit) {
+    if (limit <= 0) return silu(g) * u;
+    return std::min(silu(g), limit) * std::clamp(u, -limit, limit);
+}
+
+namespace {
+
 double expert_activation(FfnActivation act, double g, double u) {
     switch (act) {
         case FfnActivation::Silu: return silu(g) * u;
@@ -335,20 +349,28 @@ Vec MoeFfn::operator()(const Vec& h) const {
     if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
         for (double& v : w) v *= hp.expert_weights_scale;
 
-    Vec out(hp.n_embd, 0.0);
+    // The experts' input: h, or its latent (kimi-k3).
+    const bool latent = lw.latent_down.present();
+    const Vec hx = latent ? Linear(lw.latent_down)(h) : h;
+    // The activation: situ (kimi-k3), a trained limit, or the expert activation.
+    const auto act = [&](double g, double u) {
+        if (hp.situ_beta > 0) return situ(hp, g, u);
+        return expert_limit > 0 ? limited_swiglu(g, u, expert_limit) : expert_activation(hp.expert_activation, g, u);
+    };
+    Vec out(hx.size(), 0.0);
     for (size_t j = 0; j < K; ++j) {
         const size_t e = order[j];
         Vec a;
         if (!gate_up.empty()) {  // the fused [gate; up] of the expert
-            const Vec gu = apply_expert(gate_up, lw.gate_up_exps, e, h);
+            const Vec gu = apply_expert(gate_up, lw.gate_up_exps, e, hx);
             const size_t F = gu.size() / 2;
             a.resize(F);
-            for (size_t i = 0; i < F; ++i) a[i] = expert_activation(hp.expert_activation, gu[i], gu[F + i]);
+            for (size_t i = 0; i < F; ++i) a[i] = act(gu[i], gu[F + i]);
         } else {
-            a = apply_expert(up, lw.up_exps, e, h);
+            a = apply_expert(up, lw.up_exps, e, hx);
             if (!gate.empty()) {
-                const Vec g = apply_expert(gate, lw.gate_exps, e, h);
-                for (size_t i = 0; i < a.size(); ++i) a[i] = expert_activation(hp.expert_activation, g[i], a[i]);
+                const Vec g = apply_expert(gate, lw.gate_exps, e, hx);
+                for (size_t i = 0; i < a.size(); ++i) a[i] = act(g[i], a[i]);
             } else {
                 for (double& v : a) v = silu(v);
             }
@@ -356,10 +378,15 @@ Vec MoeFfn::operator()(const Vec& h) const {
         const Vec y = apply_expert(down, lw.down_exps, e, a);
         for (size_t i = 0; i < out.size(); ++i) out[i] += w[j] * y[i];
     }
+    if (latent) {  // the latent sum, normed when the file has the norm, back to n_embd
+        if (!lw.latent_norm.empty()) out = rms_norm(out, lw.latent_norm, hp.norm_rms_eps);
+        out = Linear(lw.latent_up)(out);
+    }
     if (lw.up_shexp.present()) {  // the shared expert, gated by sigmoid(gate_inp_shexp · h) when present
         Vec g = Linear(lw.gate_shexp)(h);
         const Vec u = Linear(lw.up_shexp)(h);
-        for (size_t i = 0; i < g.size(); ++i) g[i] = silu(g[i]) * u[i];
+        for (size_t i = 0; i < g.size(); ++i)
+            g[i] = hp.situ_beta > 0 ? situ(hp, g[i], u[i]) : limited_swiglu(g[i], u[i], shared_limit);
         Vec y = Linear(lw.down_shexp)(g);
         if (lw.gate_inp_shexp.present()) {
             const double z = Linear(lw.gate_inp_shexp)(h)[0];

@@ -126,7 +126,9 @@ Rows self_attention(const Input& in, uint32_t layer, const Rows& x);
 // file fuses them; silu(up h) without expert gates; act is
 // hp.expert_activation: SwiGLU, or gpt-oss's clamped SwiGLU), each matrix
 // times its per-expert `.scale` and plus its per-expert bias when the table
-// loaded them. Experts are dequantised once, here.
+// loaded them. Experts are dequantised once, here. With latent_down (kimi-k3)
+// the experts read latent_down h and their sum goes through latent_norm
+// (when loaded) and latent_up; with hp.situ_beta every activation is situ.
 struct MoeFfn {
     MoeFfn(const HParams& hp, const LayerWeights& lw);
     Vec operator()(const Vec& h) const;
@@ -137,11 +139,20 @@ struct MoeFfn {
     // One per expert; gate empty without expert gates; gate_up instead of
     // gate and up when the file fuses them.
     std::vector<Matrix> gate, up, gate_up, down;
+    // Trained SwiGLU limits (bailingmoe3's swiglu_clamp_exp / _shexp of the
+    // layer; 0: none): the experts' and the shared expert's activation
+    // becomes limited_swiglu.
+    double expert_limit = 0.0, shared_limit = 0.0;
 };
 
 double softcap(double x, double cap);  // tanh(x / cap) * cap; cap 0: x
 double gelu_tanh(double x);            // GELU, tanh approximation (ggml_gelu)
 double silu(double x);
+// min(silu(g), limit) * clamp(u, -limit, limit); limit 0: silu(g) * u.
+double limited_swiglu(double g, double u, double limit);
+// Kimi-K3's situ: b tanh(g / b) sigmoid(g) * (bl > 0 ? bl tanh(u / bl) : u),
+// b = hp.situ_beta, bl = hp.situ_linear_beta.
+double situ(const HParams& hp, double g, double u);
 Vec slice(const Vec& x, uint64_t first, uint64_t n);
 void add_to(Vec& x, const Vec& y);  // x += y
 

@@ -1,0 +1,209 @@
+// Ops::kimi_delta_attention of CpuOps against the double ReferenceOps: the
+// recurrent form and the chunked form, tiled and grouped head maps, on
+// awkward head sizes, head counts and token counts (chunks of 16 cut
+// anywhere); the two forms against each other; a sequence cut into calls
+// equal to one call; decays too strong for the factored chunk (and ones that
+// underflow) stay exact; a gate equal over the channels is gated_delta_net;
+// bad shapes are refused.
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ops_fixture.h"
+
+namespace cria::ops {
+namespace {
+
+using test::all_close;
+using KimiDeltaAttentionTest = test::OpsFixture;
+
+// Inputs as the models feed them: q and k L2-normalised per head, beta a
+// sigmoid, g a log decay per key channel in [g_min, 0] (many close to 0).
+struct KdaInputs {
+    int64_t d, n_k_heads, n_v_heads, n_tokens;
+    std::vector<float> q, k, v, g, beta, state;
+
+    KdaInputs(int64_t d_, int64_t hk, int64_t hv, int64_t t, uint32_t seed, float g_min = -3.0f)
+        : d(d_), n_k_heads(hk), n_v_heads(hv), n_tokens(t) {
+        std::mt19937 rng(seed);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+        const auto unit_rows = [&](std::vector<float>& x, int64_t rows) {
+            x.resize(static_cast<size_t>(rows * d));
+            for (int64_t r = 0; r < rows; ++r) {
+                double norm = 0;
+                for (int64_t i = 0; i < d; ++i) norm += std::pow(x[r * d + i] = normal(rng), 2);
+                for (int64_t i = 0; i < d; ++i) x[r * d + i] /= static_cast<float>(std::sqrt(norm));
+            }
+        };
+        unit_rows(q, hk * t);
+        unit_rows(k, hk * t);
+        v.resize(static_cast<size_t>(d * hv * t));
+        for (float& x : v) x = normal(rng);
+        g.resize(static_cast<size_t>(d * hv * t));
+        beta.resize(static_cast<size_t>(hv * t));
+        for (float& x : g) x = g_min * unit(rng) * unit(rng);
+        for (float& x : beta) x = 1.0f / (1.0f + std::exp(-2.0f * normal(rng)));
+        state.resize(static_cast<size_t>(d * d * hv));
+        for (float& x : state) x = 0.3f * normal(rng);
+    }
+
+    // Runs tokens [t0, t0 + n) through `ops` with the state `st`, into `out`.
+    void run(Ops& ops, const GatedDeltaParams& p, std::vector<float>& st, std::vector<float>& out, int64_t t0,
+             int64_t n) const {
+        auto* qp = const_cast<float*>(q.data()) + t0 * d * n_k_heads;
+        auto* kp = const_cast<float*>(k.data()) + t0 * d * n_k_heads;
+        auto* vp = const_cast<float*>(v.data()) + t0 * d * n_v_heads;
+        auto* gp = const_cast<float*>(g.data()) + t0 * d * n_v_heads;
+        auto* bp = const_cast<float*>(beta.data()) + t0 * n_v_heads;
+        out.resize(static_cast<size_t>(d * n_v_heads * n_tokens));
+        ops.kimi_delta_attention(TensorView::contiguous(ElementType::F32, qp, {d, n_k_heads, n}),
+                                 TensorView::contiguous(ElementType::F32, kp, {d, n_k_heads, n}),
+                                 TensorView::contiguous(ElementType::F32, vp, {d, n_v_heads, n}),
+                                 TensorView::contiguous(ElementType::F32, gp, {d, n_v_heads, n}),
+                                 TensorView::contiguous(ElementType::F32, bp, {n_v_heads, n}),
+                                 TensorView::contiguous(ElementType::F32, st.data(), {d * d, n_v_heads}), p,
+                                 TensorView::contiguous(ElementType::F32, out.data() + t0 * d * n_v_heads,
+                                                        {d, n_v_heads, n}));
+    }
+};
+
+struct Shape {
+    int64_t d, hk, hv, t;
+};
+
+TEST_P(KimiDeltaAttentionTest, BothFormsMatchReference) {
+    const Shape shapes[] = {{1, 1, 1, 1}, {7, 1, 3, 5}, {33, 2, 6, 17}, {16, 3, 3, 33}, {64, 2, 4, 50}, {128, 1, 2, 21}};
+    uint32_t seed = 1;
+    for (const Shape& sh : shapes) {
+        const KdaInputs in(sh.d, sh.hk, sh.hv, sh.t, seed++);
+        for (DeltaHeadMap map : {DeltaHeadMap::Tiled, DeltaHeadMap::Grouped}) {
+            GatedDeltaParams p;
+            p.scale = 1.0f / std::sqrt(static_cast<float>(sh.d));
+            p.head_map = map;
+            std::vector<float> ref_state = in.state, ref_out;
+            in.run(ref_, p, ref_state, ref_out, 0, sh.t);
+            for (DeltaForm form : {DeltaForm::Recurrent, DeltaForm::Chunked, DeltaForm::Auto}) {
+                SCOPED_TRACE(::testing::Message() << "d " << sh.d << " heads " << sh.hk << "/" << sh.hv << " tokens "
+                                                  << sh.t << " map " << static_cast<int>(map) << " form "
+                                                  << static_cast<int>(form));
+                p.form = form;
+                std::vector<float> state = in.state, out;
+                in.run(*ops_, p, state, out, 0, sh.t);
+                EXPECT_TRUE(all_close(out, ref_out, 2e-4, 2e-4));
+                EXPECT_TRUE(all_close(state, ref_state, 2e-4, 2e-4));
+            }
+        }
+    }
+}
+
+TEST_P(KimiDeltaAttentionTest, ChunkedEqualsRecurrent) {
+    const KdaInputs in(48, 2, 4, 100, 7);
+    GatedDeltaParams p;
+    p.scale = 0.125f;
+    std::vector<float> rec_state = in.state, chunk_state = in.state, rec_out, chunk_out;
+    p.form = DeltaForm::Recurrent;
+    in.run(*ops_, p, rec_state, rec_out, 0, in.n_tokens);
+    p.form = DeltaForm::Chunked;
+    in.run(*ops_, p, chunk_state, chunk_out, 0, in.n_tokens);
+    EXPECT_TRUE(all_close(chunk_out, rec_out, 1e-4, 1e-4));
+    EXPECT_TRUE(all_close(chunk_state, rec_state, 1e-4, 1e-4));
+}
+
+TEST_P(KimiDeltaAttentionTest, CallsCarryTheStateLikeOneCall) {
+    const KdaInputs in(20, 1, 3, 45, 11);
+    GatedDeltaParams p;
+    p.scale = 0.2f;
+    std::vector<float> whole_state = in.state, whole_out;
+    p.form = DeltaForm::Chunked;
+    in.run(*ops_, p, whole_state, whole_out, 0, 45);
+    // One token, a prompt crossing chunk boundaries, then one-token steps.
+    std::vector<float> state = in.state, out;
+    p.form = DeltaForm::Auto;
+    in.run(*ops_, p, state, out, 0, 1);
+    in.run(*ops_, p, state, out, 1, 39);
+    for (int64_t t = 40; t < 45; ++t) in.run(*ops_, p, state, out, t, 1);
+    EXPECT_TRUE(all_close(out, whole_out, 1e-4, 1e-4));
+    EXPECT_TRUE(all_close(state, whole_state, 1e-4, 1e-4));
+}
+
+// Decays of up to -12 per token make most chunks span more than the
+// factored form allows (they fall back to the recurrent steps), and some
+// of -1000 underflow exp to 0 (a forgotten past): both exact.
+TEST_P(KimiDeltaAttentionTest, StrongDecayStaysExact) {
+    KdaInputs in(32, 2, 2, 60, 13, -12.0f);
+    for (size_t i = 0; i < in.g.size(); i += 37) in.g[i] = -1000.0f;
+    // A run of mild chunks first, so that both paths meet in one call.
+    for (size_t i = 0; i < static_cast<size_t>(32 * 2 * 16); ++i) in.g[i] *= 0.1f;
+    GatedDeltaParams p;
+    p.scale = 0.25f;
+    std::vector<float> ref_state = in.state, ref_out;
+    in.run(ref_, p, ref_state, ref_out, 0, in.n_tokens);
+    for (DeltaForm form : {DeltaForm::Recurrent, DeltaForm::Chunked}) {
+        p.form = form;
+        std::vector<float> state = in.state, out;
+        in.run(*ops_, p, state, out, 0, in.n_tokens);
+        for (float x : out) ASSERT_TRUE(std::isfinite(x));
+        EXPECT_TRUE(all_close(out, ref_out, 2e-4, 2e-4));
+        EXPECT_TRUE(all_close(state, ref_state, 2e-4, 2e-4));
+    }
+}
+
+// With the same decay on every key channel KDA is the scalar-gated rule.
+TEST_P(KimiDeltaAttentionTest, UniformGateIsGatedDeltaNet) {
+    KdaInputs in(24, 2, 4, 40, 17);
+    std::vector<float> scalar_g(static_cast<size_t>(in.n_v_heads * in.n_tokens));
+    for (int64_t t = 0; t < in.n_tokens; ++t)
+        for (int64_t h = 0; h < in.n_v_heads; ++h) {
+            const float gv = in.g[static_cast<size_t>((t * in.n_v_heads + h) * in.d)];
+            scalar_g[static_cast<size_t>(t * in.n_v_heads + h)] = gv;
+            for (int64_t f = 0; f < in.d; ++f) in.g[static_cast<size_t>((t * in.n_v_heads + h) * in.d + f)] = gv;
+        }
+    GatedDeltaParams p;
+    p.scale = 0.3f;
+    std::vector<float> kda_state = in.state, kda_out;
+    in.run(*ops_, p, kda_state, kda_out, 0, in.n_tokens);
+    std::vector<float> gdn_state = in.state, gdn_out(kda_out.size());
+    const int64_t d = in.d, T = in.n_tokens;
+    const auto f32 = [](const std::vector<float>& x, std::initializer_list<int64_t> shape) {
+        return TensorView::contiguous(ElementType::F32, const_cast<float*>(x.data()), shape);
+    };
+    ops_->gated_delta_net(f32(in.q, {d, in.n_k_heads, T}), f32(in.k, {d, in.n_k_heads, T}),
+                          f32(in.v, {d, in.n_v_heads, T}), f32(scalar_g, {in.n_v_heads, T}),
+                          f32(in.beta, {in.n_v_heads, T}), f32(gdn_state, {d * d, in.n_v_heads}), p,
+                          f32(gdn_out, {d, in.n_v_heads, T}));
+    EXPECT_TRUE(all_close(kda_out, gdn_out, 1e-4, 1e-4));
+    EXPECT_TRUE(all_close(kda_state, gdn_state, 1e-4, 1e-4));
+}
+
+TEST_P(KimiDeltaAttentionTest, RefusesBadShapes) {
+    std::vector<float> buf(4096, 0.5f);
+    const auto t = [&](std::initializer_list<int64_t> shape) {
+        return TensorView::contiguous(ElementType::F32, buf.data(), shape);
+    };
+    std::vector<float> out(4096);
+    const auto o = TensorView::contiguous(ElementType::F32, out.data(), {8, 4, 3});
+    GatedDeltaParams p;
+    // Good call first, so the refusals below are about the one bad operand.
+    p.form = DeltaForm::Recurrent;
+    EXPECT_NO_THROW(ops_->kimi_delta_attention(t({8, 2, 3}), t({8, 2, 3}), t({8, 4, 3}), t({8, 4, 3}), t({4, 3}),
+                                               t({64, 4}), p, o));
+    EXPECT_THROW(ops_->kimi_delta_attention(t({8, 2, 3}), t({8, 2, 3}), t({8, 4, 3}), t({4, 3}), t({4, 3}),
+                                            t({64, 4}), p, o),
+                 Error);  // a gate per head, not per channel
+    EXPECT_THROW(ops_->kimi_delta_attention(t({8, 2, 3}), t({8, 2, 3}), t({8, 4, 3}), t({8, 4, 2}), t({4, 3}),
+                                            t({64, 4}), p, o),
+                 Error);  // g of the wrong token count
+    EXPECT_THROW(ops_->kimi_delta_attention(t({8, 3, 3}), t({8, 3, 3}), t({8, 4, 3}), t({8, 4, 3}), t({4, 3}),
+                                            t({64, 4}), p, o),
+                 Error);  // 4 value heads over 3 key heads
+    EXPECT_THROW(ops_->kimi_delta_attention(t({8, 2, 3}), t({8, 2, 3}), t({8, 4, 3}), t({8, 4, 3}), t({4, 3}),
+                                            t({63, 4}), p, o),
+                 Error);  // state too small
+}
+
+CRIA_OPS_INSTANTIATE(KimiDeltaAttentionTest);
+
+}  // namespace
+}  // namespace cria::ops
