@@ -4,6 +4,7 @@
 #include <cctype>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 
@@ -41,7 +42,8 @@ struct Server::Impl {
     std::unique_ptr<BoundedHttpServer> http;  // made by Server(), from the config
     std::thread thread;
     int port = 0;
-    std::string model_id;
+    std::string model_id;                  // names the model in responses: model_names.front()
+    std::vector<std::string> model_names;  // listed by /v1/models
     long long created = unix_now();
     std::atomic<uint64_t> http_requests{0};
     std::atomic<bool> stopped{false};
@@ -57,12 +59,13 @@ struct Server::Impl {
         res.set_content(error_body(d, status, type, message, param), "application/json; charset=utf-8");
     }
 
-    void check_model(const std::string& requested, Dialect d) const {
-        if (requested.empty() || requested == model_id) return;
+    // GET /v1/models/NAME: one of the listed names, or the file's name or stem.
+    // (Generation requests are served whatever "model" they name, as llama-server
+    // serves its one model.)
+    void check_model_name(const std::string& requested) const {
+        if (std::find(model_names.begin(), model_names.end(), requested) != model_names.end()) return;
         const std::filesystem::path p(config.model_path);
         if (requested == p.filename().string() || requested == p.stem().string()) return;
-        if (d == Dialect::Anthropic)
-            throw ApiError(404, "not_found_error", "model: " + requested);
         throw ApiError(404, "model_not_found", "The model `" + requested + "` does not exist");
     }
 
@@ -178,14 +181,13 @@ struct Server::Impl {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
             ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body) : parse_openai_chat(body);
-            check_model(job.model, dialect);
             const chat::OutputParserOptions popt = formatter->prepare(job);
             const std::vector<std::string> user_stops(job.gen.stop.begin(),
                                                       job.gen.stop.end() - (formatter->is_default() ? 2 : 0));
             finish_request(job.gen);
             const int32_t n_prompt = static_cast<int32_t>(job.gen.prompt.size());
             auto handle = scheduler->submit(std::move(job.gen));
-            const std::string model = job.model.empty() ? model_id : job.model;
+            const std::string& model = model_id;  // llama-server names its model, not the request's name
             const long long created_at = unix_now();
             if (!job.stream) {
                 const ClientWatch watch = watch_client(req, handle);
@@ -265,11 +267,10 @@ struct Server::Impl {
     void handle_completions(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             CompletionJob job = parse_openai_completion(parse_body(req.body), backend->vocab());
-            check_model(job.model, Dialect::OpenAI);
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
             auto handle = scheduler->submit(std::move(job.gen));
-            const CompletionIds ids{random_id("cmpl-"), unix_now(), job.model.empty() ? model_id : job.model};
+            const CompletionIds ids{random_id("cmpl-"), unix_now(), model_id};
             if (!job.stream) {
                 const ClientWatch watch = watch_client(req, handle);
                 Collected c;
@@ -310,7 +311,6 @@ struct Server::Impl {
     void handle_embeddings(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const EmbeddingJob job = parse_openai_embeddings(parse_body(req.body), backend->vocab(), backend->n_vocab());
-            check_model(job.model, Dialect::OpenAI);
             json data = json::array();
             int64_t n_tokens = 0;
             for (size_t i = 0; i < job.inputs.size(); ++i) {
@@ -327,14 +327,19 @@ struct Server::Impl {
                 n_tokens += static_cast<int64_t>(job.inputs[i].size());
                 data.push_back(embedding_json(i, v, job.base64));
             }
-            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", job.model.empty() ? model_id : job.model},
+            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", model_id},
                                  {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
         });
     }
 
-    json model_json() const {
-        return {{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "cria"},
+    json model_json(const std::string& name) const {
+        return {{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "cria"},
                 {"meta", {{"n_vocab", backend->n_vocab()}, {"n_ctx", backend->n_ctx_per_seq()}}}};
+    }
+    json models_json() const {
+        json data = json::array();
+        for (const auto& name : model_names) data.push_back(model_json(name));
+        return {{"object", "list"}, {"data", data}};
     }
 
     // The routes (below), in four groups.
@@ -387,16 +392,13 @@ void Server::Impl::api_routes() {
     http->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200, {{"status", "ok"}});
     });
-    http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-        send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
-    });
-    http->Get("/models", [this](const httplib::Request&, httplib::Response& res) {
-        send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
-    });
+    http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
+    http->Get("/models", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
     http->Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            check_model(req.matches[1].str(), Dialect::OpenAI);
-            send_json(res, 200, model_json());
+            const std::string name = req.matches[1].str();
+            check_model_name(name);
+            send_json(res, 200, model_json(name));
         });
     });
     http->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::OpenAI); });
@@ -407,7 +409,6 @@ void Server::Impl::api_routes() {
             json body = parse_body(req.body);
             if (!body.contains("max_tokens")) body["max_tokens"] = 1;
             ChatJob job = parse_anthropic_messages(body);
-            check_model(job.model, Dialect::Anthropic);
             formatter->prepare(job);
             send_json(res, 200, {{"input_tokens", job.gen.prompt.size()}});
         });
@@ -536,9 +537,15 @@ Server::Server(std::unique_ptr<Backend> backend, ServerConfig config) : impl_(st
     m.formatter->set_parse_special_in_content(m.config.parse_special_in_content);
     m.scheduler = std::make_unique<Scheduler>(*m.backend, m.config.scheduler);
     m.port = m.config.port;  // until start() binds (serve_bytes() checks Host against it)
-    m.model_id = m.config.model_alias;
-    if (m.model_id.empty()) m.model_id = std::filesystem::path(m.config.model_path).filename().string();
-    if (m.model_id.empty()) m.model_id = m.backend->model_name();
+    for (const auto& alias : m.config.model_aliases)
+        if (!alias.empty()) m.model_names.push_back(alias);
+    std::sort(m.model_names.begin(), m.model_names.end());
+    m.model_names.erase(std::unique(m.model_names.begin(), m.model_names.end()), m.model_names.end());
+    if (m.model_names.empty()) {
+        std::string name = std::filesystem::path(m.config.model_path).filename().string();
+        m.model_names.push_back(name.empty() ? m.backend->model_name() : name);
+    }
+    m.model_id = m.model_names.front();
     ConnectionLimits limits;
     limits.header_timeout = std::chrono::seconds(m.config.header_timeout_s);
     limits.body_timeout = std::chrono::seconds(m.config.read_timeout_s);

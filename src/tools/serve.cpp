@@ -24,6 +24,17 @@
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+
+std::vector<std::string> split_aliases(const std::string& value) {
+    std::vector<std::string> out;
+    std::stringstream ss(value);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+        if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+    }
+    return out;
+}
 extern "C" void on_signal(int) { g_stop = 1; }
 
 struct ServeOptions {
@@ -40,7 +51,7 @@ struct ServeOptions {
     std::string host = "127.0.0.1";
     int port = 8080;
     std::string api_key;
-    std::string alias;
+    std::vector<std::string> aliases;
     std::string chat_template;
     std::string chat_template_file;
     std::string slot_save_path;
@@ -75,7 +86,10 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--host", opt->host, "Address to listen on (default 127.0.0.1)");
     cmd.add_option("--port", opt->port, "Port (default 8080, 0: any free port)");
     cmd.add_option("--api-key", opt->api_key, "Require this key (Authorization: Bearer KEY or x-api-key) on every route but /health");
-    cmd.add_option("-a,--alias", opt->alias, "Model id reported to clients (default: the file name)");
+    cmd.add_option("-a,--alias", opt->aliases,
+                   "Model names listed by /v1/models: comma-separated, repeatable (as llama-server); the first in "
+                   "sorted order names the model in responses (default: the file name). Requests may name any model: "
+                   "the one loaded serves them");
     cmd.add_option("--chat-template", opt->chat_template, "Jinja chat template source (overrides the model's)");
     cmd.add_option("--chat-template-file", opt->chat_template_file, "File holding the Jinja chat template");
     cmd.add_option("--slot-save-path", opt->slot_save_path, "Directory for POST /slots/N?action=save|restore");
@@ -123,7 +137,8 @@ std::function<int()> setup(CLI::App& cmd) {
         config.host = opt->host;
         config.port = opt->port;
         config.api_key = opt->api_key;
-        config.model_alias = opt->alias;
+        for (const auto& value : opt->aliases)
+            for (auto& name : split_aliases(value)) config.model_aliases.push_back(std::move(name));
         config.model_path = opt->model;
         config.chat_template = opt->chat_template;
         if (!opt->chat_template_file.empty()) {

@@ -18,7 +18,11 @@ struct ServerConfig {
     std::string host = "127.0.0.1";
     int port = 8080;                    // 0: any free port (see Server::port())
     std::string api_key;                // empty: no authentication
-    std::string model_alias;            // the id clients must use; empty: the model file's name
+    // --alias: the names GET /v1/models lists. As llama-server (a std::set),
+    // they are sorted and unique, and the first names the model in every
+    // response's "model" field. Empty: the model file's name. With one model
+    // loaded, a request's "model" may be anything: it is served all the same.
+    std::vector<std::string> model_aliases;
     std::string model_path;             // shown by /props
     std::string chat_template;          // Jinja source; empty: the model's, else a ChatML default
     std::string slot_save_path;         // directory for /slots save/restore; empty: disabled
