@@ -59,10 +59,13 @@ struct ChatJob {
 
 // Sampling and limit fields common to the OpenAI routes (temperature,
 // top_p, seed, stop, max_tokens, penalties, logit_bias, llama.cpp extras).
-void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat);
+// What the request leaves out comes from `defaults` (llama.cpp's unless the
+// server was started with sampling flags), as llama-server does.
+void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat,
+                           const sampling::SamplingParams& defaults = {});
 
-ChatJob parse_openai_chat(const json& body);
-ChatJob parse_anthropic_messages(const json& body);
+ChatJob parse_openai_chat(const json& body, const sampling::SamplingParams& defaults = {});
+ChatJob parse_anthropic_messages(const json& body, const sampling::SamplingParams& defaults = {});
 
 // POST /v1/completions (OpenAI's legacy text completions).
 struct CompletionJob {
@@ -71,7 +74,8 @@ struct CompletionJob {
     bool stream = false;
     bool include_usage = false;
 };
-CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab);
+CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab,
+                                      const sampling::SamplingParams& defaults = {});
 
 // POST /v1/embeddings: one or more inputs (text or token ids of a vocabulary of n_vocab).
 struct EmbeddingJob {

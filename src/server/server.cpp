@@ -180,7 +180,8 @@ struct Server::Impl {
     void handle_chat(const httplib::Request& req, httplib::Response& res, Dialect dialect) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
-            ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body) : parse_openai_chat(body);
+            ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body, config.default_sampling)
+                                                         : parse_openai_chat(body, config.default_sampling);
             const chat::OutputParserOptions popt = formatter->prepare(job);
             const std::vector<std::string> user_stops(job.gen.stop.begin(),
                                                       job.gen.stop.end() - (formatter->is_default() ? 2 : 0));
@@ -266,7 +267,7 @@ struct Server::Impl {
 
     void handle_completions(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            CompletionJob job = parse_openai_completion(parse_body(req.body), backend->vocab());
+            CompletionJob job = parse_openai_completion(parse_body(req.body), backend->vocab(), config.default_sampling);
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
             auto handle = scheduler->submit(std::move(job.gen));
@@ -340,6 +341,22 @@ struct Server::Impl {
         json data = json::array();
         for (const auto& name : model_names) data.push_back(model_json(name));
         return {{"object", "list"}, {"data", data}};
+    }
+
+    // /props: what a request that sets nothing gets (llama-server's names).
+    json default_params_json() const {
+        const auto& d = config.default_sampling;
+        return {{"temperature", d.temp}, {"top_k", d.top_k}, {"top_p", d.top_p}, {"min_p", d.min_p},
+                {"typical_p", d.typ_p}, {"top_n_sigma", d.top_n_sigma}, {"xtc_probability", d.xtc_probability},
+                {"xtc_threshold", d.xtc_threshold}, {"dynatemp_range", d.dynatemp_range},
+                {"dynatemp_exponent", d.dynatemp_exponent}, {"repeat_last_n", d.penalty_last_n},
+                {"repeat_penalty", d.penalty_repeat}, {"presence_penalty", d.penalty_present},
+                {"frequency_penalty", d.penalty_freq}, {"dry_multiplier", d.dry_multiplier}, {"dry_base", d.dry_base},
+                {"dry_allowed_length", d.dry_allowed_length}, {"dry_penalty_last_n", d.dry_penalty_last_n},
+                {"dry_sequence_breakers", d.dry_sequence_breakers}, {"mirostat", d.mirostat},
+                {"mirostat_tau", d.mirostat_tau}, {"mirostat_eta", d.mirostat_eta}, {"ignore_eos", d.ignore_eos},
+                {"samplers", json(sampling::samplers_to_names(d.samplers))}, {"seed", d.seed},
+                {"max_tokens", config.default_max_tokens}};
     }
 
     // The routes (below), in four groups.
@@ -458,7 +475,7 @@ void Server::Impl::tool_routes() {
     });
     http->Get("/props", [this](const httplib::Request&, httplib::Response& res) {
         const auto& o = scheduler->options();
-        send_json(res, 200, {{"default_generation_settings", {{"n_ctx", backend->n_ctx_per_seq()}, {"params", {{"temperature", 0.8}, {"top_k", 40}, {"top_p", 0.95}, {"min_p", 0.05}, {"max_tokens", config.default_max_tokens}}}}},
+        send_json(res, 200, {{"default_generation_settings", {{"n_ctx", backend->n_ctx_per_seq()}, {"params", default_params_json()}}},
                              {"total_slots", o.n_slots},
                              {"model_alias", model_id},
                              {"model_path", config.model_path},

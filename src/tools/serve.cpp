@@ -5,6 +5,8 @@
 //              [-a ALIAS] [-b N] [-ub N] [-ctk T] [-ctv T] [--load-mode M] [--no-repack] [-n N] [--max-tokens N]
 //              [--max-queue N] [--max-body BYTES] [--max-connections N] [--header-timeout S] [--timeout S] [--no-webui]
 //              [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ... (speculative decoding in every slot)
+//              [--temp T] [--top-k K] [--repeat-last-n N] [--dry-*] [--xtc-*] [--mirostat*] [-l ID(+/-)BIAS] ...
+//              (llama-server's sampling flags: the defaults of every request, which may set its own)
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -15,10 +17,12 @@
 
 #include "cria/core/error.h"
 #include "cria/runtime/options.h"
+#include "cria/sampling/options.h"
 #include "cria/server/runtime_backend.h"
 #include "cria/server/server.h"
 #include "cria/spec/options.h"
 #include "tools/command.h"
+#include "tools/sampling_flags.h"
 #include "tools/spec_flags.h"
 
 namespace {
@@ -67,6 +71,9 @@ struct ServeOptions {
     int max_connections = 256;
     int header_timeout = 5;
     cria::spec::SpecParams spec;
+    cria::sampling::SamplingFlagState sampling;
+    bool jinja = false;
+    int32_t keep = 0;
 };
 
 std::function<int()> setup(CLI::App& cmd) {
@@ -111,11 +118,18 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--header-timeout", opt->header_timeout,
                    "Seconds a request's line and headers may take to arrive (then 408 and the connection is closed)");
     cria::tools::add_spec_flags(cmd, opt, &ServeOptions::spec);
+    cria::tools::add_sampling_flags(cmd, opt, &ServeOptions::sampling);
+    cmd.add_flag("--jinja", opt->jinja,
+                 "Accepted for llama-server's command lines: cria always renders chat templates with its Jinja engine");
+    cmd.add_option("--keep", opt->keep,
+                   "Default n_keep of requests (default: 0, -1 = all): tokens a context shift keeps; cria, like "
+                   "llama-server without --context-shift, never shifts, so it has no effect");
     cmd.allow_extras();  // -m, -md, -c, -np and -n, as llama-server spells them
     return [opt, &cmd]() -> int {
         using namespace cria;
-        std::string n_ctx, n_parallel, n_predict, draft_model;
+        std::string n_ctx, n_parallel, n_predict, draft_model, seed;
         runtime::take_dash_options(cmd.remaining(), {{"-m", &opt->model},
+                                                     {"-s", &seed},
                                                      {"-md", &draft_model},
                                                      {"-c", &n_ctx},
                                                      {"-np", &n_parallel},
@@ -125,6 +139,8 @@ std::function<int()> setup(CLI::App& cmd) {
                                                      {"-ctv", &opt->cache_type_v}});
         if (opt->model.empty()) throw Error("no model given (-m FILE)");
         if (!draft_model.empty()) spec::apply_option(opt->spec, "-md", draft_model);
+        if (!seed.empty()) sampling::apply_option(opt->sampling, "-s", seed);
+        if (opt->keep < -1) throw Error("--keep must be -1 (all) or a count, got " + std::to_string(opt->keep));
         if (!n_predict.empty()) opt->n_predict = n_predict == "-1" ? -1 : static_cast<int32_t>(runtime::parse_count(n_predict, "-n"));
         if (!n_ctx.empty()) opt->n_ctx = static_cast<int32_t>(runtime::parse_count(n_ctx, "-c"));
         if (!n_parallel.empty()) opt->n_parallel = static_cast<int32_t>(runtime::parse_count(n_parallel, "-np"));
@@ -163,6 +179,7 @@ std::function<int()> setup(CLI::App& cmd) {
         config.scheduler.max_queue = opt->max_queue;
         config.scheduler.max_tokens_cap = opt->max_tokens_cap;
         config.scheduler.speculative = opt->spec;
+        config.default_sampling = opt->sampling.params;
 
         server::RuntimeBackendParams bp;
         bp.n_seq = opt->n_parallel;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cria/server/backend.h"
+#include "cria/sampling/params.h"
 #include "cria/server/scheduler.h"
 
 namespace cria::server {
@@ -41,6 +42,9 @@ struct ServerConfig {
     int max_connections = 256;          // open at once (one thread each); more are answered 503
     int request_timeout_s = 600;        // a generation (queue included) is stopped after this
     int32_t default_max_tokens = -1;    // when a request gives none (-1: until the context ends)
+    // What a request does not set (temperature, top_k, penalties, DRY, ...):
+    // llama.cpp's defaults, or `cria serve`'s sampling flags (as llama-server).
+    sampling::SamplingParams default_sampling;
     SchedulerOptions scheduler;
 };
 
