@@ -54,6 +54,7 @@ struct ChatJob {
     bool logprobs = false;
     std::string model;               // as the client named it ("" when absent)
     json template_kwargs;            // extra template variables (chat_template_kwargs)
+    int32_t n_choices = 1;           // "n" (OpenAI chat only)
     GenerationRequest gen;
 };
 
@@ -61,8 +62,10 @@ struct ChatJob {
 // top_p, seed, stop, max_tokens, penalties, logit_bias, llama.cpp extras).
 // What the request leaves out comes from `defaults` (llama.cpp's unless the
 // server was started with sampling flags), as llama-server does.
+// `n_choices`: where "n" goes (1..kMaxChoices); null: the route serves n = 1 only.
 void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat,
-                           const sampling::SamplingParams& defaults = {});
+                           const sampling::SamplingParams& defaults = {}, int32_t* n_choices = nullptr);
+inline constexpr int32_t kMaxChoices = 16;
 
 ChatJob parse_openai_chat(const json& body, const sampling::SamplingParams& defaults = {});
 ChatJob parse_anthropic_messages(const json& body, const sampling::SamplingParams& defaults = {});
@@ -73,6 +76,7 @@ struct CompletionJob {
     GenerationRequest gen;
     bool stream = false;
     bool include_usage = false;
+    int32_t n_choices = 1;  // "n"
 };
 CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab,
                                       const sampling::SamplingParams& defaults = {});

@@ -249,7 +249,8 @@ void parse_logit_bias(const json& lb, std::vector<sampling::LogitBias>& out) {
 
 }  // namespace
 
-void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat, const sampling::SamplingParams& defaults) {
+void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat, const sampling::SamplingParams& defaults,
+                           int32_t* n_choices) {
     auto& s = gen.sampling;
     s = defaults;  // llama-server: what a request leaves out is the server's setting
     if (field(body, "temperature")) s.temp = static_cast<float>(number_field(body, "temperature", 0, 2));
@@ -309,7 +310,10 @@ void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat, 
     }
     if (const json* lb = field(body, "logit_bias")) parse_logit_bias(*lb, s.logit_bias);
     if (field(body, "ignore_eos")) s.ignore_eos = bool_field(body, "ignore_eos");  // llama.cpp extension
-    if (field(body, "n") && integer_field(body, "n", 1, 1) != 1) throw bad_request("only n = 1 is supported", "n");
+    if (field(body, "n")) {
+        const auto n = static_cast<int32_t>(integer_field(body, "n", 1, n_choices ? kMaxChoices : 1));
+        if (n_choices) *n_choices = n;
+    }
     const char* max_key = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (field(body, max_key)) gen.max_tokens = static_cast<int32_t>(integer_field(body, max_key, 0, 1 << 24));
     parse_speculative(body, gen.speculative);
@@ -492,7 +496,7 @@ ChatJob parse_openai_chat(const json& body, const sampling::SamplingParams& defa
         if (!kw->is_object()) throw bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
         job.template_kwargs = *kw;
     }
-    parse_openai_sampling(body, job.gen, true, defaults);
+    parse_openai_sampling(body, job.gen, true, defaults, &job.n_choices);
     return job;
 }
 

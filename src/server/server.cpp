@@ -14,6 +14,7 @@
 #include "client_socket.h"
 #include "cria/core/error.h"
 #include "cria/core/version.h"
+#include "cria/sampling/rng.h"
 #include "cria/server/slot_files.h"
 #include "memory_stream.h"
 #include "metrics.h"
@@ -177,6 +178,151 @@ struct Server::Impl {
             [handle](bool) { handle->cancel(); });  // finished, or the client went away
     }
 
+    // n > 1 choices of one prompt: the first request evaluates the prompt, the
+    // others are submitted once it has (its first event), so the scheduler
+    // lends them its cache cells instead of evaluating the prompt again.
+    // Choice i samples with seed + i: each its own, reproducible stream
+    // (a random seed stays random, drawn anew for each).
+    std::vector<std::shared_ptr<RequestHandle>> submit_choices(GenerationRequest gen, int32_t n) {
+        std::vector<GenerationRequest> rest;
+        const uint32_t seed = gen.sampling.seed;
+        for (int32_t i = 1; i < n; ++i) {
+            GenerationRequest g = gen;
+            if (seed != sampling::kRandomSeed) {
+                const uint32_t s = seed + static_cast<uint32_t>(i);
+                g.sampling.seed = s == sampling::kRandomSeed ? 0 : s;
+            }
+            rest.push_back(std::move(g));
+        }
+        std::vector<std::shared_ptr<RequestHandle>> handles{scheduler->submit(std::move(gen))};
+        const auto deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s);
+        while (n > 1 && !handles[0]->wait_for_event(std::chrono::milliseconds(50)) && Clock::now() < deadline &&
+               !stopped.load()) {
+        }
+        try {
+            for (auto& g : rest) handles.push_back(scheduler->submit(std::move(g)));
+        } catch (...) {
+            for (auto& h : handles) h->cancel();
+            throw;
+        }
+        return handles;
+    }
+
+    // Streams the events of several choices as one SSE body: `writer(i, event,
+    // done)` turns choice i's event into text, `tail()` ends the body once
+    // every choice is done.
+    using ChoiceWriter = std::function<std::string(size_t, GenerationEvent&, bool& done)>;
+    void stream_choices(httplib::Response& res, std::vector<std::shared_ptr<RequestHandle>> handles, std::string first,
+                        ChoiceWriter writer, std::function<std::string()> tail) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Accel-Buffering", "no");
+        auto pending_first = std::make_shared<std::string>(std::move(first));
+        auto finished = std::make_shared<std::vector<bool>>(handles.size(), false);
+        auto ended = std::make_shared<bool>(false);
+        const auto hard_deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s + 30);
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [this, handles, pending_first, finished, ended, writer, tail, hard_deadline](size_t, httplib::DataSink& sink) {
+                if (!pending_first->empty()) {
+                    if (!sink.write(pending_first->data(), pending_first->size())) return false;
+                    pending_first->clear();
+                }
+                if (*ended) {
+                    sink.done();
+                    return true;
+                }
+                if (stopped.load() || Clock::now() > hard_deadline) return false;
+                std::string text;
+                bool all_done = true;
+                for (size_t i = 0; i < handles.size(); ++i) {
+                    if ((*finished)[i]) continue;
+                    all_done = false;
+                    auto ev = handles[i]->pop(std::chrono::milliseconds(handles.size() > 1 ? 10 : 100));
+                    if (!ev) continue;
+                    bool done = false;
+                    text += writer(i, *ev, done);
+                    if (done) (*finished)[i] = true;
+                }
+                all_done = std::all_of(finished->begin(), finished->end(), [](bool f) { return f; });
+                if (all_done) text += tail();
+                if (!text.empty() && !sink.write(text.data(), text.size())) return false;
+                if (all_done) {
+                    *ended = true;
+                    sink.done();
+                }
+                return text.empty() ? sink.is_writable() : true;
+            },
+            [handles](bool) {
+                for (auto& h : handles) h->cancel();  // finished, or the client went away
+            });
+    }
+
+    // POST /v1/chat/completions with n > 1 (OpenAI's shape: one choice per index).
+    void chat_choices(const httplib::Request& req, httplib::Response& res, ChatJob& job,
+                      const chat::OutputParserOptions& popt) {
+        const int32_t n = job.n_choices;
+        auto handles = submit_choices(std::move(job.gen), n);
+        const std::string id = random_id("chatcmpl-");
+        const long long created_at = unix_now();
+        if (!job.stream) {
+            std::vector<ClientWatch> watches;
+            for (auto& h : handles) watches.push_back(watch_client(req, h));
+            json body;
+            Usage total;
+            for (size_t i = 0; i < handles.size(); ++i) {
+                Collected c;
+                GenerationEvent err;
+                if (!collect(handles[i], popt, c, err)) {
+                    for (auto& h : handles) h->cancel();
+                    throw ApiError(err.http_status, "server_error", err.error);
+                }
+                json one = openai_chat_body(id, created_at, model_id, c, job.logprobs);
+                if (i == 0) {
+                    body = one;
+                    total = c.usage;
+                } else {
+                    one["choices"][0]["index"] = i;
+                    body["choices"].push_back(one["choices"][0]);
+                    total.completion += c.usage.completion;
+                }
+            }
+            body["usage"] = usage_openai(total);
+            send_json(res, 200, body);
+            return;
+        }
+        std::vector<std::shared_ptr<OpenAIChatStream>> writers;
+        std::vector<std::shared_ptr<chat::StreamingOutputParser>> parsers;
+        std::string first;
+        for (int32_t i = 0; i < n; ++i) {
+            writers.push_back(std::make_shared<OpenAIChatStream>(id, created_at, model_id, job.include_usage, job.logprobs, i));
+            parsers.push_back(std::make_shared<chat::StreamingOutputParser>(popt));
+            first += writers.back()->start();
+        }
+        auto total = std::make_shared<Usage>();
+        stream_choices(
+            res, handles, first,
+            [writers, parsers, total](size_t i, GenerationEvent& ev, bool& done) -> std::string {
+                if (ev.kind == GenerationEvent::Kind::Text) return writers[i]->delta(parsers[i]->push(ev.text), ev.logprobs);
+                done = true;
+                if (ev.kind == GenerationEvent::Kind::Error) return writers[i]->error(ev.http_status, ev.error);
+                auto d = parsers[i]->finish();
+                std::string out = writers[i]->delta(d, {});
+                Collected c;
+                c.calls = d.tool_calls;
+                c.finish_reason = ev.finish_reason;
+                c.usage = usage_of(ev);
+                if (i == 0) {
+                    const int32_t completion = total->completion;
+                    *total = c.usage;
+                    total->completion += completion;
+                } else {
+                    total->completion += c.usage.completion;
+                }
+                return out + writers[i]->finish_choice(c);
+            },
+            [writers, total] { return writers[0]->end(*total); });
+    }
+
     void handle_chat(const httplib::Request& req, httplib::Response& res, Dialect dialect) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
@@ -186,6 +332,10 @@ struct Server::Impl {
             const std::vector<std::string> user_stops(job.gen.stop.begin(),
                                                       job.gen.stop.end() - (formatter->is_default() ? 2 : 0));
             finish_request(job.gen);
+            if (job.n_choices > 1) {
+                chat_choices(req, res, job, popt);
+                return;
+            }
             const int32_t n_prompt = static_cast<int32_t>(job.gen.prompt.size());
             auto handle = scheduler->submit(std::move(job.gen));
             const std::string& model = model_id;  // llama-server names its model, not the request's name
@@ -270,6 +420,10 @@ struct Server::Impl {
             CompletionJob job = parse_openai_completion(parse_body(req.body), backend->vocab(), config.default_sampling);
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
+            if (job.n_choices > 1) {
+                completion_choices(req, res, job, want_logprobs);
+                return;
+            }
             auto handle = scheduler->submit(std::move(job.gen));
             const CompletionIds ids{random_id("cmpl-"), unix_now(), model_id};
             if (!job.stream) {
@@ -307,6 +461,84 @@ struct Server::Impl {
                 return out + sse_event("[DONE]");
             });
         });
+    }
+
+    // POST /v1/completions with n > 1: one choice per index, as OpenAI.
+    void completion_choices(const httplib::Request& req, httplib::Response& res, CompletionJob& job, bool want_logprobs) {
+        const int32_t n = job.n_choices;
+        const bool include_usage = job.include_usage;
+        auto handles = submit_choices(std::move(job.gen), n);
+        const CompletionIds ids{random_id("cmpl-"), unix_now(), model_id};
+        auto with_index = [](json body, size_t i) {
+            body["choices"][0]["index"] = i;
+            return body;
+        };
+        if (!job.stream) {
+            std::vector<ClientWatch> watches;
+            for (auto& h : handles) watches.push_back(watch_client(req, h));
+            json out;
+            Usage total;
+            for (size_t i = 0; i < handles.size(); ++i) {
+                Collected c;
+                std::string text;
+                try {
+                    text = collect_text(handles[i], c);
+                } catch (...) {
+                    for (auto& h : handles) h->cancel();
+                    throw;
+                }
+                json one = with_index(completion_body(ids, text, c.finish_reason == "length" ? "length" : "stop",
+                                                      want_logprobs ? completion_logprobs_json(c.logprobs, 0) : json()),
+                                      i);
+                if (i == 0) {
+                    out = one;
+                    total = c.usage;
+                    out["timings"] = timings_json(c.usage);
+                } else {
+                    out["choices"].push_back(one["choices"][0]);
+                    total.completion += c.usage.completion;
+                }
+            }
+            out["usage"] = usage_openai(total);
+            send_json(res, 200, out);
+            return;
+        }
+        auto offsets = std::make_shared<std::vector<size_t>>(handles.size(), 0);
+        auto total = std::make_shared<Usage>();
+        auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+        stream_choices(
+            res, handles, "",
+            [=](size_t i, GenerationEvent& ev, bool& done) -> std::string {
+                if (ev.kind == GenerationEvent::Kind::Text) {
+                    json lps = want_logprobs ? completion_logprobs_json(ev.logprobs, (*offsets)[i]) : json();
+                    (*offsets)[i] += ev.text.size();
+                    return sse_event(dump(with_index(completion_body(ids, ev.text, nullptr, lps), i)));
+                }
+                done = true;
+                if (ev.kind == GenerationEvent::Kind::Error)
+                    return sse_event(error_body(Dialect::OpenAI, ev.http_status, "", ev.error));
+                const Usage u = usage_of(ev);
+                if (i == 0) {
+                    const int32_t completion = total->completion;
+                    *total = u;
+                    total->completion += completion;
+                } else {
+                    total->completion += u.completion;
+                }
+                json last = with_index(completion_body(ids, "", ev.finish_reason == "length" ? "length" : "stop", nullptr), i);
+                last["timings"] = timings_json(u);
+                return sse_event(dump(last));
+            },
+            [=]() -> std::string {
+                std::string out;
+                if (include_usage) {
+                    json uj = completion_body(ids, "", nullptr, nullptr);
+                    uj["choices"] = json::array();
+                    uj["usage"] = usage_openai(*total);
+                    out += sse_event(dump(uj));
+                }
+                return out + sse_event("[DONE]");
+            });
     }
 
     void handle_embeddings(const httplib::Request& req, httplib::Response& res) {
