@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cria/core/error.h"
+#include "cria/core/escapes.h"
 #include "cria/runtime/options.h"
 #include "cria/sampling/options.h"
 #include "cria/server/runtime_backend.h"
@@ -140,6 +141,8 @@ std::function<int()> setup(CLI::App& cmd) {
         if (opt->model.empty()) throw Error("no model given (-m FILE)");
         if (!draft_model.empty()) spec::apply_option(opt->spec, "-md", draft_model);
         if (!seed.empty()) sampling::apply_option(opt->sampling, "-s", seed);
+        // llama.cpp processes escapes in the DRY breakers for every tool (its -e is on by default).
+        for (auto& b : opt->sampling.params.dry_sequence_breakers) b = process_escapes(b);
         if (opt->keep < -1) throw Error("--keep must be -1 (all) or a count, got " + std::to_string(opt->keep));
         if (!n_predict.empty()) opt->n_predict = n_predict == "-1" ? -1 : static_cast<int32_t>(runtime::parse_count(n_predict, "-n"));
         if (!n_ctx.empty()) opt->n_ctx = static_cast<int32_t>(runtime::parse_count(n_ctx, "-c"));
