@@ -30,7 +30,7 @@ PerplexityResult perplexity(const model::Model& model, const vocab::Vocab& vocab
     int n_chunk = static_cast<int>(tokens.size() / n_ctx);
     if (p.n_chunks >= 0) n_chunk = std::min(n_chunk, p.n_chunks);
     const size_t n_batch = std::min<size_t>(p.n_batch, n_ctx * static_cast<size_t>(std::max(1, n_chunk)));
-    const int n_seq = static_cast<int>(std::max<size_t>(1, std::min<size_t>(n_batch / n_ctx, 64)));
+    const int n_seq = p.on_row ? 1 : static_cast<int>(std::max<size_t>(1, std::min<size_t>(n_batch / n_ctx, 64)));
     const size_t batch_len = std::min(n_batch, n_ctx);  // tokens of one chunk per decode call
     const bool add_bos = vocab.add_bos();
 
@@ -43,6 +43,7 @@ PerplexityResult perplexity(const model::Model& model, const vocab::Vocab& vocab
     cp.type_k = p.type_k;
     cp.type_v = p.type_v;
     Context ctx(model, cp);
+    if (p.on_tokens) p.on_tokens(static_cast<int32_t>(n_ctx), n_chunk, tokens);
 
     PerplexityResult r;
     r.n_seq = n_seq;
@@ -76,6 +77,7 @@ PerplexityResult perplexity(const model::Model& model, const vocab::Vocab& vocab
                     const auto row = ctx.logits(static_cast<int32_t>(static_cast<size_t>(s) * len + k));
                     const int32_t next = tokens[static_cast<size_t>(i + s) * n_ctx + pos + 1];
                     chunk_nll[static_cast<size_t>(s)].push_back(negative_log_likelihood(row, next));
+                    if (p.on_row) p.on_row(row, next);
                 }
         }
         // Sequence by sequence, as llama.cpp: each chunk's estimate includes all chunks before it.

@@ -54,15 +54,21 @@ struct ChatJob {
     bool logprobs = false;
     std::string model;               // as the client named it ("" when absent)
     json template_kwargs;            // extra template variables (chat_template_kwargs)
+    int32_t n_choices = 1;           // "n" (OpenAI chat only)
     GenerationRequest gen;
 };
 
 // Sampling and limit fields common to the OpenAI routes (temperature,
 // top_p, seed, stop, max_tokens, penalties, logit_bias, llama.cpp extras).
-void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat);
+// What the request leaves out comes from `defaults` (llama.cpp's unless the
+// server was started with sampling flags), as llama-server does.
+// `n_choices`: where "n" goes (1..kMaxChoices); null: the route serves n = 1 only.
+void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat,
+                           const sampling::SamplingParams& defaults = {}, int32_t* n_choices = nullptr);
+inline constexpr int32_t kMaxChoices = 16;
 
-ChatJob parse_openai_chat(const json& body);
-ChatJob parse_anthropic_messages(const json& body);
+ChatJob parse_openai_chat(const json& body, const sampling::SamplingParams& defaults = {});
+ChatJob parse_anthropic_messages(const json& body, const sampling::SamplingParams& defaults = {});
 
 // POST /v1/completions (OpenAI's legacy text completions).
 struct CompletionJob {
@@ -70,8 +76,10 @@ struct CompletionJob {
     GenerationRequest gen;
     bool stream = false;
     bool include_usage = false;
+    int32_t n_choices = 1;  // "n"
 };
-CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab);
+CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab,
+                                      const sampling::SamplingParams& defaults = {});
 
 // POST /v1/embeddings: one or more inputs (text or token ids of a vocabulary of n_vocab).
 struct EmbeddingJob {

@@ -73,11 +73,12 @@ std::string base64_encode(const std::string& in) {
     return out;
 }
 
-CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab) {
+CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab,
+                                      const sampling::SamplingParams& defaults) {
     CompletionJob job;
     job.model = requested_model(body, true);
     job.gen.max_tokens = 16;  // OpenAI's default for completions
-    parse_openai_sampling(body, job.gen, false);
+    parse_openai_sampling(body, job.gen, false, defaults, &job.n_choices);
     if (!body.contains("prompt")) throw bad_request("'prompt' is required", "prompt");
     job.gen.prompt = completion_prompt(body["prompt"], vocab);
     if (body.contains("echo") && body["echo"].is_boolean() && body["echo"].get<bool>())

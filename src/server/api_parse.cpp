@@ -2,6 +2,7 @@
 // request bodies. Every wrong type is a 400 naming the field; nothing here
 // trusts the client.
 #include <cmath>
+#include <limits>
 
 #include "api.h"
 #include "cria/core/error.h"
@@ -217,12 +218,41 @@ void parse_speculative(const json& body, SpeculativeRequest& out) {
 
 }  // namespace
 
-void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat) {
+namespace {
+
+// logit_bias as llama-server reads it: {"ID": bias, ...} or [[ID, bias], ...];
+// a bias of false bans the token (-inf).
+void parse_logit_bias(const json& lb, std::vector<sampling::LogitBias>& out) {
+    auto add = [&](const std::string& key, const json& value) {
+        char* end = nullptr;
+        const long id = std::strtol(key.c_str(), &end, 10);
+        if (key.empty() || *end != '\0' || id < 0 || id > (1 << 24))
+            throw bad_request("'logit_bias' keys must be token ids", "logit_bias");
+        float bias = 0;
+        if (value.is_boolean() && !value.get<bool>()) bias = -std::numeric_limits<float>::infinity();
+        else if (value.is_number()) bias = value.get<float>();
+        else throw bad_request("'logit_bias' values must be numbers or false", "logit_bias");
+        out.push_back({static_cast<vocab::TokenId>(id), bias});
+    };
+    if (lb.is_object()) {
+        for (const auto& [key, value] : lb.items()) add(key, value);
+    } else if (lb.is_array()) {
+        for (const auto& pair : lb) {
+            if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer())
+                throw bad_request("'logit_bias' as an array holds [token id, bias] pairs", "logit_bias");
+            add(std::to_string(pair[0].get<int64_t>()), pair[1]);
+        }
+    } else {
+        throw bad_request("'logit_bias' must be an object of token id -> bias or an array of [id, bias]", "logit_bias");
+    }
+}
+
+}  // namespace
+
+void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat, const sampling::SamplingParams& defaults,
+                           int32_t* n_choices) {
     auto& s = gen.sampling;
-    s.temp = 1.0f;  // OpenAI's default
-    s.top_p = 1.0f;
-    s.top_k = 0;
-    s.min_p = 0.0f;
+    s = defaults;  // llama-server: what a request leaves out is the server's setting
     if (field(body, "temperature")) s.temp = static_cast<float>(number_field(body, "temperature", 0, 2));
     if (field(body, "top_p")) s.top_p = static_cast<float>(number_field(body, "top_p", 0, 1));
     if (field(body, "top_k")) s.top_k = static_cast<int32_t>(integer_field(body, "top_k", 0, 1 << 20));
@@ -231,18 +261,59 @@ void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat) 
     if (field(body, "presence_penalty")) s.penalty_present = static_cast<float>(number_field(body, "presence_penalty", -2, 2));
     if (field(body, "frequency_penalty")) s.penalty_freq = static_cast<float>(number_field(body, "frequency_penalty", -2, 2));
     if (field(body, "repeat_penalty")) s.penalty_repeat = static_cast<float>(number_field(body, "repeat_penalty", 0, 10));
-    if (const json* lb = field(body, "logit_bias")) {
-        if (!lb->is_object()) throw bad_request("'logit_bias' must be an object of token id -> bias", "logit_bias");
-        for (const auto& [key, value] : lb->items()) {
-            char* end = nullptr;
-            const long id = std::strtol(key.c_str(), &end, 10);
-            if (key.empty() || *end != '\0' || id < 0 || id > (1 << 24) || !value.is_number())
-                throw bad_request("'logit_bias' keys must be token ids and values numbers", "logit_bias");
-            s.logit_bias.push_back({static_cast<vocab::TokenId>(id), value.get<float>()});
+    // llama-server's sampling fields, with the same names and meaning as its flags.
+    if (field(body, "repeat_last_n")) s.penalty_last_n = static_cast<int32_t>(integer_field(body, "repeat_last_n", -1, 1 << 24));
+    if (field(body, "typical_p")) s.typ_p = static_cast<float>(number_field(body, "typical_p", 0, 1));
+    if (field(body, "top_n_sigma")) s.top_n_sigma = static_cast<float>(number_field(body, "top_n_sigma", -1, 1000));
+    if (field(body, "xtc_probability")) s.xtc_probability = static_cast<float>(number_field(body, "xtc_probability", 0, 1));
+    if (field(body, "xtc_threshold")) s.xtc_threshold = static_cast<float>(number_field(body, "xtc_threshold", 0, 1));
+    if (field(body, "dynatemp_range")) s.dynatemp_range = static_cast<float>(number_field(body, "dynatemp_range", 0, 100));
+    if (field(body, "dynatemp_exponent")) s.dynatemp_exponent = static_cast<float>(number_field(body, "dynatemp_exponent", 0, 100));
+    if (field(body, "mirostat")) s.mirostat = static_cast<int32_t>(integer_field(body, "mirostat", 0, 2));
+    if (field(body, "mirostat_tau")) s.mirostat_tau = static_cast<float>(number_field(body, "mirostat_tau", 0, 1000));
+    if (field(body, "mirostat_eta")) s.mirostat_eta = static_cast<float>(number_field(body, "mirostat_eta", 0, 1000));
+    if (field(body, "dry_multiplier")) s.dry_multiplier = static_cast<float>(number_field(body, "dry_multiplier", 0, 1000));
+    if (field(body, "dry_base")) s.dry_base = static_cast<float>(number_field(body, "dry_base", 1, 1000));
+    if (field(body, "dry_allowed_length")) s.dry_allowed_length = static_cast<int32_t>(integer_field(body, "dry_allowed_length", 0, 1 << 20));
+    if (field(body, "dry_penalty_last_n")) s.dry_penalty_last_n = static_cast<int32_t>(integer_field(body, "dry_penalty_last_n", -1, 1 << 24));
+    if (const json* br = field(body, "dry_sequence_breakers")) {
+        if (!br->is_array() || br->empty())
+            throw bad_request("'dry_sequence_breakers' must be a non-empty array of strings", "dry_sequence_breakers");
+        s.dry_sequence_breakers.clear();
+        for (const auto& b : *br) {
+            if (!b.is_string() || b.get<std::string>().empty() || b.get<std::string>().size() > 64)
+                throw bad_request("'dry_sequence_breakers' must hold strings of 1..64 bytes", "dry_sequence_breakers");
+            s.dry_sequence_breakers.push_back(b.get<std::string>());
+        }
+        if (s.dry_sequence_breakers.size() > 64) throw bad_request("'dry_sequence_breakers' holds too many strings", "dry_sequence_breakers");
+    }
+    if (field(body, "min_keep")) s.min_keep = static_cast<int32_t>(integer_field(body, "min_keep", 0, 1 << 20));
+    // n_keep only matters to a context shift, which cria (like llama-server without --context-shift) never does.
+    if (field(body, "n_keep")) integer_field(body, "n_keep", -1, 1 << 24);
+    if (const json* smp = field(body, "samplers")) {
+        try {
+            if (smp->is_string()) {
+                s.samplers = sampling::samplers_from_chars(smp->get<std::string>());
+            } else if (smp->is_array()) {
+                std::string names;
+                for (const auto& n : *smp) {
+                    if (!n.is_string()) throw bad_request("'samplers' must hold sampler names", "samplers");
+                    names += n.get<std::string>() + ";";
+                }
+                s.samplers = sampling::samplers_from_names(names, false);
+            } else {
+                throw bad_request("'samplers' must be an array of names or a string of letters", "samplers");
+            }
+        } catch (const Error& e) {
+            throw bad_request(std::string("'samplers': ") + e.what(), "samplers");
         }
     }
+    if (const json* lb = field(body, "logit_bias")) parse_logit_bias(*lb, s.logit_bias);
     if (field(body, "ignore_eos")) s.ignore_eos = bool_field(body, "ignore_eos");  // llama.cpp extension
-    if (field(body, "n") && integer_field(body, "n", 1, 1) != 1) throw bad_request("only n = 1 is supported", "n");
+    if (field(body, "n")) {
+        const auto n = static_cast<int32_t>(integer_field(body, "n", 1, n_choices ? kMaxChoices : 1));
+        if (n_choices) *n_choices = n;
+    }
     const char* max_key = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (field(body, max_key)) gen.max_tokens = static_cast<int32_t>(integer_field(body, max_key, 0, 1 << 24));
     parse_speculative(body, gen.speculative);
@@ -365,7 +436,7 @@ void anthropic_message(const json& m, size_t i, json& messages) {
 
 }  // namespace
 
-ChatJob parse_openai_chat(const json& body) {
+ChatJob parse_openai_chat(const json& body, const sampling::SamplingParams& defaults) {
     ChatJob job;
     if (field(body, "model")) job.model = string_field(body, "model");
     const json* messages = field(body, "messages");
@@ -425,20 +496,17 @@ ChatJob parse_openai_chat(const json& body) {
         if (!kw->is_object()) throw bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
         job.template_kwargs = *kw;
     }
-    parse_openai_sampling(body, job.gen, true);
+    parse_openai_sampling(body, job.gen, true, defaults, &job.n_choices);
     return job;
 }
 
-ChatJob parse_anthropic_messages(const json& body) {
+ChatJob parse_anthropic_messages(const json& body, const sampling::SamplingParams& defaults) {
     ChatJob job;
     if (field(body, "model")) job.model = string_field(body, "model");
     if (!field(body, "max_tokens")) throw bad_request("max_tokens: Field required", "max_tokens");
     job.gen.max_tokens = static_cast<int32_t>(integer_field(body, "max_tokens", 1, 1 << 24));
     auto& s = job.gen.sampling;
-    s.temp = 1.0f;
-    s.top_p = 1.0f;
-    s.top_k = 0;
-    s.min_p = 0.0f;
+    s = defaults;  // as the OpenAI routes: the server's settings for what the request leaves out
     if (field(body, "temperature")) s.temp = static_cast<float>(number_field(body, "temperature", 0, 1));
     if (field(body, "top_p")) s.top_p = static_cast<float>(number_field(body, "top_p", 0, 1));
     if (field(body, "top_k")) s.top_k = static_cast<int32_t>(integer_field(body, "top_k", 0, 1 << 20));

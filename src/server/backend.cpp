@@ -22,4 +22,9 @@ void Backend::set_capture_layers(const std::vector<uint32_t>& layers) {
 
 spec::FeaturesView Backend::features(size_t, size_t, int32_t) const { return {}; }
 
+bool Backend::seq_copy_prefix(int32_t, int32_t dst, int32_t) {
+    seq_keep_prefix(dst, 0);
+    return false;
+}
+
 }  // namespace cria::server

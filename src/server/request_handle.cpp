@@ -21,6 +21,11 @@ std::optional<GenerationEvent> RequestHandle::pop(std::chrono::milliseconds wait
     return e;
 }
 
+bool RequestHandle::wait_for_event(std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, wait, [&] { return !events_.empty(); });
+}
+
 bool RequestHandle::cancelled() {
     if (cancelled_.load()) return true;
     std::lock_guard lock(watch_mutex_);

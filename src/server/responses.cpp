@@ -114,7 +114,7 @@ json openai_chat_body(const std::string& id, long long created, const std::strin
 }
 
 json OpenAIChatStream::chunk(json delta, json finish_reason) const {
-    json choice = {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", std::move(finish_reason)}};
+    json choice = {{"index", index_}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", std::move(finish_reason)}};
     return {{"id", id_},
             {"object", "chat.completion.chunk"},
             {"created", created_},
@@ -140,14 +140,20 @@ std::string OpenAIChatStream::delta(const chat::OutputDelta& d, const std::vecto
     return out;
 }
 
-std::string OpenAIChatStream::finish(const Collected& c) {
+std::string OpenAIChatStream::finish(const Collected& c) { return finish_choice(c) + end(c.usage); }
+
+std::string OpenAIChatStream::finish_choice(const Collected& c) {
     json last = chunk(json::object(), openai_finish_reason(c));
     last["timings"] = timings_json(c.usage);
-    std::string out = sse_event(dump(last));
+    return sse_event(dump(last));
+}
+
+std::string OpenAIChatStream::end(const Usage& usage) {
+    std::string out;
     if (include_usage_) {
         json u = chunk(json::object());
         u["choices"] = json::array();
-        u["usage"] = usage_openai(c.usage);
+        u["usage"] = usage_openai(usage);
         out += sse_event(dump(u));
     }
     out += sse_event("[DONE]");

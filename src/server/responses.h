@@ -54,11 +54,15 @@ std::string openai_finish_reason(const Collected& c);
 
 class OpenAIChatStream {
 public:
-    OpenAIChatStream(std::string id, long long created, std::string model, bool include_usage, bool logprobs)
-        : id_(std::move(id)), created_(created), model_(std::move(model)), include_usage_(include_usage), logprobs_(logprobs) {}
+    // `index`: the choice its chunks are of (n > 1 choices stream side by side).
+    OpenAIChatStream(std::string id, long long created, std::string model, bool include_usage, bool logprobs, int index = 0)
+        : id_(std::move(id)), created_(created), model_(std::move(model)), include_usage_(include_usage), logprobs_(logprobs),
+          index_(index) {}
     std::string start();
     std::string delta(const chat::OutputDelta& d, const std::vector<TokenLogprob>& lps);
-    std::string finish(const Collected& c);
+    std::string finish(const Collected& c);  // finish_choice(c) + end(c.usage)
+    std::string finish_choice(const Collected& c);  // the choice's last chunk (finish_reason, timings)
+    std::string end(const Usage& usage);           // the usage chunk (if asked) and [DONE]
     std::string error(int status, const std::string& message);
 
 private:
@@ -67,6 +71,7 @@ private:
     long long created_;
     std::string model_;
     bool include_usage_, logprobs_;
+    int index_ = 0;
     int tool_index_ = 0;
 };
 

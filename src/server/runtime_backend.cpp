@@ -87,6 +87,19 @@ spec::FeaturesView RuntimeBackend::features(size_t first_row, size_t n_rows, int
 
 bool RuntimeBackend::seq_keep_prefix(int32_t seq, int32_t keep) { return ctx_->memory_seq_rm(seq, keep, -1); }
 
+bool RuntimeBackend::seq_copy_prefix(int32_t src, int32_t dst, int32_t n) {
+    ctx_->memory_seq_rm(dst, -1, -1);  // a whole sequence: no memory refuses that
+    // Only a source that holds positions 0..n-1 (and a memory whose copy is of
+    // those positions alone) can lend them.
+    if (n <= 0 || src == dst || ctx_->memory_seq_pos_min(src) != 0 || ctx_->memory_seq_pos_max(src) < n - 1) return false;
+    if (!ctx_->memory().can_seq_cp(src, dst, 0, n) || !ctx_->memory_seq_cp(src, dst, 0, n)) return false;
+    if (ctx_->memory_seq_pos_min(dst) != 0 || ctx_->memory_seq_pos_max(dst) != n - 1) {
+        ctx_->memory_seq_rm(dst, -1, -1);  // e.g. a recurrent state: it was the whole history
+        return false;
+    }
+    return true;
+}
+
 bool RuntimeBackend::checkpoint_begin(int32_t seq, int32_t n_positions) {
     return ctx_->memory().checkpoint_begin(seq, n_positions);
 }

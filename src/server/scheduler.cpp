@@ -269,6 +269,24 @@ void Scheduler::start(Slot& slot, Pending pending) {
     // prompt token: its logits are needed for the first sample.
     size_t keep = common_prefix(slot.cache, slot.request.prompt);
     if (keep == slot.request.prompt.size()) --keep;
+    // Another slot holding more of the prompt lends its cells (n > 1 choices
+    // of one prompt, started once the first has evaluated it).
+    Slot* lender = nullptr;
+    size_t lent = keep;
+    for (auto& other : slots_) {
+        if (other.get() == &slot) continue;
+        const size_t len = std::min(common_prefix(other->cache, slot.request.prompt), slot.request.prompt.size() - 1);
+        if (len > lent) lender = other.get(), lent = len;
+    }
+    if (lender != nullptr) {
+        if (backend_.seq_copy_prefix(lender->id, slot.id, static_cast<int32_t>(lent))) {
+            slot.cache.assign(slot.request.prompt.begin(), slot.request.prompt.begin() + static_cast<std::ptrdiff_t>(lent));
+            keep = lent;
+        } else {
+            slot.cache.clear();  // the failed copy left the sequence empty
+            keep = 0;
+        }
+    }
     if (backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
         slot.cache.resize(keep);
     } else {

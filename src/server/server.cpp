@@ -4,6 +4,7 @@
 #include <cctype>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 
@@ -13,6 +14,7 @@
 #include "client_socket.h"
 #include "cria/core/error.h"
 #include "cria/core/version.h"
+#include "cria/sampling/rng.h"
 #include "cria/server/slot_files.h"
 #include "memory_stream.h"
 #include "metrics.h"
@@ -41,7 +43,8 @@ struct Server::Impl {
     std::unique_ptr<BoundedHttpServer> http;  // made by Server(), from the config
     std::thread thread;
     int port = 0;
-    std::string model_id;
+    std::string model_id;                  // names the model in responses: model_names.front()
+    std::vector<std::string> model_names;  // listed by /v1/models
     long long created = unix_now();
     std::atomic<uint64_t> http_requests{0};
     std::atomic<bool> stopped{false};
@@ -57,12 +60,13 @@ struct Server::Impl {
         res.set_content(error_body(d, status, type, message, param), "application/json; charset=utf-8");
     }
 
-    void check_model(const std::string& requested, Dialect d) const {
-        if (requested.empty() || requested == model_id) return;
+    // GET /v1/models/NAME: one of the listed names, or the file's name or stem.
+    // (Generation requests are served whatever "model" they name, as llama-server
+    // serves its one model.)
+    void check_model_name(const std::string& requested) const {
+        if (std::find(model_names.begin(), model_names.end(), requested) != model_names.end()) return;
         const std::filesystem::path p(config.model_path);
         if (requested == p.filename().string() || requested == p.stem().string()) return;
-        if (d == Dialect::Anthropic)
-            throw ApiError(404, "not_found_error", "model: " + requested);
         throw ApiError(404, "model_not_found", "The model `" + requested + "` does not exist");
     }
 
@@ -174,18 +178,167 @@ struct Server::Impl {
             [handle](bool) { handle->cancel(); });  // finished, or the client went away
     }
 
+    // n > 1 choices of one prompt: the first request evaluates the prompt, the
+    // others are submitted once it has (its first event), so the scheduler
+    // lends them its cache cells instead of evaluating the prompt again.
+    // Choice i samples with seed + i: each its own, reproducible stream
+    // (a random seed stays random, drawn anew for each).
+    std::vector<std::shared_ptr<RequestHandle>> submit_choices(GenerationRequest gen, int32_t n) {
+        std::vector<GenerationRequest> rest;
+        const uint32_t seed = gen.sampling.seed;
+        for (int32_t i = 1; i < n; ++i) {
+            GenerationRequest g = gen;
+            if (seed != sampling::kRandomSeed) {
+                const uint32_t s = seed + static_cast<uint32_t>(i);
+                g.sampling.seed = s == sampling::kRandomSeed ? 0 : s;
+            }
+            rest.push_back(std::move(g));
+        }
+        std::vector<std::shared_ptr<RequestHandle>> handles{scheduler->submit(std::move(gen))};
+        const auto deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s);
+        while (n > 1 && !handles[0]->wait_for_event(std::chrono::milliseconds(50)) && Clock::now() < deadline &&
+               !stopped.load()) {
+        }
+        try {
+            for (auto& g : rest) handles.push_back(scheduler->submit(std::move(g)));
+        } catch (...) {
+            for (auto& h : handles) h->cancel();
+            throw;
+        }
+        return handles;
+    }
+
+    // Streams the events of several choices as one SSE body: `writer(i, event,
+    // done)` turns choice i's event into text, `tail()` ends the body once
+    // every choice is done.
+    using ChoiceWriter = std::function<std::string(size_t, GenerationEvent&, bool& done)>;
+    void stream_choices(httplib::Response& res, std::vector<std::shared_ptr<RequestHandle>> handles, std::string first,
+                        ChoiceWriter writer, std::function<std::string()> tail) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Accel-Buffering", "no");
+        auto pending_first = std::make_shared<std::string>(std::move(first));
+        auto finished = std::make_shared<std::vector<bool>>(handles.size(), false);
+        auto ended = std::make_shared<bool>(false);
+        const auto hard_deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s + 30);
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [this, handles, pending_first, finished, ended, writer, tail, hard_deadline](size_t, httplib::DataSink& sink) {
+                if (!pending_first->empty()) {
+                    if (!sink.write(pending_first->data(), pending_first->size())) return false;
+                    pending_first->clear();
+                }
+                if (*ended) {
+                    sink.done();
+                    return true;
+                }
+                if (stopped.load() || Clock::now() > hard_deadline) return false;
+                std::string text;
+                bool all_done = true;
+                for (size_t i = 0; i < handles.size(); ++i) {
+                    if ((*finished)[i]) continue;
+                    all_done = false;
+                    auto ev = handles[i]->pop(std::chrono::milliseconds(handles.size() > 1 ? 10 : 100));
+                    if (!ev) continue;
+                    bool done = false;
+                    text += writer(i, *ev, done);
+                    if (done) (*finished)[i] = true;
+                }
+                all_done = std::all_of(finished->begin(), finished->end(), [](bool f) { return f; });
+                if (all_done) text += tail();
+                if (!text.empty() && !sink.write(text.data(), text.size())) return false;
+                if (all_done) {
+                    *ended = true;
+                    sink.done();
+                }
+                return text.empty() ? sink.is_writable() : true;
+            },
+            [handles](bool) {
+                for (auto& h : handles) h->cancel();  // finished, or the client went away
+            });
+    }
+
+    // POST /v1/chat/completions with n > 1 (OpenAI's shape: one choice per index).
+    void chat_choices(const httplib::Request& req, httplib::Response& res, ChatJob& job,
+                      const chat::OutputParserOptions& popt) {
+        const int32_t n = job.n_choices;
+        auto handles = submit_choices(std::move(job.gen), n);
+        const std::string id = random_id("chatcmpl-");
+        const long long created_at = unix_now();
+        if (!job.stream) {
+            std::vector<ClientWatch> watches;
+            for (auto& h : handles) watches.push_back(watch_client(req, h));
+            json body;
+            Usage total;
+            for (size_t i = 0; i < handles.size(); ++i) {
+                Collected c;
+                GenerationEvent err;
+                if (!collect(handles[i], popt, c, err)) {
+                    for (auto& h : handles) h->cancel();
+                    throw ApiError(err.http_status, "server_error", err.error);
+                }
+                json one = openai_chat_body(id, created_at, model_id, c, job.logprobs);
+                if (i == 0) {
+                    body = one;
+                    total = c.usage;
+                } else {
+                    one["choices"][0]["index"] = i;
+                    body["choices"].push_back(one["choices"][0]);
+                    total.completion += c.usage.completion;
+                }
+            }
+            body["usage"] = usage_openai(total);
+            send_json(res, 200, body);
+            return;
+        }
+        std::vector<std::shared_ptr<OpenAIChatStream>> writers;
+        std::vector<std::shared_ptr<chat::StreamingOutputParser>> parsers;
+        std::string first;
+        for (int32_t i = 0; i < n; ++i) {
+            writers.push_back(std::make_shared<OpenAIChatStream>(id, created_at, model_id, job.include_usage, job.logprobs, i));
+            parsers.push_back(std::make_shared<chat::StreamingOutputParser>(popt));
+            first += writers.back()->start();
+        }
+        auto total = std::make_shared<Usage>();
+        stream_choices(
+            res, handles, first,
+            [writers, parsers, total](size_t i, GenerationEvent& ev, bool& done) -> std::string {
+                if (ev.kind == GenerationEvent::Kind::Text) return writers[i]->delta(parsers[i]->push(ev.text), ev.logprobs);
+                done = true;
+                if (ev.kind == GenerationEvent::Kind::Error) return writers[i]->error(ev.http_status, ev.error);
+                auto d = parsers[i]->finish();
+                std::string out = writers[i]->delta(d, {});
+                Collected c;
+                c.calls = d.tool_calls;
+                c.finish_reason = ev.finish_reason;
+                c.usage = usage_of(ev);
+                if (i == 0) {
+                    const int32_t completion = total->completion;
+                    *total = c.usage;
+                    total->completion += completion;
+                } else {
+                    total->completion += c.usage.completion;
+                }
+                return out + writers[i]->finish_choice(c);
+            },
+            [writers, total] { return writers[0]->end(*total); });
+    }
+
     void handle_chat(const httplib::Request& req, httplib::Response& res, Dialect dialect) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
-            ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body) : parse_openai_chat(body);
-            check_model(job.model, dialect);
+            ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body, config.default_sampling)
+                                                         : parse_openai_chat(body, config.default_sampling);
             const chat::OutputParserOptions popt = formatter->prepare(job);
             const std::vector<std::string> user_stops(job.gen.stop.begin(),
                                                       job.gen.stop.end() - (formatter->is_default() ? 2 : 0));
             finish_request(job.gen);
+            if (job.n_choices > 1) {
+                chat_choices(req, res, job, popt);
+                return;
+            }
             const int32_t n_prompt = static_cast<int32_t>(job.gen.prompt.size());
             auto handle = scheduler->submit(std::move(job.gen));
-            const std::string model = job.model.empty() ? model_id : job.model;
+            const std::string& model = model_id;  // llama-server names its model, not the request's name
             const long long created_at = unix_now();
             if (!job.stream) {
                 const ClientWatch watch = watch_client(req, handle);
@@ -264,12 +417,15 @@ struct Server::Impl {
 
     void handle_completions(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            CompletionJob job = parse_openai_completion(parse_body(req.body), backend->vocab());
-            check_model(job.model, Dialect::OpenAI);
+            CompletionJob job = parse_openai_completion(parse_body(req.body), backend->vocab(), config.default_sampling);
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
+            if (job.n_choices > 1) {
+                completion_choices(req, res, job, want_logprobs);
+                return;
+            }
             auto handle = scheduler->submit(std::move(job.gen));
-            const CompletionIds ids{random_id("cmpl-"), unix_now(), job.model.empty() ? model_id : job.model};
+            const CompletionIds ids{random_id("cmpl-"), unix_now(), model_id};
             if (!job.stream) {
                 const ClientWatch watch = watch_client(req, handle);
                 Collected c;
@@ -307,10 +463,87 @@ struct Server::Impl {
         });
     }
 
+    // POST /v1/completions with n > 1: one choice per index, as OpenAI.
+    void completion_choices(const httplib::Request& req, httplib::Response& res, CompletionJob& job, bool want_logprobs) {
+        const int32_t n = job.n_choices;
+        const bool include_usage = job.include_usage;
+        auto handles = submit_choices(std::move(job.gen), n);
+        const CompletionIds ids{random_id("cmpl-"), unix_now(), model_id};
+        auto with_index = [](json body, size_t i) {
+            body["choices"][0]["index"] = i;
+            return body;
+        };
+        if (!job.stream) {
+            std::vector<ClientWatch> watches;
+            for (auto& h : handles) watches.push_back(watch_client(req, h));
+            json out;
+            Usage total;
+            for (size_t i = 0; i < handles.size(); ++i) {
+                Collected c;
+                std::string text;
+                try {
+                    text = collect_text(handles[i], c);
+                } catch (...) {
+                    for (auto& h : handles) h->cancel();
+                    throw;
+                }
+                json one = with_index(completion_body(ids, text, c.finish_reason == "length" ? "length" : "stop",
+                                                      want_logprobs ? completion_logprobs_json(c.logprobs, 0) : json()),
+                                      i);
+                if (i == 0) {
+                    out = one;
+                    total = c.usage;
+                    out["timings"] = timings_json(c.usage);
+                } else {
+                    out["choices"].push_back(one["choices"][0]);
+                    total.completion += c.usage.completion;
+                }
+            }
+            out["usage"] = usage_openai(total);
+            send_json(res, 200, out);
+            return;
+        }
+        auto offsets = std::make_shared<std::vector<size_t>>(handles.size(), 0);
+        auto total = std::make_shared<Usage>();
+        auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+        stream_choices(
+            res, handles, "",
+            [=](size_t i, GenerationEvent& ev, bool& done) -> std::string {
+                if (ev.kind == GenerationEvent::Kind::Text) {
+                    json lps = want_logprobs ? completion_logprobs_json(ev.logprobs, (*offsets)[i]) : json();
+                    (*offsets)[i] += ev.text.size();
+                    return sse_event(dump(with_index(completion_body(ids, ev.text, nullptr, lps), i)));
+                }
+                done = true;
+                if (ev.kind == GenerationEvent::Kind::Error)
+                    return sse_event(error_body(Dialect::OpenAI, ev.http_status, "", ev.error));
+                const Usage u = usage_of(ev);
+                if (i == 0) {
+                    const int32_t completion = total->completion;
+                    *total = u;
+                    total->completion += completion;
+                } else {
+                    total->completion += u.completion;
+                }
+                json last = with_index(completion_body(ids, "", ev.finish_reason == "length" ? "length" : "stop", nullptr), i);
+                last["timings"] = timings_json(u);
+                return sse_event(dump(last));
+            },
+            [=]() -> std::string {
+                std::string out;
+                if (include_usage) {
+                    json uj = completion_body(ids, "", nullptr, nullptr);
+                    uj["choices"] = json::array();
+                    uj["usage"] = usage_openai(*total);
+                    out += sse_event(dump(uj));
+                }
+                return out + sse_event("[DONE]");
+            });
+    }
+
     void handle_embeddings(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const EmbeddingJob job = parse_openai_embeddings(parse_body(req.body), backend->vocab(), backend->n_vocab());
-            check_model(job.model, Dialect::OpenAI);
             json data = json::array();
             int64_t n_tokens = 0;
             for (size_t i = 0; i < job.inputs.size(); ++i) {
@@ -327,14 +560,35 @@ struct Server::Impl {
                 n_tokens += static_cast<int64_t>(job.inputs[i].size());
                 data.push_back(embedding_json(i, v, job.base64));
             }
-            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", job.model.empty() ? model_id : job.model},
+            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", model_id},
                                  {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
         });
     }
 
-    json model_json() const {
-        return {{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "cria"},
+    json model_json(const std::string& name) const {
+        return {{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "cria"},
                 {"meta", {{"n_vocab", backend->n_vocab()}, {"n_ctx", backend->n_ctx_per_seq()}}}};
+    }
+    json models_json() const {
+        json data = json::array();
+        for (const auto& name : model_names) data.push_back(model_json(name));
+        return {{"object", "list"}, {"data", data}};
+    }
+
+    // /props: what a request that sets nothing gets (llama-server's names).
+    json default_params_json() const {
+        const auto& d = config.default_sampling;
+        return {{"temperature", d.temp}, {"top_k", d.top_k}, {"top_p", d.top_p}, {"min_p", d.min_p},
+                {"typical_p", d.typ_p}, {"top_n_sigma", d.top_n_sigma}, {"xtc_probability", d.xtc_probability},
+                {"xtc_threshold", d.xtc_threshold}, {"dynatemp_range", d.dynatemp_range},
+                {"dynatemp_exponent", d.dynatemp_exponent}, {"repeat_last_n", d.penalty_last_n},
+                {"repeat_penalty", d.penalty_repeat}, {"presence_penalty", d.penalty_present},
+                {"frequency_penalty", d.penalty_freq}, {"dry_multiplier", d.dry_multiplier}, {"dry_base", d.dry_base},
+                {"dry_allowed_length", d.dry_allowed_length}, {"dry_penalty_last_n", d.dry_penalty_last_n},
+                {"dry_sequence_breakers", d.dry_sequence_breakers}, {"mirostat", d.mirostat},
+                {"mirostat_tau", d.mirostat_tau}, {"mirostat_eta", d.mirostat_eta}, {"ignore_eos", d.ignore_eos},
+                {"samplers", json(sampling::samplers_to_names(d.samplers))}, {"seed", d.seed},
+                {"max_tokens", config.default_max_tokens}};
     }
 
     // The routes (below), in four groups.
@@ -387,16 +641,13 @@ void Server::Impl::api_routes() {
     http->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200, {{"status", "ok"}});
     });
-    http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-        send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
-    });
-    http->Get("/models", [this](const httplib::Request&, httplib::Response& res) {
-        send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
-    });
+    http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
+    http->Get("/models", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
     http->Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            check_model(req.matches[1].str(), Dialect::OpenAI);
-            send_json(res, 200, model_json());
+            const std::string name = req.matches[1].str();
+            check_model_name(name);
+            send_json(res, 200, model_json(name));
         });
     });
     http->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res, Dialect::OpenAI); });
@@ -407,7 +658,6 @@ void Server::Impl::api_routes() {
             json body = parse_body(req.body);
             if (!body.contains("max_tokens")) body["max_tokens"] = 1;
             ChatJob job = parse_anthropic_messages(body);
-            check_model(job.model, Dialect::Anthropic);
             formatter->prepare(job);
             send_json(res, 200, {{"input_tokens", job.gen.prompt.size()}});
         });
@@ -457,7 +707,7 @@ void Server::Impl::tool_routes() {
     });
     http->Get("/props", [this](const httplib::Request&, httplib::Response& res) {
         const auto& o = scheduler->options();
-        send_json(res, 200, {{"default_generation_settings", {{"n_ctx", backend->n_ctx_per_seq()}, {"params", {{"temperature", 0.8}, {"top_k", 40}, {"top_p", 0.95}, {"min_p", 0.05}, {"max_tokens", config.default_max_tokens}}}}},
+        send_json(res, 200, {{"default_generation_settings", {{"n_ctx", backend->n_ctx_per_seq()}, {"params", default_params_json()}}},
                              {"total_slots", o.n_slots},
                              {"model_alias", model_id},
                              {"model_path", config.model_path},
@@ -536,9 +786,15 @@ Server::Server(std::unique_ptr<Backend> backend, ServerConfig config) : impl_(st
     m.formatter->set_parse_special_in_content(m.config.parse_special_in_content);
     m.scheduler = std::make_unique<Scheduler>(*m.backend, m.config.scheduler);
     m.port = m.config.port;  // until start() binds (serve_bytes() checks Host against it)
-    m.model_id = m.config.model_alias;
-    if (m.model_id.empty()) m.model_id = std::filesystem::path(m.config.model_path).filename().string();
-    if (m.model_id.empty()) m.model_id = m.backend->model_name();
+    for (const auto& alias : m.config.model_aliases)
+        if (!alias.empty()) m.model_names.push_back(alias);
+    std::sort(m.model_names.begin(), m.model_names.end());
+    m.model_names.erase(std::unique(m.model_names.begin(), m.model_names.end()), m.model_names.end());
+    if (m.model_names.empty()) {
+        std::string name = std::filesystem::path(m.config.model_path).filename().string();
+        m.model_names.push_back(name.empty() ? m.backend->model_name() : name);
+    }
+    m.model_id = m.model_names.front();
     ConnectionLimits limits;
     limits.header_timeout = std::chrono::seconds(m.config.header_timeout_s);
     limits.body_timeout = std::chrono::seconds(m.config.read_timeout_s);

@@ -1,13 +1,20 @@
 // cria run: generate text from a prompt, as llama.cpp's llama-completion.
 //
-//   cria run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]
-//            [--min-p P] [--seed S] [--repeat-penalty R] [-c CTX] [-t THREADS]
+//   cria run -m MODEL -p PROMPT | -f FILE [-n N] [-r STOP]... [-e | --no-escape] [--keep N]
+//            [--temp T] [--top-k K] [--top-p P] [--min-p P] [-s SEED] [--repeat-penalty R]
+//            [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty P] [--dry-*]
+//            [--typical P] [--top-n-sigma N] [--xtc-*] [--mirostat N] [--mirostat-lr E]
+//            [--mirostat-ent T] [--dynatemp-range R] [--dynatemp-exp E] [-l ID(+/-)BIAS]...
+//            [--ignore-eos] [--samplers LIST] [-c CTX] [-t THREADS]
 //            [-b N] [-ub N] [-ctk T] [-ctv T] [--no-display-prompt] [--load-mode M]
 //            [--grammar G | --grammar-file F | -j SCHEMA | --json-schema-file F]
 //            [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ...
 //   cria run -m MODEL            (no -p: interactive chat in the terminal; the same
 //                                 model, cache, sampling, grammar and speculative
-//                                 decoding flags)
+//                                 decoding flags, and -sys, --chat-template[-file])
+//
+// The flags are llama-completion's (common/arg.cpp): same names, defaults
+// and meaning. One that does not apply to the mode asked for is an error.
 //
 // stdout gets exactly the text: the prompt as its tokens read back (SPM's
 // leading space included, BOS/control tokens not shown) unless
@@ -20,18 +27,25 @@
 #include <string>
 #include <thread>
 
+#include <fstream>
+#include <sstream>
+
 #include "cria/core/error.h"
+#include "cria/core/escapes.h"
 #include "cria/gguf/file.h"
 #include "cria/model/model.h"
 #include "cria/runtime/generate.h"
 #include "cria/runtime/options.h"
+#include "cria/runtime/reverse_prompt.h"
 #include "cria/sampling/grammar.h"
+#include "cria/sampling/options.h"
 #include "cria/sampling/params.h"
 #include "cria/server/interactive_chat.h"
 #include "cria/spec/options.h"
 #include "cria/spec/speculative.h"
 #include "cria/vocab/vocab.h"
 #include "tools/command.h"
+#include "tools/sampling_flags.h"
 #include "tools/spec_flags.h"
 
 namespace {
@@ -39,13 +53,16 @@ namespace {
 struct RunOptions {
     std::string model;
     std::string prompt;
+    std::string prompt_file;                  // -f: the prompt from a file
+    std::string system_prompt;                // -sys: the chat's system message
+    std::vector<std::string> reverse_prompts; // -r: halt once one is written
+    std::string chat_template;                // the chat's template (Jinja source)
+    std::string chat_template_file;
+    bool jinja = false;                       // accepted: templates are always Jinja here
+    bool escape = true;                       // -e (llama.cpp's default) / --no-escape
+    int32_t keep = 0;                         // --keep: tokens kept by a context shift (none here)
     int n_predict = -1;
-    float temp = 0.8f;
-    int top_k = 40;
-    float top_p = 0.95f;
-    float min_p = 0.05f;
-    uint32_t seed = cria::sampling::kRandomSeed;
-    float repeat_penalty = 1.0f;
+    cria::sampling::SamplingFlagState sampling;
     uint32_t n_ctx = 4096;
     int threads = 0;
     uint32_t n_batch = 2048;
@@ -73,12 +90,9 @@ int run_chat(const RunOptions& opt, cria::gguf::LoadMode mode) {
     chat.n_ctx = static_cast<int32_t>(opt.n_ctx);
     chat.n_threads = opt.threads;
     chat.max_tokens = opt.n_predict;
-    chat.sampling.temp = opt.temp;
-    chat.sampling.top_k = opt.top_k;
-    chat.sampling.top_p = opt.top_p;
-    chat.sampling.min_p = opt.min_p;
-    chat.sampling.seed = opt.seed;
-    chat.sampling.penalty_repeat = opt.repeat_penalty;
+    chat.sampling = opt.sampling.params;
+    chat.system_prompt = opt.system_prompt;
+    chat.chat_template = opt.chat_template;
     chat.grammar = opt.grammar;
     chat.backend.n_batch = static_cast<int32_t>(opt.n_batch);
     chat.backend.n_ubatch = static_cast<int32_t>(opt.n_ubatch);
@@ -111,13 +125,11 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
                  opt.cache_type_k.c_str(), opt.cache_type_v.c_str(), ctx.memory_bytes() / 1048576.0,
                  std::string(gguf::load_mode_name(model->file().load_mode())).c_str());
 
-    sampling::SamplingParams sp;
-    sp.temp = opt.temp;
-    sp.top_k = opt.top_k;
-    sp.top_p = opt.top_p;
-    sp.min_p = opt.min_p;
-    sp.seed = opt.seed;
-    sp.penalty_repeat = opt.repeat_penalty;
+    const sampling::SamplingParams& sp = opt.sampling.params;
+    for (const auto& lb : sp.logit_bias)
+        if (lb.token < 0 || lb.token >= static_cast<int32_t>(vocab.size()))
+            throw Error("--logit-bias: token " + std::to_string(lb.token) + " is not in the vocabulary (" +
+                        std::to_string(vocab.size()) + " tokens)");
     sampling::ChainContext cc;
     cc.vocab = &vocab;
     cc.n_ctx = static_cast<int32_t>(ctx.n_ctx());
@@ -128,6 +140,11 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
 
     const auto tokens = vocab.tokenize(opt.prompt, true, true);
     if (tokens.empty()) throw Error("the prompt gives no tokens");
+    if (opt.keep != 0)
+        std::fprintf(stderr, "cria run: n_keep = %d: it has no effect, as in llama-completion without --context-shift "
+                             "(generation stops at a full context)\n", opt.keep);
+    const runtime::ReversePrompts reverse(vocab, opt.reverse_prompts);
+    std::vector<runtime::TokenId> history = tokens;  // what the reverse prompts are looked for in
     if (!opt.no_display_prompt) {
         std::string shown;
         for (auto t : tokens) shown += vocab.token_to_piece(t, false);
@@ -138,11 +155,15 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
         const std::string piece = vocab.token_to_piece(t, false);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
-        return true;
+        history.push_back(t);
+        return reverse.found(history).empty();  // llama-completion halts after writing the reverse prompt
     };
     runtime::GenerationResult result;
     std::string spec_report;
-    if (opt.spec.enabled()) {
+    if (!reverse.found(history).empty()) {
+        // The prompt itself ends with a reverse prompt: llama-completion stops before sampling.
+        result.stop = runtime::StopReason::Callback;
+    } else if (opt.spec.enabled()) {
         spec::Speculator speculator(opt.spec, spec::make_drafters(opt.spec, ctx, vocab));
         speculator.set_sampling(sp);  // the draft chain and the verifier follow --temp and --seed
         result = speculator.generate(ctx, vocab, chain, tokens, opt.n_predict, print);
@@ -172,12 +193,21 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--model", opt->model, "GGUF model file; also -m FILE");
     auto* prompt = cmd.add_option("-p,--prompt", opt->prompt, "Prompt to continue (without -p: a chat in the terminal, with the same flags)");
     cmd.add_option("-n,--n-predict", opt->n_predict, "Tokens to generate (-1: until end of generation or a full context)");
-    cmd.add_option("--temp", opt->temp, "Temperature (0: greedy)");
-    cmd.add_option("--top-k", opt->top_k, "Top-k (0: off)");
-    cmd.add_option("--top-p", opt->top_p, "Top-p (1.0: off)");
-    cmd.add_option("--min-p", opt->min_p, "Min-p (0.0: off)");
-    cmd.add_option("-s,--seed", opt->seed, "Sampling seed (default: random)");
-    cmd.add_option("--repeat-penalty", opt->repeat_penalty, "Penalty for repeated tokens (1.0: off)");
+    auto* file = cmd.add_option("-f,--file", opt->prompt_file, "A file containing the prompt (one trailing newline is dropped)");
+    cmd.add_option("-r,--reverse-prompt", opt->reverse_prompts,
+                   "Halt generation at PROMPT (repeatable; with -p or -f)");
+    cmd.add_flag("-e,--escape,!--no-escape", opt->escape,
+                 "Process escape sequences (\\n, \\r, \\t, \\', \\\", \\\\, \\xHH) in the prompt, the reverse "
+                 "prompts and the DRY sequence breakers (default: on; --no-escape: off)");
+    cmd.add_option("--keep", opt->keep,
+                   "Tokens to keep from the initial prompt on a context shift (default: 0, -1 = all); cria, like "
+                   "llama-completion without --context-shift, never shifts: generation stops at a full context");
+    cmd.add_option("--system-prompt", opt->system_prompt, "System message of the chat (without -p); also -sys PROMPT");
+    cmd.add_option("--chat-template", opt->chat_template, "Jinja chat template source for the chat (overrides the model's)");
+    cmd.add_option("--chat-template-file", opt->chat_template_file, "File holding the chat's Jinja template");
+    cmd.add_flag("--jinja", opt->jinja,
+                 "Accepted for llama.cpp's command lines: cria always renders chat templates with its Jinja engine");
+    cria::tools::add_sampling_flags(cmd, opt, &RunOptions::sampling);
     cmd.add_option("--ctx-size", opt->n_ctx, "Context size in tokens (0: the model's); also -c N");
     cmd.add_option("-t,--threads", opt->threads, "Threads (default: all hardware threads)");
     cmd.add_option("-b,--batch-size", opt->n_batch, "Most tokens per decode call");
@@ -194,10 +224,12 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("-j,--json-schema", opt->grammar.json_schema, "JSON Schema the output must follow");
     cmd.add_option("--json-schema-file", opt->grammar.json_schema_file, "File with a JSON Schema");
     cria::tools::add_spec_flags(cmd, opt, &RunOptions::spec);
-    return [opt, prompt, &cmd]() -> int {
+    return [opt, prompt, file, &cmd]() -> int {
         using namespace cria;
-        std::string n_ctx, n_ubatch, draft_model;
+        std::string n_ctx, n_ubatch, draft_model, seed, system_prompt;
         runtime::take_dash_options(cmd.remaining(), {{"-m", &opt->model},
+                                                     {"-s", &seed},
+                                                     {"-sys", &system_prompt},
                                                      {"-md", &draft_model},
                                                      {"-c", &n_ctx},
                                                      {"-ub", &n_ubatch},
@@ -208,7 +240,41 @@ std::function<int()> setup(CLI::App& cmd) {
         if (!n_ctx.empty()) opt->n_ctx = runtime::parse_count(n_ctx, "-c");
         if (!n_ubatch.empty()) opt->n_ubatch = runtime::parse_count(n_ubatch, "-ub");
         const gguf::LoadMode mode = runtime::parse_load_mode_or_throw(opt->load_mode);
-        if (prompt->count() == 0) {
+        if (!seed.empty()) sampling::apply_option(opt->sampling, "-s", seed);
+        if (!system_prompt.empty()) opt->system_prompt = system_prompt;
+        if (opt->keep < -1) throw Error("--keep must be -1 (all) or a count, got " + std::to_string(opt->keep));
+        if (prompt->count() > 0 && file->count() > 0) throw Error("give the prompt with -p or -f, not both");
+        if (file->count() > 0) {
+            std::ifstream in(opt->prompt_file, std::ios::binary);
+            if (!in) throw Error("-f: cannot open '" + opt->prompt_file + "'");
+            std::ostringstream ss;
+            ss << in.rdbuf();
+            opt->prompt = ss.str();
+            if (!opt->prompt.empty() && opt->prompt.back() == '\n') opt->prompt.pop_back();  // as llama.cpp's -f
+        }
+        if (!opt->chat_template_file.empty()) {
+            if (!opt->chat_template.empty()) throw Error("give --chat-template or --chat-template-file, not both");
+            std::ifstream in(opt->chat_template_file, std::ios::binary);
+            if (!in) throw Error("--chat-template-file: cannot open '" + opt->chat_template_file + "'");
+            std::ostringstream ss;
+            ss << in.rdbuf();
+            opt->chat_template = ss.str();
+        }
+        if (opt->escape) {
+            opt->prompt = process_escapes(opt->prompt);
+            for (auto& r : opt->reverse_prompts) r = process_escapes(r);
+            for (auto& b : opt->sampling.params.dry_sequence_breakers) b = process_escapes(b);
+        }
+        const bool completion = prompt->count() > 0 || file->count() > 0;
+        if (completion) {
+            // A raw completion (llama-completion -no-cnv): chat-only flags would do nothing.
+            if (!opt->system_prompt.empty()) throw Error("-sys/--system-prompt is for the chat (run without -p or -f)");
+            if (!opt->chat_template.empty())
+                throw Error("--chat-template/--chat-template-file are for the chat (run without -p or -f)");
+        } else if (!opt->reverse_prompts.empty()) {
+            throw Error("-r/--reverse-prompt needs -p or -f (the chat ends replies at the template's end of turn)");
+        }
+        if (!completion) {
             // No prompt: chat in the terminal with the model's template, on
             // the server's scheduler (one slot, its speculative step).
             return run_chat(*opt, mode);

@@ -5,6 +5,8 @@
 //              [-a ALIAS] [-b N] [-ub N] [-ctk T] [-ctv T] [--load-mode M] [--no-repack] [-n N] [--max-tokens N]
 //              [--max-queue N] [--max-body BYTES] [--max-connections N] [--header-timeout S] [--timeout S] [--no-webui]
 //              [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ... (speculative decoding in every slot)
+//              [--temp T] [--top-k K] [--repeat-last-n N] [--dry-*] [--xtc-*] [--mirostat*] [-l ID(+/-)BIAS] ...
+//              (llama-server's sampling flags: the defaults of every request, which may set its own)
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -14,16 +16,30 @@
 #include <thread>
 
 #include "cria/core/error.h"
+#include "cria/core/escapes.h"
 #include "cria/runtime/options.h"
+#include "cria/sampling/options.h"
 #include "cria/server/runtime_backend.h"
 #include "cria/server/server.h"
 #include "cria/spec/options.h"
 #include "tools/command.h"
+#include "tools/sampling_flags.h"
 #include "tools/spec_flags.h"
 
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+
+std::vector<std::string> split_aliases(const std::string& value) {
+    std::vector<std::string> out;
+    std::stringstream ss(value);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+        if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+    }
+    return out;
+}
 extern "C" void on_signal(int) { g_stop = 1; }
 
 struct ServeOptions {
@@ -40,7 +56,7 @@ struct ServeOptions {
     std::string host = "127.0.0.1";
     int port = 8080;
     std::string api_key;
-    std::string alias;
+    std::vector<std::string> aliases;
     std::string chat_template;
     std::string chat_template_file;
     std::string slot_save_path;
@@ -56,6 +72,9 @@ struct ServeOptions {
     int max_connections = 256;
     int header_timeout = 5;
     cria::spec::SpecParams spec;
+    cria::sampling::SamplingFlagState sampling;
+    bool jinja = false;
+    int32_t keep = 0;
 };
 
 std::function<int()> setup(CLI::App& cmd) {
@@ -75,7 +94,10 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--host", opt->host, "Address to listen on (default 127.0.0.1)");
     cmd.add_option("--port", opt->port, "Port (default 8080, 0: any free port)");
     cmd.add_option("--api-key", opt->api_key, "Require this key (Authorization: Bearer KEY or x-api-key) on every route but /health");
-    cmd.add_option("-a,--alias", opt->alias, "Model id reported to clients (default: the file name)");
+    cmd.add_option("-a,--alias", opt->aliases,
+                   "Model names listed by /v1/models: comma-separated, repeatable (as llama-server); the first in "
+                   "sorted order names the model in responses (default: the file name). Requests may name any model: "
+                   "the one loaded serves them");
     cmd.add_option("--chat-template", opt->chat_template, "Jinja chat template source (overrides the model's)");
     cmd.add_option("--chat-template-file", opt->chat_template_file, "File holding the Jinja chat template");
     cmd.add_option("--slot-save-path", opt->slot_save_path, "Directory for POST /slots/N?action=save|restore");
@@ -97,11 +119,18 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--header-timeout", opt->header_timeout,
                    "Seconds a request's line and headers may take to arrive (then 408 and the connection is closed)");
     cria::tools::add_spec_flags(cmd, opt, &ServeOptions::spec);
+    cria::tools::add_sampling_flags(cmd, opt, &ServeOptions::sampling);
+    cmd.add_flag("--jinja", opt->jinja,
+                 "Accepted for llama-server's command lines: cria always renders chat templates with its Jinja engine");
+    cmd.add_option("--keep", opt->keep,
+                   "Default n_keep of requests (default: 0, -1 = all): tokens a context shift keeps; cria, like "
+                   "llama-server without --context-shift, never shifts, so it has no effect");
     cmd.allow_extras();  // -m, -md, -c, -np and -n, as llama-server spells them
     return [opt, &cmd]() -> int {
         using namespace cria;
-        std::string n_ctx, n_parallel, n_predict, draft_model;
+        std::string n_ctx, n_parallel, n_predict, draft_model, seed;
         runtime::take_dash_options(cmd.remaining(), {{"-m", &opt->model},
+                                                     {"-s", &seed},
                                                      {"-md", &draft_model},
                                                      {"-c", &n_ctx},
                                                      {"-np", &n_parallel},
@@ -111,6 +140,10 @@ std::function<int()> setup(CLI::App& cmd) {
                                                      {"-ctv", &opt->cache_type_v}});
         if (opt->model.empty()) throw Error("no model given (-m FILE)");
         if (!draft_model.empty()) spec::apply_option(opt->spec, "-md", draft_model);
+        if (!seed.empty()) sampling::apply_option(opt->sampling, "-s", seed);
+        // llama.cpp processes escapes in the DRY breakers for every tool (its -e is on by default).
+        for (auto& b : opt->sampling.params.dry_sequence_breakers) b = process_escapes(b);
+        if (opt->keep < -1) throw Error("--keep must be -1 (all) or a count, got " + std::to_string(opt->keep));
         if (!n_predict.empty()) opt->n_predict = n_predict == "-1" ? -1 : static_cast<int32_t>(runtime::parse_count(n_predict, "-n"));
         if (!n_ctx.empty()) opt->n_ctx = static_cast<int32_t>(runtime::parse_count(n_ctx, "-c"));
         if (!n_parallel.empty()) opt->n_parallel = static_cast<int32_t>(runtime::parse_count(n_parallel, "-np"));
@@ -123,7 +156,8 @@ std::function<int()> setup(CLI::App& cmd) {
         config.host = opt->host;
         config.port = opt->port;
         config.api_key = opt->api_key;
-        config.model_alias = opt->alias;
+        for (const auto& value : opt->aliases)
+            for (auto& name : split_aliases(value)) config.model_aliases.push_back(std::move(name));
         config.model_path = opt->model;
         config.chat_template = opt->chat_template;
         if (!opt->chat_template_file.empty()) {
@@ -148,6 +182,7 @@ std::function<int()> setup(CLI::App& cmd) {
         config.scheduler.max_queue = opt->max_queue;
         config.scheduler.max_tokens_cap = opt->max_tokens_cap;
         config.scheduler.speculative = opt->spec;
+        config.default_sampling = opt->sampling.params;
 
         server::RuntimeBackendParams bp;
         bp.n_seq = opt->n_parallel;

@@ -2,6 +2,7 @@
 //
 //   cria template --chat-template-file FILE --messages MESSAGES.json [--tools TOOLS.json]
 //                 [--add-generation-prompt] [--bos-token S] [--eos-token S] [--context JSON]
+//                 [--now YYYY-MM-DD[THH:MM]]
 //
 // Prints the rendered prompt exactly (no trailing newline is added). When the
 // template raises or fails, prints Jinja2's error and exits non-zero.
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "cria/chat/chat_template.h"
+#include "cria/chat/template_now.h"
 #include "cria/core/error.h"
 #include "tools/command.h"
 
@@ -23,6 +25,7 @@ struct TemplateOptions {
     std::string messages_file;
     std::string tools_file;
     std::string context;
+    std::string now;
     bool add_generation_prompt = false;
     std::string bos_token;
     std::string eos_token;
@@ -53,6 +56,8 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--bos-token", opt->bos_token, "Text of the BOS token");
     cmd.add_option("--eos-token", opt->eos_token, "Text of the EOS token");
     cmd.add_option("--context", opt->context, "JSON object of extra template variables, e.g. '{\"enable_thinking\": false}'");
+    cmd.add_option("--now", opt->now,
+                   "The moment strftime_now() renders, UTC: YYYY-MM-DD or YYYY-MM-DDTHH:MM (default: the current local time)");
     return [opt]() -> int {
         cria::chat::ChatTemplateInputs in;
         auto messages = read_json_file(opt->messages_file);
@@ -66,6 +71,7 @@ std::function<int()> setup(CLI::App& cmd) {
         in.messages = messages;
         if (!opt->tools_file.empty()) in.tools = read_json_file(opt->tools_file);
         in.add_generation_prompt = in.add_generation_prompt || opt->add_generation_prompt;
+        if (!opt->now.empty()) in.now = cria::chat::parse_template_now(opt->now);
         in.bos_token = opt->bos_token;
         in.eos_token = opt->eos_token;
         if (!opt->context.empty()) {

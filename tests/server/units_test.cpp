@@ -79,7 +79,7 @@ TEST(OpenAIRequest, WrongTypesAre400WithTheField) {
     EXPECT_EQ(status_of(chat(R"({"messages":[{"role":"user","content":"x"}],"temperature":3})")), 400);
     EXPECT_EQ(status_of(chat(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":-1})")), 400);
     EXPECT_EQ(status_of(chat(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":1.5})")), 400);
-    EXPECT_EQ(status_of(chat(R"({"messages":[{"role":"user","content":"x"}],"n":2})")), 400);
+    EXPECT_EQ(status_of(chat(R"({"messages":[{"role":"user","content":"x"}],"n":17})")), 400);
     EXPECT_EQ(status_of(chat(R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})")), 400);
     EXPECT_EQ(status_of(chat(R"({"messages":[{"role":"user","content":"x"}],"tools":{}})")), 400);
     EXPECT_EQ(status_of(chat(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})")), 400);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,11 @@ struct PerplexityParams {
     int n_threads = 0;
     ElementType type_k = ElementType::F16;
     ElementType type_v = ElementType::F16;
+    // --kl-divergence-base: the tokens once (before any decode), then every
+    // scored row's logits and the token that follows, chunk by chunk in
+    // position order (one chunk per batch then, so that rows come in order).
+    std::function<void(int32_t n_ctx, int32_t n_chunk, const std::vector<int32_t>& tokens)> on_tokens;
+    std::function<void(std::span<const float> logits, int32_t next)> on_row;
 };
 
 struct PerplexityResult {

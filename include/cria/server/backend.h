@@ -56,6 +56,11 @@ public:
     // nothing, when the memory cannot drop part of a history (a recurrent
     // state); keep = 0 (clear the sequence) always succeeds.
     virtual bool seq_keep_prefix(int32_t seq, int32_t keep) = 0;
+    // Makes `dst` hold the first n positions of `src` by sharing its cells
+    // (no evaluation): n > 1 choices of one prompt evaluate it once. False,
+    // leaving dst empty, when the memory cannot (the default; a recurrent
+    // state holds more than the prefix).
+    virtual bool seq_copy_prefix(int32_t src, int32_t dst, int32_t n);
     // Checkpoints of a verify batch (see above); false, changing nothing,
     // when refused (begin: one is open; commit: none is, or n_accepted is
     // more than was decoded since begin).

@@ -49,6 +49,7 @@ public:
     void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override;
     // The context's memory (runtime::Context::memory_seq_rm, memory().checkpoint_*).
     bool seq_keep_prefix(int32_t seq, int32_t keep) override;
+    bool seq_copy_prefix(int32_t src, int32_t dst, int32_t n) override;
     bool checkpoint_begin(int32_t seq, int32_t n_positions) override;
     bool checkpoint_commit(int32_t seq, int32_t n_accepted) override;
     // The KV cells themselves (runtime::Context::save_sequence).

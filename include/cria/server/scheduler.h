@@ -92,6 +92,9 @@ public:
     void push(GenerationEvent event);
     // Waits up to `wait` for the next event.
     std::optional<GenerationEvent> pop(std::chrono::milliseconds wait);
+    // Waits up to `wait` for an event without taking it; true when one is there
+    // (n > 1 choices: the first has evaluated the prompt, the others may share it).
+    bool wait_for_event(std::chrono::milliseconds wait);
     void cancel() { cancelled_.store(true); }
     // Cancelled, or the watched client has gone (which cancels it for good).
     bool cancelled();

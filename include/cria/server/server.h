@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cria/server/backend.h"
+#include "cria/sampling/params.h"
 #include "cria/server/scheduler.h"
 
 namespace cria::server {
@@ -18,7 +19,11 @@ struct ServerConfig {
     std::string host = "127.0.0.1";
     int port = 8080;                    // 0: any free port (see Server::port())
     std::string api_key;                // empty: no authentication
-    std::string model_alias;            // the id clients must use; empty: the model file's name
+    // --alias: the names GET /v1/models lists. As llama-server (a std::set),
+    // they are sorted and unique, and the first names the model in every
+    // response's "model" field. Empty: the model file's name. With one model
+    // loaded, a request's "model" may be anything: it is served all the same.
+    std::vector<std::string> model_aliases;
     std::string model_path;             // shown by /props
     std::string chat_template;          // Jinja source; empty: the model's, else a ChatML default
     std::string slot_save_path;         // directory for /slots save/restore; empty: disabled
@@ -37,6 +42,9 @@ struct ServerConfig {
     int max_connections = 256;          // open at once (one thread each); more are answered 503
     int request_timeout_s = 600;        // a generation (queue included) is stopped after this
     int32_t default_max_tokens = -1;    // when a request gives none (-1: until the context ends)
+    // What a request does not set (temperature, top_k, penalties, DRY, ...):
+    // llama.cpp's defaults, or `cria serve`'s sampling flags (as llama-server).
+    sampling::SamplingParams default_sampling;
     SchedulerOptions scheduler;
 };
 
