@@ -70,6 +70,20 @@ CRIA_REGISTER_DRAFTER(dflash, SpecType::Dflash, 80, [](const DrafterArgs& a) {
     if (a.params.draft_model.empty())
         throw Error("speculative type draft-dflash needs the DFlash drafter's GGUF (-md FILE)");
     if (!a.resources.dflash_head) a.resources.dflash_head = DflashHead::load(a.params.draft_model, a.target.model());
+    if (a.resources.dflash_head->dspark)
+        throw Error(a.params.draft_model + ": this DFlash file has DSpark heads (markov_w1.weight): use draft-dspark");
+    const int threads = a.params.draft_threads > 0 ? a.params.draft_threads : a.target.n_threads();
+    return std::make_unique<DflashDrafter>(a.resources.dflash_head, a.params.draft,
+                                           static_cast<int32_t>(a.target.n_ctx()), threads);
+});
+
+// DSpark: the DFlash block with its Markov and confidence heads.
+CRIA_REGISTER_DRAFTER(dspark, SpecType::Dspark, 85, [](const DrafterArgs& a) {
+    if (a.params.draft_model.empty())
+        throw Error("speculative type draft-dspark needs the DSpark drafter's GGUF (-md FILE)");
+    if (!a.resources.dflash_head) a.resources.dflash_head = DflashHead::load(a.params.draft_model, a.target.model());
+    if (!a.resources.dflash_head->dspark)
+        throw Error(a.params.draft_model + ": draft-dspark needs a dflash file with markov_w1.weight (this one has none)");
     const int threads = a.params.draft_threads > 0 ? a.params.draft_threads : a.target.n_threads();
     return std::make_unique<DflashDrafter>(a.resources.dflash_head, a.params.draft,
                                            static_cast<int32_t>(a.target.n_ctx()), threads);
@@ -85,19 +99,24 @@ std::vector<std::unique_ptr<Drafter>> make_drafters(const SpecParams& params, co
     // The draft file (-md) asks for its drafter by itself, as in llama.cpp:
     // an eagle3 head for draft-eagle3 (detected from its architecture, which
     // llama.cpp leaves to --spec-type), any other model for draft-simple.
-    bool eagle3_file = false, dflash_file = false;
-    if (!params.draft_model.empty() && !listed(SpecType::Eagle3) && !listed(SpecType::Dflash)) {
+    bool eagle3_file = false, dflash_file = false, dspark_file = false;
+    if (!params.draft_model.empty() && !listed(SpecType::Eagle3) && !listed(SpecType::Dflash) &&
+        !listed(SpecType::Dspark)) {
         eagle3_file = Eagle3Head::is_eagle3_file(params.draft_model);
-        dflash_file = !eagle3_file && DflashHead::is_dflash_file(params.draft_model);
-        if (eagle3_file || dflash_file)
+        // llama.cpp: a dflash file is DSpark when it has markov_w1.weight.
+        dspark_file = !eagle3_file && DflashHead::is_dspark_file(params.draft_model);
+        dflash_file = !eagle3_file && !dspark_file && DflashHead::is_dflash_file(params.draft_model);
+        if (eagle3_file || dflash_file || dspark_file)
             std::fprintf(stderr, "auto-detected speculative type '%s' from the draft model metadata\n",
-                         eagle3_file ? "draft-eagle3" : "draft-dflash");
+                         eagle3_file ? "draft-eagle3" : dspark_file ? "draft-dspark" : "draft-dflash");
     }
-    const bool draft_file_is_head = eagle3_file || dflash_file || listed(SpecType::Eagle3) || listed(SpecType::Dflash);
+    const bool draft_file_is_head = eagle3_file || dflash_file || dspark_file || listed(SpecType::Eagle3) ||
+                                    listed(SpecType::Dflash) || listed(SpecType::Dspark);
     const auto wants = [&](SpecType t) {
         if (t == SpecType::Draft && !params.draft_model.empty() && !draft_file_is_head) return true;
         if (t == SpecType::Eagle3 && eagle3_file) return true;
         if (t == SpecType::Dflash && dflash_file) return true;
+        if (t == SpecType::Dspark && dspark_file) return true;
         return listed(t);
     };
     std::vector<std::unique_ptr<Drafter>> out;
