@@ -41,6 +41,7 @@ extern const ArchDefinition kGlm4Moe;
 extern const ArchDefinition kQwen35;
 extern const ArchDefinition kQwen35Moe;
 extern const ArchDefinition kQwen3Next;
+extern const ArchDefinition kMimo2;
 }  // namespace archs
 
 namespace {
@@ -78,6 +79,7 @@ const ArchDefinition* const kArchitectures[] = {
     &archs::kQwen35,
     &archs::kQwen35Moe,
     &archs::kQwen3Next,
+    &archs::kMimo2,
 };
 }  // namespace
 
