@@ -19,7 +19,7 @@ constexpr Named kNames[] = {
     {"ngram-map-k", SpecType::NgramMapK}, {"ngram-map-k4v", SpecType::NgramMapK4v},
     {"ngram-mod", SpecType::NgramMod},  {"ngram-cache", SpecType::NgramCache},
     {"draft-eagle3", SpecType::Eagle3}, {"draft-dflash", SpecType::Dflash},
-    {"draft-dspark", SpecType::Dspark},
+    {"draft-dspark", SpecType::Dspark}, {"draft-mtp", SpecType::Mtp},
 };
 }  // namespace
 
@@ -31,7 +31,7 @@ SpecType parse_spec_type(std::string_view name) {
     for (const auto& n : kNames)
         if (n.name == spelled) return n.type;
     throw Error("unknown speculative type '" + std::string(name) +
-                "' (none, draft, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, draft-eagle3, draft-dflash, draft-dspark)");
+                "' (none, draft, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, draft-eagle3, draft-dflash, draft-dspark, draft-mtp)");
 }
 
 std::vector<SpecType> parse_spec_types(std::string_view list) {

@@ -252,7 +252,7 @@ TEST(DrafterRegistry, EveryTypeIsRegisteredOnceInLlamaCppOrder) {
     std::vector<SpecType> order;
     for (const auto& spec : drafter_registry()) order.push_back(spec.type);
     EXPECT_EQ(order, (std::vector<SpecType>{SpecType::NgramSimple, SpecType::NgramMapK, SpecType::NgramMapK4v,
-                                            SpecType::NgramMod, SpecType::NgramCache, SpecType::Dflash, SpecType::Dspark,
+                                            SpecType::NgramMod, SpecType::NgramCache, SpecType::Mtp, SpecType::Dflash, SpecType::Dspark,
                                             SpecType::Eagle3,
                                             SpecType::Draft}));
     // make_drafters follows the registry, not the order of --spec-type.

@@ -15,7 +15,7 @@
 
 namespace cria::spec {
 
-enum class SpecType { None, Draft, NgramSimple, NgramMapK, NgramMapK4v, NgramMod, NgramCache, Eagle3, Dflash, Dspark };
+enum class SpecType { None, Draft, NgramSimple, NgramMapK, NgramMapK4v, NgramMod, NgramCache, Eagle3, Dflash, Dspark, Mtp };
 
 struct SpecParams {
     std::vector<SpecType> types;   // --spec-type a,b; Draft is implied by a draft model
@@ -39,7 +39,7 @@ struct SpecParams {
 };
 
 // "none", "draft" (also "draft-simple"), "ngram-simple", "ngram-map-k",
-// "ngram-map-k4v", "ngram-mod", "ngram-cache", "draft-eagle3", "draft-dflash", "draft-dspark" (underscores
+// "ngram-map-k4v", "ngram-mod", "ngram-cache", "draft-eagle3", "draft-dflash", "draft-dspark", "draft-mtp" (underscores
 // accepted too).
 SpecType parse_spec_type(std::string_view name);
 // A comma-separated list; "none" alone gives an empty list. Throws cria::Error.
