@@ -46,6 +46,15 @@ std::vector<SpecType> parse_spec_types(std::string_view list) {
     return types;
 }
 
+std::string drafter_type_name(std::string_view drafter_name) {
+    std::string spelled(drafter_name);
+    std::replace(spelled.begin(), spelled.end(), '_', '-');
+    for (const std::string& name : {spelled, "draft-" + spelled})
+        for (const auto& n : kNames)
+            if (n.name == name && n.type != SpecType::None) return std::string(spec_type_name(n.type));
+    return spelled;
+}
+
 std::string_view spec_type_name(SpecType type) {
     for (const auto& n : kNames)
         if (n.type == type) return n.name;

@@ -268,6 +268,18 @@ TEST(DrafterRegistry, EveryTypeIsRegisteredOnceInLlamaCppOrder) {
     EXPECT_EQ(drafters[2]->name(), "draft");
 }
 
+// The server selects a drafter per request by its --spec-type spelling.
+TEST(DrafterRegistry, DrafterNamesMapToTheirTypes) {
+    EXPECT_EQ(drafter_type_name("ngram_simple"), "ngram-simple");
+    EXPECT_EQ(drafter_type_name("ngram_map_k4v"), "ngram-map-k4v");
+    EXPECT_EQ(drafter_type_name("draft"), "draft");
+    EXPECT_EQ(drafter_type_name("eagle3"), "draft-eagle3");
+    EXPECT_EQ(drafter_type_name("dflash"), "draft-dflash");
+    EXPECT_EQ(drafter_type_name("dspark"), "draft-dspark");
+    EXPECT_EQ(drafter_type_name("mtp"), "draft-mtp");
+    EXPECT_EQ(drafter_type_name("feature_recorder"), "feature-recorder");  // not a registered type
+}
+
 // Proposes a fixed continuation and records what the step told it.
 class ScriptedDrafter final : public Drafter {
 public:
