@@ -276,6 +276,10 @@ SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
         s.sliding_window = 8;
         s.tied_output = false;  // llama.cpp requires output.weight for gpt-oss
     }
+    if (arch == "mimo2") {  // fused QKV, every other layer slides (own rope base), sinks
+        s.sliding_window = 8;
+        s.tied_output = false;  // llama.cpp requires output.weight for mimo2
+    }
     if (arch == "olmoe" || arch == "minimax-m2") {  // experts as wide as feed_forward_length
         s.n_expert = 8;
         s.n_expert_used = 3;
@@ -327,7 +331,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2",
                           "gemma3", "gpt-oss", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe",
                           "exaone4", "muse-glimmer", "granite_swa", "deepseek2", "glm4moe", "qwen35", "qwen35moe",
-                          "qwen3next"}))
+                          "qwen3next", "mimo2"}))
         throw Error("synthetic model: unknown architecture '" + arch + "'");
     const bool moe = spec.n_expert > 0;
     if (moe && !is_one_of(arch, {"llama", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "granite",
@@ -348,6 +352,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
     const bool post_norms = gemma || arch == "exaone4" || muse;
     const bool pre_norms = arch != "exaone4";  // exaone4 is post-norm only
     const bool fused = arch == "phi3";
+    const bool mimo2 = arch == "mimo2";  // fused QKV only
     const bool mla = arch == "deepseek2";
     // MLA widths (see SyntheticModelSpec): latent, roped, unroped, value.
     const uint64_t mla_r = 2 * uint64_t{spec.head_dim}, mla_rot = spec.head_dim, mla_nope = 2 * uint64_t{spec.head_dim},
@@ -441,6 +446,13 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
             w.add_metadata(key("attention.sliding_window_pattern"), Value::u32(static_cast<uint32_t>(spec.swa_pattern)));
         }
     }
+    if (mimo2) {  // one flag per block (layer 0 slides), the keys llama.cpp requires
+        std::vector<uint8_t> flags(spec.n_layer);
+        for (uint32_t l = 0; l < spec.n_layer; ++l) flags[l] = l % 2 == 0;
+        w.add_metadata(key("attention.sliding_window_pattern"), Value::array(gguf::ValueType::BOOL, flags));
+        w.add_metadata(key("expert_feed_forward_length"), Value::u32(spec.n_ff));
+        w.add_metadata(key("rope.freq_base_swa"), Value::f32(5000.0f));
+    }
     if (granite_swa) {  // rope on every layer but the last (integer flags)
         std::vector<uint32_t> rope(spec.n_layer, 1);
         rope.back() = 0;
@@ -508,7 +520,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         if (pre_norms) t.add(p + "attn_norm.weight", ElementType::F32, {d}, 1.0f);
         if (mla) {
             add_mla_attention(p);
-        } else if (fused) {
+        } else if (fused || mimo2) {
             t.add(p + "attn_qkv.weight", spec.weight_type, {d, q + 2 * kv});
         } else {
             t.add(p + "attn_q.weight", spec.weight_type, {d, q});
@@ -526,6 +538,7 @@ void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& pa
         }
         if (muse) t.add(p + "attn_gate.weight", spec.weight_type, {d, q});
         if (granite_swa) t.add(p + "attn_sinks.weight", ElementType::F32, {spec.n_head}, 1.0f);
+        if (mimo2) t.add(p + "attn_sinks.weight", ElementType::F32, {spec.n_head});
         if (!mla) t.add(p + "attn_output.weight", spec.weight_type, {q, d});
         if (gpt_oss) {
             t.add(p + "attn_output.bias", ElementType::F32, {d});

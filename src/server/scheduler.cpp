@@ -44,9 +44,7 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options) : backend_(back
         if (options_.speculative.n_max < 0) throw Error("speculative: n_max must not be negative");
         for (auto& slot : slots_) slot->drafters = backend_.make_drafters(options_.speculative);
         for (const auto& d : slots_.front()->drafters) {
-            std::string type(d->name());
-            std::replace(type.begin(), type.end(), '_', '-');  // the flag spelling
-            spec_types_.push_back(type);
+            spec_types_.push_back(spec::drafter_type_name(d->name()));  // the flag spelling
             spec_has_model_ = spec_has_model_ || d->runs_model();
         }
     }

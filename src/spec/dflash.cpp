@@ -13,7 +13,8 @@ DflashDrafter::DflashDrafter(std::shared_ptr<const DflashHead> head, const Draft
                              int n_threads)
     : head_(std::move(head)),
       params_(params),
-      n_max_(std::min(params.n_max, static_cast<int>(head_->block_size) - 1)),
+      anchor_first_(head_->dspark && head_->dspark->sample_from_anchor),
+      n_max_(std::min(params.n_max, static_cast<int>(head_->block_size) - (anchor_first_ ? 0 : 1))),
       pool_(std::max(1, n_threads)),
       ops_(pool_),
       session_(head_, ops_, n_ctx, 512) {
@@ -22,6 +23,7 @@ DflashDrafter::DflashDrafter(std::shared_ptr<const DflashHead> head, const Draft
         throw Error("draft-dflash: --spec-draft-n-min must be in [0, n-max]");
     if (!(params.p_min >= 0.0f && params.p_min <= 1.0f))
         throw Error("draft-dflash: --spec-draft-p-min must be in [0, 1]");
+    if (head_->dspark) chain_.emplace(*head_->dspark, ops_, head_->n_embd, head_->n_vocab_draft);
 }
 
 bool DflashDrafter::take_features(const DraftInput& input) {
@@ -44,17 +46,28 @@ bool DflashDrafter::take_features(const DraftInput& input) {
 void DflashDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
     if (!take_features(input)) return;
     const int want = std::min(n_max_, n_max);
-    // The block always has n_max masks, however many drafts are wanted: its
-    // rows see each other, so its length changes every row's logits (and
+    // The block always has n_max_ draft rows, however many drafts are wanted:
+    // its rows see each other, so its length changes every row's logits (and
     // llama.cpp drafts the whole block, then cuts the result).
-    if (want <= 0 || input.pos_last + n_max_ + 1 > session_.n_ctx()) return;
-    block_.assign(static_cast<size_t>(n_max_) + 1, head_->mask_token);
+    const int n_block = anchor_first_ ? n_max_ : n_max_ + 1, first = anchor_first_ ? 0 : 1;
+    if (want <= 0 || input.pos_last + n_block > session_.n_ctx()) return;
+    block_.assign(static_cast<size_t>(n_block), head_->mask_token);
     block_[0] = input.last;
-    session_.block(block_.data(), n_max_ + 1, input.pos_last);
-    for (int i = 1; i <= want; ++i) {
-        const auto [row, p] = pick_draft_row(ops_, session_.logits(i), head_->n_vocab_draft);
+    session_.block(block_.data(), n_block, input.pos_last);
+    int32_t prev = input.last;  // DSpark's Markov chain starts at the anchor
+    for (int i = 0; i < want; ++i) {
+        const int64_t row = first + i;
+        if (chain_) {
+            // DSpark: the confidence head alone decides where the block is cut.
+            const float conf = chain_->apply(session_, row, prev);
+            if (params_.p_min > 0.0f && conf < params_.p_min) break;
+            prev = head_->target_token(pick_draft_row(ops_, session_.logits(row), head_->n_vocab_draft).first);
+            out.tokens.push_back(prev);
+            continue;
+        }
+        const auto [r, p] = pick_draft_row(ops_, session_.logits(row), head_->n_vocab_draft);
         if (p < params_.p_min) break;  // llama.cpp: this row is not drafted
-        out.tokens.push_back(head_->target_token(row));
+        out.tokens.push_back(head_->target_token(r));
     }
 }
 

@@ -36,12 +36,19 @@ bool DflashHead::is_dflash_file(const std::string& path) {
     }
 }
 
+bool DflashHead::is_dspark_file(const std::string& path) {
+    try {
+        const auto f = gguf::File::open(path);
+        return f->architecture() == kArch && f->find_tensor("markov_w1.weight") != nullptr;
+    } catch (const Error&) {
+        return false;
+    }
+}
+
 std::shared_ptr<const DflashHead> DflashHead::load(const std::string& path, const model::Model& target) {
     std::shared_ptr<const gguf::File> file(gguf::File::open(path));
     const gguf::File& f = *file;
     if (f.architecture() != kArch) fail(f, "architecture is '" + f.architecture() + "', expected 'dflash'");
-    if (f.find_tensor("markov_w1.weight"))
-        fail(f, "this is a DSpark drafter (markov_w1.weight): draft-dspark is not supported yet");
     if (f.find("dflash.attention.sliding_window"))
         fail(f, "sliding-window DFlash layers are not supported yet");
     auto h = std::make_shared<DflashHead>();
@@ -137,6 +144,7 @@ std::shared_ptr<const DflashHead> DflashHead::load(const std::string& path, cons
     } else if (h->n_vocab_draft != static_cast<int64_t>(n_vocab)) {
         fail(f, "the output has " + std::to_string(h->n_vocab_draft) + " rows but there is no d2t map");
     }
+    h->dspark = DsparkHeads::load(f, d, n_vocab, h->n_vocab_draft);
     return h;
 }
 

@@ -5,9 +5,12 @@
 #include <cstdio>
 
 #include "cria/core/error.h"
+#include "cria/gguf/file.h"
+#include "cria/model/model.h"
 #include "cria/spec/draft_model.h"
 #include "cria/spec/dflash.h"
 #include "cria/spec/eagle3.h"
+#include "cria/spec/mtp.h"
 #include "cria/spec/registry.h"
 #include "cria/spec/speculative.h"
 
@@ -65,11 +68,34 @@ CRIA_REGISTER_DRAFTER(eagle3, SpecType::Eagle3, 90, [](const DrafterArgs& a) {
                                            static_cast<int32_t>(a.target.n_ctx()), threads);
 });
 
+// MTP: the target's own NextN block (or a separate MTP GGUF), one pass per drafted token.
+CRIA_REGISTER_DRAFTER(mtp, SpecType::Mtp, 78, [](const DrafterArgs& a) {
+    const std::string path = a.params.draft_model.empty() ? a.target.model().file().path() : a.params.draft_model;
+    if (!a.resources.mtp_head) a.resources.mtp_head = MtpHead::load(path, a.target.model());
+    const int threads = a.params.draft_threads > 0 ? a.params.draft_threads : a.target.n_threads();
+    return std::make_unique<MtpDrafter>(a.resources.mtp_head, a.params.draft, static_cast<int32_t>(a.target.n_ctx()),
+                                        threads);
+});
+
 // DFlash: one forward pass of its block per draft.
 CRIA_REGISTER_DRAFTER(dflash, SpecType::Dflash, 80, [](const DrafterArgs& a) {
     if (a.params.draft_model.empty())
         throw Error("speculative type draft-dflash needs the DFlash drafter's GGUF (-md FILE)");
     if (!a.resources.dflash_head) a.resources.dflash_head = DflashHead::load(a.params.draft_model, a.target.model());
+    if (a.resources.dflash_head->dspark)
+        throw Error(a.params.draft_model + ": this DFlash file has DSpark heads (markov_w1.weight): use draft-dspark");
+    const int threads = a.params.draft_threads > 0 ? a.params.draft_threads : a.target.n_threads();
+    return std::make_unique<DflashDrafter>(a.resources.dflash_head, a.params.draft,
+                                           static_cast<int32_t>(a.target.n_ctx()), threads);
+});
+
+// DSpark: the DFlash block with its Markov and confidence heads.
+CRIA_REGISTER_DRAFTER(dspark, SpecType::Dspark, 85, [](const DrafterArgs& a) {
+    if (a.params.draft_model.empty())
+        throw Error("speculative type draft-dspark needs the DSpark drafter's GGUF (-md FILE)");
+    if (!a.resources.dflash_head) a.resources.dflash_head = DflashHead::load(a.params.draft_model, a.target.model());
+    if (!a.resources.dflash_head->dspark)
+        throw Error(a.params.draft_model + ": draft-dspark needs a dflash file with markov_w1.weight (this one has none)");
     const int threads = a.params.draft_threads > 0 ? a.params.draft_threads : a.target.n_threads();
     return std::make_unique<DflashDrafter>(a.resources.dflash_head, a.params.draft,
                                            static_cast<int32_t>(a.target.n_ctx()), threads);
@@ -85,19 +111,31 @@ std::vector<std::unique_ptr<Drafter>> make_drafters(const SpecParams& params, co
     // The draft file (-md) asks for its drafter by itself, as in llama.cpp:
     // an eagle3 head for draft-eagle3 (detected from its architecture, which
     // llama.cpp leaves to --spec-type), any other model for draft-simple.
-    bool eagle3_file = false, dflash_file = false;
-    if (!params.draft_model.empty() && !listed(SpecType::Eagle3) && !listed(SpecType::Dflash)) {
+    bool eagle3_file = false, dflash_file = false, dspark_file = false, mtp_file = false;
+    if (!params.draft_model.empty() && !listed(SpecType::Eagle3) && !listed(SpecType::Dflash) &&
+        !listed(SpecType::Dspark) && !listed(SpecType::Mtp)) {
         eagle3_file = Eagle3Head::is_eagle3_file(params.draft_model);
-        dflash_file = !eagle3_file && DflashHead::is_dflash_file(params.draft_model);
-        if (eagle3_file || dflash_file)
+        // llama.cpp: a dflash file is DSpark when it has markov_w1.weight.
+        dspark_file = !eagle3_file && DflashHead::is_dspark_file(params.draft_model);
+        dflash_file = !eagle3_file && !dspark_file && DflashHead::is_dflash_file(params.draft_model);
+        // ... and a file with a NextN block is an MTP drafter.
+        mtp_file = !eagle3_file && !dspark_file && !dflash_file && MtpHead::has_nextn(params.draft_model);
+        if (eagle3_file || dflash_file || dspark_file || mtp_file)
             std::fprintf(stderr, "auto-detected speculative type '%s' from the draft model metadata\n",
-                         eagle3_file ? "draft-eagle3" : "draft-dflash");
+                         eagle3_file  ? "draft-eagle3"
+                         : dspark_file ? "draft-dspark"
+                         : dflash_file ? "draft-dflash"
+                                       : "draft-mtp");
     }
-    const bool draft_file_is_head = eagle3_file || dflash_file || listed(SpecType::Eagle3) || listed(SpecType::Dflash);
+    const bool draft_file_is_head = eagle3_file || dflash_file || dspark_file || mtp_file ||
+                                    listed(SpecType::Eagle3) || listed(SpecType::Dflash) ||
+                                    listed(SpecType::Dspark) || listed(SpecType::Mtp);
     const auto wants = [&](SpecType t) {
         if (t == SpecType::Draft && !params.draft_model.empty() && !draft_file_is_head) return true;
         if (t == SpecType::Eagle3 && eagle3_file) return true;
         if (t == SpecType::Dflash && dflash_file) return true;
+        if (t == SpecType::Dspark && dspark_file) return true;
+        if (t == SpecType::Mtp && mtp_file) return true;
         return listed(t);
     };
     std::vector<std::unique_ptr<Drafter>> out;

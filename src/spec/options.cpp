@@ -55,9 +55,9 @@ void add_ngram(std::vector<Option>& out, const std::string& kind, NgramParams Sp
 std::vector<Option> make_options() {
     std::vector<Option> o;
     o.push_back({"--spec-type", "speculative types, comma-separated: none, draft, ngram-simple, ngram-map-k, "
-                                "ngram-map-k4v, ngram-mod, ngram-cache, draft-eagle3, draft-dflash",
+                                "ngram-map-k4v, ngram-mod, ngram-cache, draft-eagle3, draft-dflash, draft-dspark, draft-mtp",
                  [](SpecParams& p, const std::string& v) { p.types = parse_spec_types(v); }});
-    o.push_back({"--spec-draft-model,--model-draft", "draft model GGUF (draft-simple, or an eagle3 / dflash head); also -md FILE",
+    o.push_back({"--spec-draft-model,--model-draft", "draft model GGUF (draft-simple, an eagle3 / dflash / dspark head, or an MTP GGUF); also -md FILE",
                  [](SpecParams& p, const std::string& v) { p.draft_model = v; }});
     o.push_back({"--spec-draft-n-max,--draft-max", "most tokens drafted per step (default 16)",
                  [](SpecParams& p, const std::string& v) {

@@ -19,6 +19,7 @@ constexpr Named kNames[] = {
     {"ngram-map-k", SpecType::NgramMapK}, {"ngram-map-k4v", SpecType::NgramMapK4v},
     {"ngram-mod", SpecType::NgramMod},  {"ngram-cache", SpecType::NgramCache},
     {"draft-eagle3", SpecType::Eagle3}, {"draft-dflash", SpecType::Dflash},
+    {"draft-dspark", SpecType::Dspark}, {"draft-mtp", SpecType::Mtp},
 };
 }  // namespace
 
@@ -30,7 +31,7 @@ SpecType parse_spec_type(std::string_view name) {
     for (const auto& n : kNames)
         if (n.name == spelled) return n.type;
     throw Error("unknown speculative type '" + std::string(name) +
-                "' (none, draft, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, draft-eagle3, draft-dflash)");
+                "' (none, draft, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, draft-eagle3, draft-dflash, draft-dspark, draft-mtp)");
 }
 
 std::vector<SpecType> parse_spec_types(std::string_view list) {
@@ -43,6 +44,15 @@ std::vector<SpecType> parse_spec_types(std::string_view list) {
         start = comma + 1;
     }
     return types;
+}
+
+std::string drafter_type_name(std::string_view drafter_name) {
+    std::string spelled(drafter_name);
+    std::replace(spelled.begin(), spelled.end(), '_', '-');
+    for (const std::string& name : {spelled, "draft-" + spelled})
+        for (const auto& n : kNames)
+            if (n.name == name && n.type != SpecType::None) return std::string(spec_type_name(n.type));
+    return spelled;
 }
 
 std::string_view spec_type_name(SpecType type) {

@@ -32,7 +32,7 @@ const std::vector<std::string> kArchs = {"llama",      "qwen2",    "qwen3",    "
                                          "minimax-m2", "ernie4_5-moe", "gemma2", "gemma3", "phi3",  "smollm3",
                                          "seed_oss",   "mistral3", "granite",  "exaone4", "granitemoe",
                                          "muse-glimmer", "granite_swa",
-                                         "gpt-oss",      "deepseek2", "glm4moe"};
+                                         "gpt-oss",      "deepseek2", "glm4moe", "mimo2"};
 
 struct Fixture {
     std::shared_ptr<const gguf::File> file;

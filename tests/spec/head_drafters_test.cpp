@@ -1,4 +1,4 @@
-// draft-eagle3 and draft-dflash on the trained heads of
+// draft-eagle3, draft-dflash, draft-dspark and draft-mtp on the trained heads of
 // ../shared/testdata/drafter-fixtures (austen-7m target): greedy output
 // equals plain decoding, and every
 // verification step drafts and accepts what llama.cpp's did (README §6:
@@ -23,6 +23,7 @@
 #include "cria/sampling/chain.h"
 #include "cria/spec/dflash.h"
 #include "cria/spec/eagle3.h"
+#include "cria/spec/mtp.h"
 #include "cria/spec/registry.h"
 #include "cria/spec/speculative.h"
 #include "cria/spec/step.h"
@@ -94,13 +95,13 @@ struct StepsRun {
 
 // llama-speculative-simple's loop (fixture README §6) on the speculative step.
 StepsRun run_llama_protocol(const std::vector<TokenId>& prompt, int n_predict, int n_max, float p_min,
-                            SpecType type = SpecType::Eagle3, const std::string& file = "eagle3-austen-7m.gguf") {
-    const model::Model& m = austen();
+                            SpecType type = SpecType::Eagle3, const std::string& file = "eagle3-austen-7m.gguf",
+                            const model::Model& m = austen()) {
     const auto vocab = vocab::Vocab::from_gguf(m.file());
     runtime::Context ctx(m, context_params());
     SpecParams params;
     params.types = {type};
-    params.draft_model = (fixtures_dir() / file).string();
+    if (!file.empty()) params.draft_model = (fixtures_dir() / file).string();  // else the target's own file
     params.draft.n_max = params.n_max = n_max;
     params.draft.p_min = p_min;
     auto drafters = make_drafters(params, ctx, vocab);
@@ -194,6 +195,129 @@ INSTANTIATE_TEST_SUITE_P(Runs, DflashFixture,
                              return s;
                          });
 
+// DSpark, both block layouts (bonus-anchor n_max 7, anchor-first n_max 8),
+// with the confidence cut off (p_min 0) and at p_min 0.5.
+class DsparkFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DsparkFixture, StepsAndTextMatchLlamaCpp) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const std::string json = read_text(fixtures_dir() / "results" / (GetParam() + ".json"));
+    const std::vector<TokenId> prompt = ints(json_array(json, "prompt_ids"));
+    const auto expected_steps = strings(json_array(json, "steps_accepted_over_drafted"));
+    const std::vector<TokenId> expected_ids = ints(json_array(json, "generated_ids"));
+    const bool anchor_first = GetParam().find("anchor") != std::string::npos;
+    const float p_min = GetParam().find("pmin0.5") != std::string::npos ? 0.5f : 0.0f;
+    const auto run = run_llama_protocol(prompt, 96, anchor_first ? 8 : 7, p_min, SpecType::Dspark,
+                                        anchor_first ? "dspark-anchor-austen-7m.gguf" : "dspark-austen-7m.gguf");
+    EXPECT_EQ(run.generated, expected_ids);
+    EXPECT_EQ(run.steps, expected_steps);
+}
+
+INSTANTIATE_TEST_SUITE_P(Runs, DsparkFixture,
+                         ::testing::Values("dspark/p1", "dspark/p2", "dspark/p3", "dspark/p4", "dspark-pmin0.5/p1",
+                                           "dspark-pmin0.5/p2", "dspark-pmin0.5/p3", "dspark-pmin0.5/p4",
+                                           "dspark-anchor/p1", "dspark-anchor/p2", "dspark-anchor/p3",
+                                           "dspark-anchor/p4", "dspark-anchor-pmin0.5/p1", "dspark-anchor-pmin0.5/p2",
+                                           "dspark-anchor-pmin0.5/p3", "dspark-anchor-pmin0.5/p4"),
+                         [](const auto& info) {
+                             std::string s = info.param;
+                             for (char& c : s)
+                                 if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                             return s;
+                         });
+
+// draft-mtp on mimo2-austen-1m-mtp.gguf: the NextN block is in the target's
+// own file (no -md, as llama.cpp's runs), n_max 3.
+const model::Model& mimo2() {
+    static const auto m = model::Model::load((fixtures_dir() / "mimo2-austen-1m-mtp.gguf").string());
+    return *m;
+}
+
+class MtpFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MtpFixture, StepsAndTextMatchLlamaCpp) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const std::string json = read_text(fixtures_dir() / "results" / (GetParam() + ".json"));
+    const std::vector<TokenId> prompt = ints(json_array(json, "prompt_ids"));
+    const auto expected_steps = strings(json_array(json, "steps_accepted_over_drafted"));
+    const std::vector<TokenId> expected_ids = ints(json_array(json, "generated_ids"));
+    const auto run = run_llama_protocol(prompt, 96, 3, 0.0f, SpecType::Mtp, "", mimo2());
+    EXPECT_EQ(run.generated, expected_ids);
+    EXPECT_EQ(run.steps, expected_steps);
+}
+
+INSTANTIATE_TEST_SUITE_P(Runs, MtpFixture, ::testing::Values("mtp/p1", "mtp/p2", "mtp/p3", "mtp/p4"),
+                         [](const auto& info) {
+                             std::string s = info.param;
+                             for (char& c : s)
+                                 if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                             return s;
+                         });
+
+// The NextN block alone in its own GGUF (llama.cpp's `--mtp` split): the
+// fixture's block 2 with the embedding, output norm and head, same keys.
+std::string mtp_only_file() {
+    const auto src = gguf::File::open((fixtures_dir() / "mimo2-austen-1m-mtp.gguf").string());
+    gguf::Writer w;
+    for (const auto& [k, v] : src->metadata())
+        if (k != "general.alignment") w.add_metadata(k, v);
+    for (const auto& t : src->tensors()) {
+        if (t.name.rfind("blk.2.", 0) != 0 && t.name != "token_embd.weight" && t.name != "output_norm.weight" &&
+            t.name != "output.weight")
+            continue;
+        const std::vector<uint64_t> shape(t.ne.begin(), t.ne.begin() + t.n_dims);
+        const auto bytes = src->tensor_data(t);
+        w.add_tensor(t.name, t.type, shape, [bytes] { return bytes; });
+    }
+    const std::string path = (test::temp_dir() / "mtp-austen-1m.gguf").string();
+    w.write(path);
+    return path;
+}
+
+TEST(Mtp, GreedyOutputEqualsPlainFromTheTargetOrASeparateFile) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const model::Model& m = mimo2();
+    const auto vocab = vocab::Vocab::from_gguf(m.file());
+    const auto prompt = vocab.tokenize("Elizabeth looked at her sister and said", true, true);
+    runtime::Context plain_ctx(m, context_params());
+    auto plain_chain = greedy(vocab);
+    const auto plain = runtime::generate(plain_ctx, vocab, plain_chain, prompt, 80).tokens;
+    for (const bool separate : {false, true}) {
+        SpecParams params;
+        if (separate) params.draft_model = mtp_only_file();  // detected: it has a NextN block
+        else params.types = {SpecType::Mtp};                 // the target's own block
+        params.adaptive = false;
+        params.n_max = params.draft.n_max = 3;
+        runtime::Context ctx(m, context_params());
+        auto drafters = make_drafters(params, ctx, vocab);
+        ASSERT_EQ(drafters.size(), 1u);
+        EXPECT_EQ(drafters[0]->name(), "mtp");
+        Speculator spec(params, std::move(drafters));
+        auto chain = greedy(vocab);
+        EXPECT_EQ(spec.generate(ctx, vocab, chain, prompt, 80).tokens, plain) << "separate " << separate;
+        EXPECT_GT(spec.metrics().tokens_accepted(), 0) << spec.metrics().format();
+        EXPECT_LT(spec.metrics().tokens_accepted(), spec.metrics().tokens_drafted()) << spec.metrics().format();
+    }
+}
+
+TEST(Mtp, RefusesFilesThatDoNotFit) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const auto expect_error = [](const std::string& path, const model::Model& target, const std::string& needle) {
+        try {
+            MtpHead::load(path, target);
+            ADD_FAILURE() << path << " loaded";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    const std::string mimo_file = (fixtures_dir() / "mimo2-austen-1m-mtp.gguf").string();
+    expect_error(mimo_file, austen(), "target's is 'llama'");                   // another architecture
+    expect_error(austen().file().path(), austen(), "not supported yet");         // llama: no NextN graph
+    EXPECT_TRUE(MtpHead::has_nextn(mimo_file));
+    EXPECT_FALSE(MtpHead::has_nextn(austen().file().path()));
+    EXPECT_FALSE(MtpHead::has_nextn((fixtures_dir() / "dspark-austen-7m.gguf").string()));
+}
+
 TEST(Eagle3, GreedyOutputEqualsPlainThroughTheSpeculator) {
     if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
     const model::Model& m = austen();
@@ -247,8 +371,9 @@ struct Mutation {
     std::vector<uint8_t> bytes;            // non-empty: these bytes instead
 };
 
-std::string mutated_head(const Mutation& m, const std::string& name) {
-    const auto src = gguf::File::open((fixtures_dir() / "eagle3-austen-7m.gguf").string());
+std::string mutated_head(const Mutation& m, const std::string& name,
+                         const std::string& source = "eagle3-austen-7m.gguf") {
+    const auto src = gguf::File::open((fixtures_dir() / source).string());
     gguf::Writer w;
     for (const auto& [k, v] : src->metadata()) {
         if (k == "general.alignment") continue;
@@ -340,11 +465,64 @@ TEST(Dflash, RefusesWhatItCannotRun) {
             EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
         }
     };
-    // DSpark (Markov and confidence heads) is not implemented: refused, not half-run.
-    expect_error((fixtures_dir() / "dspark-austen-7m.gguf").string(), austen(), "draft-dspark is not supported");
     const auto small = model::Model::load(test::model_path("austen-1m/austen-1m-f32.gguf").string());
     expect_error((fixtures_dir() / "dflash-austen-7m.gguf").string(), *small, "another model");
     expect_error((fixtures_dir() / "eagle3-austen-7m.gguf").string(), austen(), "expected 'dflash'");
+}
+
+TEST(Dspark, GreedyOutputEqualsPlainAndTheTypeIsDetected) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const model::Model& m = austen();
+    const auto vocab = vocab::Vocab::from_gguf(m.file());
+    const auto prompt = vocab.tokenize("Elizabeth looked at her sister and said", true, true);
+    runtime::Context plain_ctx(m, context_params());
+    auto plain_chain = greedy(vocab);
+    const auto plain = runtime::generate(plain_ctx, vocab, plain_chain, prompt, 80).tokens;
+    // Bonus-anchor drafts at most block_size - 1, anchor-first block_size.
+    for (const auto& [file, n_max] : {std::pair{"dspark-austen-7m.gguf", 7}, {"dspark-anchor-austen-7m.gguf", 8}}) {
+        SpecParams params;  // no --spec-type: a dflash file with markov_w1 is DSpark
+        params.draft_model = (fixtures_dir() / file).string();
+        params.adaptive = false;
+        params.draft.p_min = 0.5f;
+        params.n_max = params.draft.n_max = 16;
+        runtime::Context ctx(m, context_params());
+        auto drafters = make_drafters(params, ctx, vocab);
+        ASSERT_EQ(drafters.size(), 1u);
+        EXPECT_EQ(drafters[0]->name(), "dspark");
+        EXPECT_EQ(drafters[0]->n_max(), n_max) << file;
+        Speculator spec(params, std::move(drafters));
+        auto chain = greedy(vocab);
+        EXPECT_EQ(spec.generate(ctx, vocab, chain, prompt, 80).tokens, plain) << file;
+        EXPECT_GT(spec.metrics().tokens_accepted(), 0) << spec.metrics().format();
+        EXPECT_LT(spec.metrics().tokens_accepted(), spec.metrics().tokens_drafted()) << spec.metrics().format();
+    }
+}
+
+TEST(Dspark, RefusesTheWrongTypeAndAMissingConfidenceHead) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const model::Model& m = austen();
+    const auto vocab = vocab::Vocab::from_gguf(m.file());
+    runtime::Context ctx(m, context_params());
+    const auto expect_error = [&](SpecType type, const std::string& path, const std::string& needle) {
+        SpecParams params;
+        params.types = {type};
+        params.draft_model = path;
+        try {
+            make_drafters(params, ctx, vocab);
+            ADD_FAILURE() << path << " accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    expect_error(SpecType::Dflash, (fixtures_dir() / "dspark-austen-7m.gguf").string(), "use draft-dspark");
+    expect_error(SpecType::Dspark, (fixtures_dir() / "dflash-austen-7m.gguf").string(), "markov_w1.weight");
+    expect_error(SpecType::Dspark,
+                 mutated_head({"", std::nullopt, "conf_proj.weight", true}, "dspark-noconf", "dspark-austen-7m.gguf"),
+                 "conf_proj.weight");
+    expect_error(SpecType::Dspark,
+                 mutated_head({"", std::nullopt, "markov_w2.weight", false, {128, 2048}}, "dspark-w2",
+                              "dspark-austen-7m.gguf"),
+                 "markov_w2.weight' has shape");
 }
 
 // At temperature 1 the heads' drafts carry no probabilities, so the step
@@ -364,7 +542,8 @@ TEST(HeadDrafters, TemperatureOneOutputIsPlainSamplingWithTheSameSeed) {
     runtime::Context plain_ctx(m, context_params());
     auto plain_chain = sampling::build_chain(sp, cc);
     const auto plain = runtime::generate(plain_ctx, vocab, plain_chain, prompt, 60).tokens;
-    for (const char* file : {"eagle3-austen-7m.gguf", "dflash-austen-7m.gguf"}) {
+    for (const char* file :
+         {"eagle3-austen-7m.gguf", "dflash-austen-7m.gguf", "dspark-austen-7m.gguf", "dspark-anchor-austen-7m.gguf"}) {
         SpecParams params;
         params.draft_model = (fixtures_dir() / file).string();
         params.adaptive = false;
@@ -377,6 +556,32 @@ TEST(HeadDrafters, TemperatureOneOutputIsPlainSamplingWithTheSameSeed) {
         EXPECT_EQ(spec.generate(ctx, vocab, chain, prompt, 60).tokens, plain) << file;
         EXPECT_GT(spec.metrics().tokens_accepted(), 0) << file << spec.metrics().format();
     }
+}
+
+// The same for draft-mtp on its mimo2 target.
+TEST(Mtp, TemperatureOneOutputIsPlainSamplingWithTheSameSeed) {
+    if (fixtures_dir().empty()) GTEST_SKIP() << "no ../shared/testdata/drafter-fixtures beside the checkout";
+    const model::Model& m = mimo2();
+    const auto vocab = vocab::Vocab::from_gguf(m.file());
+    const auto prompt = vocab.tokenize("Elizabeth looked at her sister and said", true, true);
+    sampling::SamplingParams sp;
+    sp.temp = 1.0f;
+    sp.seed = 7;
+    sampling::ChainContext cc;
+    cc.vocab = &vocab;
+    runtime::Context plain_ctx(m, context_params());
+    auto plain_chain = sampling::build_chain(sp, cc);
+    const auto plain = runtime::generate(plain_ctx, vocab, plain_chain, prompt, 60).tokens;
+    SpecParams params;
+    params.types = {SpecType::Mtp};
+    params.adaptive = false;
+    params.n_max = params.draft.n_max = 3;
+    runtime::Context ctx(m, context_params());
+    Speculator spec(params, make_drafters(params, ctx, vocab));
+    spec.set_sampling(sp);
+    auto chain = sampling::build_chain(sp, cc);
+    EXPECT_EQ(spec.generate(ctx, vocab, chain, prompt, 60).tokens, plain);
+    EXPECT_GT(spec.metrics().tokens_accepted(), 0) << spec.metrics().format();
 }
 
 TEST(Eagle3, GatherFeaturesReordersLayers) {

@@ -252,7 +252,8 @@ TEST(DrafterRegistry, EveryTypeIsRegisteredOnceInLlamaCppOrder) {
     std::vector<SpecType> order;
     for (const auto& spec : drafter_registry()) order.push_back(spec.type);
     EXPECT_EQ(order, (std::vector<SpecType>{SpecType::NgramSimple, SpecType::NgramMapK, SpecType::NgramMapK4v,
-                                            SpecType::NgramMod, SpecType::NgramCache, SpecType::Dflash, SpecType::Eagle3,
+                                            SpecType::NgramMod, SpecType::NgramCache, SpecType::Mtp, SpecType::Dflash, SpecType::Dspark,
+                                            SpecType::Eagle3,
                                             SpecType::Draft}));
     // make_drafters follows the registry, not the order of --spec-type.
     const auto& t = target(kStories);
@@ -265,6 +266,18 @@ TEST(DrafterRegistry, EveryTypeIsRegisteredOnceInLlamaCppOrder) {
     EXPECT_EQ(drafters[0]->name(), "ngram_simple");
     EXPECT_EQ(drafters[1]->name(), "ngram_mod");
     EXPECT_EQ(drafters[2]->name(), "draft");
+}
+
+// The server selects a drafter per request by its --spec-type spelling.
+TEST(DrafterRegistry, DrafterNamesMapToTheirTypes) {
+    EXPECT_EQ(drafter_type_name("ngram_simple"), "ngram-simple");
+    EXPECT_EQ(drafter_type_name("ngram_map_k4v"), "ngram-map-k4v");
+    EXPECT_EQ(drafter_type_name("draft"), "draft");
+    EXPECT_EQ(drafter_type_name("eagle3"), "draft-eagle3");
+    EXPECT_EQ(drafter_type_name("dflash"), "draft-dflash");
+    EXPECT_EQ(drafter_type_name("dspark"), "draft-dspark");
+    EXPECT_EQ(drafter_type_name("mtp"), "draft-mtp");
+    EXPECT_EQ(drafter_type_name("feature_recorder"), "feature-recorder");  // not a registered type
 }
 
 // Proposes a fixed continuation and records what the step told it.

@@ -10,8 +10,15 @@
 // as llama.cpp does (top-k 10 arg-max, stop below p_min). The block's own
 // K/V cells are overwritten by the next injection (the cache is indexed by
 // position), which is llama.cpp's KV trim.
+//
+// draft-dspark is the same drafter on a file with DSpark heads
+// (dspark_head.h): the read rows' logits get the Markov bias chained from
+// the anchor, the draft stops at the first row whose confidence is below
+// p_min (no probability test), and an anchor-first file (sample_from_anchor)
+// uses the block [last, MASK x (n-1)], every row read (n <= block_size).
 
 #include <memory>
+#include <optional>
 
 #include "cria/cpu/thread_pool.h"
 #include "cria/ops/cpu_ops.h"
@@ -25,7 +32,7 @@ class DflashDrafter final : public Drafter {
 public:
     DflashDrafter(std::shared_ptr<const DflashHead> head, const DraftModelParams& params, int32_t n_ctx,
                   int n_threads);
-    std::string_view name() const override { return "dflash"; }
+    std::string_view name() const override { return head_->dspark ? "dspark" : "dflash"; }
     void begin(const BeginInput&) override {}
     void draft(const DraftInput& input, int n_max, Draft& out) override;
     void observe(const DraftInput& input) override { (void)take_features(input); }
@@ -39,10 +46,12 @@ private:
 
     std::shared_ptr<const DflashHead> head_;
     DraftModelParams params_;
-    int n_max_;  // n_max clamped to block_size - 1
+    bool anchor_first_;  // DSpark with sample_from_anchor: block row 0 is a draft row
+    int n_max_;          // n_max clamped to block_size - 1 (anchor-first: block_size)
     cpu::ThreadPool pool_;
     ops::CpuOps ops_;
     DflashSession session_;
+    std::optional<DsparkChain> chain_;  // DSpark files only
     std::vector<float> features_;
     std::vector<int32_t> block_;
 };

@@ -12,8 +12,9 @@
 //              logits = output · RMSNorm(x; output_norm) for every row.
 //
 // Like EAGLE-3 (eagle3_head.h), it is loaded by its drafter, checked
-// against the target, and not a registered architecture. DSpark's Markov and
-// confidence heads and sliding-window layers are refused with a clear error.
+// against the target, and not a registered architecture. A DSpark file's
+// Markov and confidence heads are loaded with it (dspark_head.h);
+// sliding-window layers are refused with a clear error.
 
 #include <cstdint>
 #include <memory>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cria/ops/ops.h"
+#include "cria/spec/dspark_head.h"
 
 namespace cria::gguf {
 class File;
@@ -35,6 +37,8 @@ class DflashHead {
 public:
     static std::shared_ptr<const DflashHead> load(const std::string& path, const model::Model& target);
     static bool is_dflash_file(const std::string& path);
+    // A dflash file with DSpark heads (llama.cpp: markov_w1.weight present).
+    static bool is_dspark_file(const std::string& path);
 
     uint32_t n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0, n_layer = 0;
     float eps = 1e-6f, rope_base = 10000.0f, fc_scale = 1.0f;
@@ -51,6 +55,7 @@ public:
     std::vector<Layer> layers;
     ops::TensorView fc, token_embd, output;
     std::vector<float> enc_norm, output_norm;
+    std::optional<DsparkHeads> dspark;  // a DSpark file (markov_w1.weight present)
 
     int32_t target_token(int64_t row) const {
         return d2t.empty() ? static_cast<int32_t>(row) : d2t[static_cast<size_t>(row)];
@@ -71,6 +76,9 @@ public:
     // logits(i) is row i's draft-vocabulary logits.
     void block(const int32_t* tokens, int64_t n, int32_t p0);
     const float* logits(int64_t i) const { return &logits_[static_cast<size_t>(i * head_->n_vocab_draft)]; }
+    float* mutable_logits(int64_t i) { return &logits_[static_cast<size_t>(i * head_->n_vocab_draft)]; }
+    // Row i's hidden state after output_norm (the logits' input, DSpark's t_embd).
+    const float* hidden(int64_t i) const { return &n_[static_cast<size_t>(i * head_->n_embd)]; }
     int32_t n_ctx() const { return n_ctx_; }
     int32_t max_batch() const { return max_batch_; }
 

@@ -15,7 +15,7 @@
 
 namespace cria::spec {
 
-enum class SpecType { None, Draft, NgramSimple, NgramMapK, NgramMapK4v, NgramMod, NgramCache, Eagle3, Dflash };
+enum class SpecType { None, Draft, NgramSimple, NgramMapK, NgramMapK4v, NgramMod, NgramCache, Eagle3, Dflash, Dspark, Mtp };
 
 struct SpecParams {
     std::vector<SpecType> types;   // --spec-type a,b; Draft is implied by a draft model
@@ -39,11 +39,16 @@ struct SpecParams {
 };
 
 // "none", "draft" (also "draft-simple"), "ngram-simple", "ngram-map-k",
-// "ngram-map-k4v", "ngram-mod", "ngram-cache", "draft-eagle3", "draft-dflash" (underscores
+// "ngram-map-k4v", "ngram-mod", "ngram-cache", "draft-eagle3", "draft-dflash", "draft-dspark", "draft-mtp" (underscores
 // accepted too).
 SpecType parse_spec_type(std::string_view name);
 // A comma-separated list; "none" alone gives an empty list. Throws cria::Error.
 std::vector<SpecType> parse_spec_types(std::string_view list);
 std::string_view spec_type_name(SpecType type);  // the flag spelling
+// The --spec-type spelling a drafter answers to, from its statistics name
+// (Drafter::name(): "ngram_simple" is ngram-simple; "eagle3", "dflash",
+// "dspark" and "mtp" are draft-*); a name that is no type (a drafter from
+// outside the registry) is returned with dashes for underscores.
+std::string drafter_type_name(std::string_view drafter_name);
 
 }  // namespace cria::spec

@@ -35,6 +35,7 @@ namespace cria::spec {
 class NgramModPool;
 class Eagle3Head;
 class DflashHead;
+class MtpHead;
 
 // What drafters may share (the server's slots share one of each); null:
 // the factory creates its own.
@@ -44,6 +45,7 @@ struct DrafterResources {
     uint32_t draft_n_ctx = 0;                         // the draft context (0: the target context's size)
     std::shared_ptr<const Eagle3Head> eagle3_head;    // loaded and checked already (null: load -md)
     std::shared_ptr<const DflashHead> dflash_head;    // loaded and checked already (null: load -md)
+    std::shared_ptr<const MtpHead> mtp_head;          // loaded and checked already (null: load -md or the target)
 };
 
 // What a factory gets.

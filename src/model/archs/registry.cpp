@@ -46,6 +46,7 @@ extern const ArchDefinition kMinimax01;
 extern const ArchDefinition kKimiLinear;
 extern const ArchDefinition kBailingMoe3;
 extern const ArchDefinition kKimiK3;
+extern const ArchDefinition kMimo2;
 }  // namespace archs
 
 namespace {
@@ -88,6 +89,7 @@ const ArchDefinition* const kArchitectures[] = {
     &archs::kKimiLinear,
     &archs::kBailingMoe3,
     &archs::kKimiK3,
+    &archs::kMimo2,
 };
 }  // namespace
 
