@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cria/media/image_encoder.h"
 #include "cria/server/backend.h"
 #include "cria/server/scheduler.h"
 
@@ -37,6 +38,9 @@ struct ServerConfig {
     int max_connections = 256;          // open at once (one thread each); more are answered 503
     int request_timeout_s = 600;        // a generation (queue included) is stopped after this
     int32_t default_max_tokens = -1;    // when a request gives none (-1: until the context ends)
+    // The vision projector (--mmproj); null: requests with images get 400.
+    // Its output width must be the model's (the caller checks).
+    std::shared_ptr<media::ImageEncoder> image_encoder;
     SchedulerOptions scheduler;
 };
 
