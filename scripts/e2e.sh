@@ -82,7 +82,9 @@ export CRIA_API_KEY="e2e-$RANDOM$RANDOM"
 export CRIA_MODEL="austen-7m"
 
 echo "== SDK and web page tests"
-start_server -np 4 -c 8192
+# A tiny vision projector at the model's width (256), so requests may carry images.
+python3 "$ROOT/tools/mktinymmproj.py" "$WORK/tiny-mmproj.gguf" 256 >/dev/null
+start_server -np 4 -c 8192 --mmproj "$WORK/tiny-mmproj.gguf"
 (cd "$ROOT/tests/e2e" && timeout 300 node --test --test-concurrency=1 sdk.test.mjs webui.test.mjs)
 stop_server
 

@@ -56,6 +56,36 @@ constexpr int64_t kColumnsPerTask = 64;
 struct AlignedFree {
     void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
 };
+using ActivationBuffer = std::unique_ptr<uint8_t[], AlignedFree>;
+
+// The activation buffer of the last finished plan of this thread, kept for
+// the next one. Large products (a vision encoder's attention: 64 MiB of
+// activations per head) otherwise get a fresh mapping each time and fault
+// in every page again (7.8 M page faults for one 896x896 image). A plan
+// takes the buffer over (so two plans alive on one thread never share it)
+// and gives it back when it ends; the bigger of two buffers is kept.
+struct SpareBuffer {
+    ActivationBuffer data;
+    size_t bytes = 0;
+};
+thread_local SpareBuffer t_spare;
+
+ActivationBuffer take_buffer(size_t bytes, size_t& capacity) {
+    if (t_spare.data && t_spare.bytes >= bytes) {
+        capacity = t_spare.bytes;
+        t_spare.bytes = 0;
+        return std::move(t_spare.data);
+    }
+    capacity = bytes;
+    return ActivationBuffer(static_cast<uint8_t*>(::operator new[](std::max<size_t>(bytes, 1), std::align_val_t{64})));
+}
+
+void give_back(ActivationBuffer buffer, size_t capacity) {
+    if (buffer && capacity >= t_spare.bytes) {
+        t_spare.data = std::move(buffer);
+        t_spare.bytes = capacity;
+    }
+}
 
 }  // namespace
 
@@ -95,7 +125,8 @@ struct MatmulPlan::Impl {
     TypeKernel kernel;
     ActivationFormat format;
     size_t act_row_bytes = 0;
-    std::unique_ptr<uint8_t[], AlignedFree> act;
+    ActivationBuffer act;
+    size_t act_capacity = 0;
     int64_t rows_per_task = 0;
     int64_t cols_per_task = 0;
     int64_t row_tasks = 0;
@@ -115,7 +146,7 @@ MatmulPlan::MatmulPlan(const MatmulArgs& args, Isa isa) : impl_(new Impl) {
     p.format = p.kernel.act;
     p.act_row_bytes = activation_row_bytes(p.format, args.w.k);
     const size_t total = p.act_row_bytes * static_cast<size_t>(args.n);
-    p.act.reset(static_cast<uint8_t*>(::operator new[](total, std::align_val_t{64})));
+    p.act = take_buffer(total, p.act_capacity);
 
     const int64_t rows = args.r1 - args.r0;
     const int64_t mr = p.kernel.max_rows;
@@ -133,7 +164,10 @@ MatmulPlan::MatmulPlan(const MatmulArgs& args, Isa isa) : impl_(new Impl) {
     guard.release();
 }
 
-MatmulPlan::~MatmulPlan() { delete impl_; }
+MatmulPlan::~MatmulPlan() {
+    give_back(std::move(impl_->act), impl_->act_capacity);
+    delete impl_;
+}
 
 int64_t MatmulPlan::quantize_tasks() const { return impl_->args.n; }
 

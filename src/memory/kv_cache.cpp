@@ -61,6 +61,7 @@ KvCache::KvCache(const KvCacheParams& p) : params_(p) {
         v_[l].assign(v_cell_bytes_ * p.n_cells, 0);
     }
     pos_.assign(p.n_cells, kNoPos);
+    order_.assign(p.n_cells, 0);
     seqs_.assign(p.n_cells, 0);
     shift_.assign(p.n_cells, 0);
 }
@@ -79,6 +80,7 @@ void KvCache::check_seq(SeqId seq) const {
 void KvCache::free_cell(uint32_t c) {
     seqs_[c] = 0;
     pos_[c] = kNoPos;
+    order_[c] = 0;
     shift_[c] = 0;
     while (n_hi_ > 0 && seqs_[n_hi_ - 1] == 0) --n_hi_;
 }
@@ -115,7 +117,11 @@ bool KvCache::place(const UbatchView& ub) {
     const auto n = static_cast<size_t>(ub.n_tokens);
     ub_pos_.assign(ub.positions, ub.positions + n);
     ub_seqs_.assign(ub.seq_masks, ub.seq_masks + n);
-    ubatch_ = UbatchView{ub.n_tokens, ub_pos_.data(), ub_seqs_.data()};
+    if (ub.orders != nullptr)
+        ub_order_.assign(ub.orders, ub.orders + n);
+    else
+        ub_order_.assign(n, 0);
+    ubatch_ = UbatchView{ub.n_tokens, ub_pos_.data(), ub_seqs_.data(), ub_order_.data(), ub.causal};
     plans_[0].valid = plans_[1].valid = false;
     if (params_.n_swa > 0 || params_.n_chunk > 0) prune_window();
 
@@ -139,6 +145,7 @@ bool KvCache::place(const UbatchView& ub) {
     for (size_t i = 0; i < n; ++i) {
         const uint32_t c = slots_[i];
         pos_[c] = ub_pos_[i];
+        order_[c] = ub_order_[i];
         seqs_[c] = ub_seqs_[i];
         shift_[c] = 0;
         n_hi_ = std::max(n_hi_, c + 1);
@@ -197,11 +204,18 @@ const KvCache::Plan& KvCache::plan_for(uint32_t window) {
     for (size_t t = 0; t < n; ++t) {
         const int s = std::countr_zero(ub_seqs_[t]);  // the first sequence decides, as in llama.cpp
         const int64_t p = ub_pos_[t];
+        const int32_t order = ub_order_[t];
         const uint64_t bit = uint64_t{1} << s;
+        // Causal: cells before p, and those at p not after this token. Not
+        // causal: every cell of the sequence (a window still looks back only).
+        const auto hidden = [&](uint32_t c) {
+            if (!ubatch_.causal) return false;
+            return pos_[c] > p || (pos_[c] == p && order_[c] > order);
+        };
         uint32_t lo = 0, hi = 0, count = 0;
         const size_t gather_start = plan.gather_cells.size();
         for (uint32_t c = 0; c < n_hi_; ++c) {
-            if (!(seqs_[c] & bit) || pos_[c] > p || (window > 0 && p - pos_[c] >= window)) continue;
+            if (!(seqs_[c] & bit) || hidden(c) || (window > 0 && p - pos_[c] >= window)) continue;
             if (params_.n_chunk > 0 && pos_[c] < p - p % params_.n_chunk) continue;  // an earlier chunk
             if (count == 0) lo = c;
             hi = c;
@@ -312,6 +326,7 @@ void KvCache::attend_one(ops::Ops& ops, uint32_t layer, const ops::TensorView& q
 
 void KvCache::clear() {
     std::fill(pos_.begin(), pos_.end(), kNoPos);
+    std::fill(order_.begin(), order_.end(), 0);
     std::fill(seqs_.begin(), seqs_.end(), 0);
     std::fill(shift_.begin(), shift_.end(), 0);
     has_shift_ = false;

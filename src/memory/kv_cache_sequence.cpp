@@ -80,6 +80,7 @@ void KvCache::seq_load(SeqId seq, const SequenceCells& in) {
     for (size_t i = 0; i < n; ++i) {
         const uint32_t c = cells[i];
         pos_[c] = in.positions[i];
+        order_[c] = 0;
         seqs_[c] = uint64_t{1} << seq;
         shift_[c] = 0;
         n_hi_ = std::max(n_hi_, c + 1);

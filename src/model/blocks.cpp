@@ -100,6 +100,7 @@ void linear(Step& s, const Linear& lin, const TensorView& x, const TensorView& y
 
 const int32_t* rope_positions(Step& s) {
     if (s.hp.rope_order != RopeOrder::MRope) return s.in.positions;
+    if (s.in.rope_positions != nullptr) return s.in.rope_positions;
     // Text tokens under M-RoPE: t, h and w are the position, extra is 0
     // (llama.cpp turns 1-D positions into these for token input).
     std::vector<int32_t>& p = s.ws.rope_positions;

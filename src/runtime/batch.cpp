@@ -1,5 +1,6 @@
 #include "cria/runtime/batch.h"
 
+#include <algorithm>
 #include <string>
 
 #include "cria/core/error.h"
@@ -13,6 +14,9 @@ void Batch::clear() {
     pos_.clear();
     seq_masks_.clear();
     outputs_.clear();
+    rope_pos_.clear();
+    orders_.clear();
+    causal_ = true;
 }
 
 uint64_t Batch::mask_of(const std::vector<SeqId>& seqs) const {
@@ -47,6 +51,22 @@ void Batch::add_embedding(const float* embd, int32_t n_embd, int32_t pos, const 
     embd_.insert(embd_.end(), embd, embd + n_embd);
     pos_.push_back(pos);
     outputs_.push_back(output);
+    if (!rope_pos_.empty()) {
+        rope_pos_.insert(rope_pos_.end(), {pos, pos, pos, 0});
+        orders_.push_back(0);
+    }
+}
+
+void Batch::add_embedding(const float* embd, int32_t n_embd, const std::array<int32_t, 4>& rope_pos, int32_t order,
+                          const std::vector<SeqId>& seqs, bool output) {
+    add_embedding(embd, n_embd, rope_pos[0], seqs, output);
+    if (rope_pos_.empty()) {
+        // The first such entry: the ones before it rotate as text does.
+        for (int32_t p : pos_) rope_pos_.insert(rope_pos_.end(), {p, p, p, 0});
+        orders_.assign(pos_.size(), 0);
+    }
+    std::copy(rope_pos.begin(), rope_pos.end(), rope_pos_.end() - 4);
+    orders_.back() = order;
 }
 
 Batch Batch::from_tokens(const std::vector<TokenId>& tokens, int32_t first_pos, SeqId seq, bool all_outputs) {

@@ -89,9 +89,15 @@ int Context::decode(const Batch& batch) {
         if (batch.seq_masks()[i] >> params_.n_seq_max)
             throw Error("decode: sequence id beyond n_seq_max = " + std::to_string(params_.n_seq_max));
     }
+    // Attention both ways must see the whole batch at once (llama.cpp
+    // notes the same for gemma3's image: it must fit one ubatch).
+    if (!batch.causal() && n > static_cast<int64_t>(params_.n_ubatch))
+        throw Error("decode: a batch attended both ways (an image) has " + std::to_string(n) +
+                    " tokens, more than n_ubatch = " + std::to_string(params_.n_ubatch) + " (raise -ub)");
+    const int32_t* orders = batch.has_rope_positions() ? batch.orders().data() : nullptr;
     // The memory cuts the batch (and refuses one it cannot take) before anything changes.
-    const memory::Split split =
-        memory_->split({n, batch.positions().data(), batch.seq_masks().data()}, params_.n_ubatch);
+    const memory::Split split = memory_->split(
+        {n, batch.positions().data(), batch.seq_masks().data(), orders, batch.causal()}, params_.n_ubatch);
     const double t0 = now_ms();
 
     // A pending context shift re-rotates the cached keys first.
@@ -173,6 +179,7 @@ void Context::gather_ubatch(const Batch& batch, const memory::Split& split, int6
     ub_embd_.resize(static_cast<size_t>(n * n_embd));
     ub_pos_.resize(static_cast<size_t>(n));
     ub_masks_.resize(static_cast<size_t>(n));
+    ub_orders_.resize(batch.has_rope_positions() ? static_cast<size_t>(n) : 0);
     for (int64_t k = 0; k < n; ++k) {
         const int32_t i = split.entry(first + k);
         if (n_embd > 0)
@@ -181,6 +188,7 @@ void Context::gather_ubatch(const Batch& batch, const memory::Split& split, int6
             ub_tokens_[k] = batch.tokens()[i];
         ub_pos_[k] = batch.positions()[i];
         ub_masks_[k] = batch.seq_masks()[i];
+        if (batch.has_rope_positions()) ub_orders_[k] = batch.orders()[i];
     }
 }
 
@@ -190,10 +198,20 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     // A slice of the batch is read in place; a regrouped micro-batch is gathered.
     const bool in_place = split.in_order;
     if (!in_place) gather_ubatch(batch, split, first, n);
+    const bool rope4 = batch.has_rope_positions();
     const memory::UbatchView view = in_place
-        ? memory::UbatchView{n, batch.positions().data() + first, batch.seq_masks().data() + first}
-        : memory::UbatchView{n, ub_pos_.data(), ub_masks_.data()};
+        ? memory::UbatchView{n, batch.positions().data() + first, batch.seq_masks().data() + first,
+                             rope4 ? batch.orders().data() + first : nullptr, batch.causal()}
+        : memory::UbatchView{n, ub_pos_.data(), ub_masks_.data(), rope4 ? ub_orders_.data() : nullptr, batch.causal()};
     if (!memory_->place(view)) return 1;
+    if (rope4) {
+        // The batch keeps [t, h, w, e] per entry; the rope reads one stream per section.
+        ub_rope_.resize(static_cast<size_t>(4 * n));
+        for (int64_t k = 0; k < n; ++k) {
+            const int32_t* p = batch.rope_positions().data() + static_cast<size_t>(split.entry(first + k)) * 4;
+            for (int64_t sec = 0; sec < 4; ++sec) ub_rope_[static_cast<size_t>(sec * n + k)] = p[sec];
+        }
+    }
 
     out_rows_.clear();
     int32_t first_out = -1;
@@ -209,6 +227,7 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     else
         in.tokens = in_place ? batch.tokens().data() + first : ub_tokens_.data();
     in.positions = view.positions;
+    in.rope_positions = rope4 ? ub_rope_.data() : nullptr;
     in.seq_masks = view.seq_masks;
     in.output_rows = out_rows_.data();
     in.n_outputs = static_cast<int64_t>(out_rows_.size());

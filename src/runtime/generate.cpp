@@ -14,7 +14,6 @@ GenerationResult generate(Context& ctx, const vocab::Vocab& vocab, sampling::Cha
         throw Error("generate: the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
                     std::to_string(ctx.n_ctx()));
     ctx.memory_clear();
-    GenerationResult result;
     const size_t n_batch = ctx.params().n_batch;
     for (size_t first = 0; first < prompt.size(); first += n_batch) {
         const size_t count = std::min(n_batch, prompt.size() - first);
@@ -25,8 +24,12 @@ GenerationResult generate(Context& ctx, const vocab::Vocab& vocab, sampling::Cha
     }
     // The prompt joins the sampler's history (penalties), as in llama.cpp.
     for (TokenId t : prompt) chain.accept_prompt(t);  // history for penalties; the grammar constrains only output
+    return continue_generation(ctx, vocab, chain, static_cast<int32_t>(prompt.size()), n_predict, on_token);
+}
 
-    int32_t pos = static_cast<int32_t>(prompt.size());
+GenerationResult continue_generation(Context& ctx, const vocab::Vocab& vocab, sampling::Chain& chain, int32_t pos,
+                                     int n_predict, const std::function<bool(TokenId)>& on_token) {
+    GenerationResult result;
     Batch one;
     while (n_predict < 0 || static_cast<int>(result.tokens.size()) < n_predict) {
         const TokenId token = chain.sample(ctx.logits(-1));

@@ -1,14 +1,17 @@
 // Context::save_sequence / restore_sequence: one sequence's state in a file.
 //
 // Layout (little-endian, as the host writes it):
-//   "CRIASEQ" '\0'  u32 version (2)
+//   "CRIASEQ" '\0'  u32 version (3)
 //   model: u32 n_layer, n_embd_k, n_embd_v, type_k, type_v, n_vocab; u64 hparams hash
 //   u32 n_tokens, i32 tokens[n_tokens]
+//   u32 n_media, per media (SavedMedia): u32 first, u32 n_tokens, i32 pos,
+//     u32 n_positions, u64 hash -- runs of tokens that stand for images
 //   u32 n_sections, then per section (one per memory, memory/state_section.h):
 //     u32 tag, u32 version, u64 size, payload (the memory's own format:
 //     for a KV cache the positions and K/V rows of its cells)
 //   u64 FNV-1a checksum of every byte before it
-// Version 1 had a fixed list of one or two KV caches instead of sections.
+// Version 1 had a fixed list of one or two KV caches instead of sections;
+// version 2 had no media list (it is read as an empty one).
 // The reader checks the header before it reads further, bounds every count by
 // what this context can hold (so a hostile file cannot make it allocate
 // much), lets every memory check its own section, and changes the memory
@@ -61,7 +64,8 @@ void write_file_atomically(const std::string& path, const std::vector<uint8_t>& 
 }
 
 constexpr char kMagic[8] = {'C', 'R', 'I', 'A', 'S', 'E', 'Q', '\0'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kFirstVersionWithMedia = 3;
 
 struct Fnv1a {
     uint64_t h = 1469598103934665603ull;
@@ -105,7 +109,19 @@ struct Identity {
 
 }  // namespace
 
-size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path) {
+// The media runs must lie in order inside the tokens, none empty or overlapping.
+void check_media(std::span<const SavedMedia> media, size_t n_tokens, const char* what) {
+    uint64_t end = 0;
+    for (const SavedMedia& m : media) {
+        if (m.n_tokens == 0 || m.first < end || uint64_t{m.first} + m.n_tokens > n_tokens || m.pos < 0)
+            throw Error(std::string(what) + ": the media runs are not inside the tokens, in order");
+        end = uint64_t{m.first} + m.n_tokens;
+    }
+}
+
+size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path,
+                              std::span<const SavedMedia> media) {
+    check_media(media, tokens.size(), "save_sequence");
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("save_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
@@ -120,6 +136,14 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     w.value(hparams_hash(hp));
     w.value(static_cast<uint32_t>(tokens.size()));
     w.bytes(tokens.data(), tokens.size() * sizeof(TokenId));
+    w.value(static_cast<uint32_t>(media.size()));
+    for (const SavedMedia& m : media) {
+        w.value(m.first);
+        w.value(m.n_tokens);
+        w.value(m.pos);
+        w.value(m.n_positions);
+        w.value(m.hash);
+    }
     std::vector<memory::Section> sections;
     memory_->save_seq(seq, sections);
     memory::write_sections(w, sections);
@@ -132,7 +156,8 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     return n_saved;
 }
 
-std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions) {
+std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions,
+                                               std::vector<SavedMedia>* media_out) {
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
@@ -142,7 +167,8 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
 
     // The most a file for this context can hold: a bigger one is refused unread.
     const uint64_t max_size =
-        sizeof kMagic + 4 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 + 16 * n_sections + max_payload + 8;
+        sizeof kMagic + 4 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 + uint64_t{params_.n_ctx} * 24 + 4 +
+        16 * n_sections + max_payload + 8;
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     if (ec) throw Error("cannot read the sequence file: " + ec.message());
@@ -157,7 +183,7 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
     r.bytes(magic, sizeof magic);
     if (std::memcmp(magic, kMagic, sizeof magic) != 0) throw Error("not a cria sequence file");
     const auto version = r.value<uint32_t>();
-    if (version != kVersion)
+    if (version != kVersion && version != kFirstVersionWithMedia - 1)
         throw Error("the sequence file has version " + std::to_string(version) + "; this build reads version " +
                     std::to_string(kVersion));
     Identity id{};
@@ -185,8 +211,32 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
                     std::to_string(limit) + " positions a sequence may hold here");
     std::vector<TokenId> tokens(n_tokens);
     r.bytes(tokens.data(), tokens.size() * sizeof(TokenId));
-    for (TokenId t : tokens)
-        if (t < 0 || static_cast<uint32_t>(t) >= hp.n_vocab) throw Error("the sequence file holds an invalid token id");
+    std::vector<SavedMedia> media;
+    if (version >= kFirstVersionWithMedia) {
+        const auto n_media = r.value<uint32_t>();
+        if (n_media > n_tokens) throw Error("the sequence file lists more media than tokens");
+        media.resize(n_media);
+        for (SavedMedia& m : media) {
+            m.first = r.value<uint32_t>();
+            m.n_tokens = r.value<uint32_t>();
+            m.pos = r.value<int32_t>();
+            m.n_positions = r.value<uint32_t>();
+            m.hash = r.value<uint64_t>();
+        }
+        check_media(media, tokens.size(), "the sequence file");
+    }
+    if (!media.empty() && media_out == nullptr)
+        throw Error("the sequence file holds images; it can be restored only where images are understood");
+    // Vocabulary ids everywhere but inside the media runs (the caller's placeholders).
+    size_t next = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (next < media.size() && i >= media[next].first) {
+            if (i + 1 == size_t{media[next].first} + media[next].n_tokens) ++next;
+            continue;
+        }
+        if (tokens[i] < 0 || static_cast<uint32_t>(tokens[i]) >= hp.n_vocab)
+            throw Error("the sequence file holds an invalid token id");
+    }
 
     const std::vector<memory::Section> sections = memory::read_sections(r, n_sections, max_payload);
     Fnv1a sum;
@@ -198,6 +248,7 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
     limits.max_positions = max_positions;
     auto loaded = memory_->read_seq(seq, sections, limits);
     memory_->load_seq(seq, *loaded);
+    if (media_out != nullptr) *media_out = std::move(media);
     return tokens;
 }
 

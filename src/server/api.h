@@ -55,8 +55,15 @@ struct ChatJob {
     std::string model;               // as the client named it ("" when absent)
     json template_kwargs;            // extra template variables (chat_template_kwargs)
     int32_t n_choices = 1;           // "n" (OpenAI chat only)
+    // Images of the messages, in order: each stands where a media marker
+    // (media::kDefaultMediaMarker) was put into its message's text.
+    std::vector<std::vector<uint8_t>> image_bytes;
+    std::vector<std::shared_ptr<const media::ImageChunk>> images;  // encoded (the server fills it)
     GenerationRequest gen;
 };
+
+// Most images one request may carry.
+inline constexpr size_t kMaxImagesPerRequest = 16;
 
 // Sampling and limit fields common to the OpenAI routes (temperature,
 // top_p, seed, stop, max_tokens, penalties, logit_bias, llama.cpp extras).

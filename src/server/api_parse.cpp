@@ -5,9 +5,11 @@
 #include <limits>
 
 #include "api.h"
+#include "data_url.h"
 #include "cria/core/error.h"
 #include "cria/grammar/gbnf.h"
 #include "cria/grammar/json_schema.h"
+#include "cria/media/media_prompt.h"
 #include "cria/spec/params.h"
 
 namespace cria::server {
@@ -139,9 +141,19 @@ std::vector<std::string> stop_list(const json& body, const char* key, size_t max
     return out;
 }
 
-// Message content: a string, or an array of parts of which only text is
-// understood. Text parts are joined (the templates expect a string).
-std::string text_content(const json& content, const char* where) {
+// An image part's bytes join `images`, and the media marker its text.
+void add_image(std::vector<std::vector<uint8_t>>* images, std::vector<uint8_t> bytes, std::string& text,
+               const std::string& where) {
+    if (images->size() >= kMaxImagesPerRequest)
+        throw bad_request(where + ": more than " + std::to_string(kMaxImagesPerRequest) + " images in one request");
+    images->push_back(std::move(bytes));
+    text += media::kDefaultMediaMarker;
+}
+
+// Message content: a string, or an array of parts: text (joined, as the
+// templates expect a string) and, where `images` is given, image_url parts
+// (their bytes go there, a media marker into the text).
+std::string text_content(const json& content, const char* where, std::vector<std::vector<uint8_t>>* images = nullptr) {
     if (content.is_null()) return "";
     if (content.is_string()) return content.get<std::string>();
     if (!content.is_array()) throw bad_request(std::string(where) + ": content must be a string or an array of parts");
@@ -150,6 +162,14 @@ std::string text_content(const json& content, const char* where) {
         if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
             throw bad_request(std::string(where) + ": every content part needs a 'type'");
         const std::string type = part["type"].get<std::string>();
+        if (type == "image_url" && images != nullptr) {
+            const json* url = part.contains("image_url") ? &part["image_url"] : nullptr;
+            if (url && url->is_object() && url->contains("url")) url = &(*url)["url"];
+            if (!url || !url->is_string())
+                throw bad_request(std::string(where) + ": an image_url part needs 'image_url': {'url': ...}");
+            add_image(images, image_from_data_url(url->get<std::string>()), text, where);
+            continue;
+        }
         if (type != "text") throw bad_request(std::string(where) + ": content parts of type '" + type + "' are not supported");
         if (!part.contains("text") || !part["text"].is_string())
             throw bad_request(std::string(where) + ": a text part needs a string 'text'");
@@ -341,7 +361,7 @@ namespace {
 
 // One OpenAI message, checked, in the shape templates read (developer is
 // system; tool call arguments as objects).
-json openai_message(const json& m, size_t i) {
+json openai_message(const json& m, size_t i, std::vector<std::vector<uint8_t>>& images) {
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) throw bad_request(where + " must be an object", "messages");
     if (!m.contains("role") || !m["role"].is_string()) throw bad_request(where + " needs a string 'role'", "messages");
@@ -350,7 +370,9 @@ json openai_message(const json& m, size_t i) {
         throw bad_request(where + ": unknown role '" + role + "'", "messages");
     json out;
     out["role"] = role == "developer" ? "system" : role;
-    out["content"] = text_content(m.contains("content") ? m["content"] : json(), where.c_str());
+    // Images only in user messages, as OpenAI allows them.
+    out["content"] = text_content(m.contains("content") ? m["content"] : json(), where.c_str(),
+                                  role == "user" ? &images : nullptr);
     if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null()) {
         if (!m["tool_calls"].is_array()) throw bad_request(where + ": 'tool_calls' must be an array", "messages");
         json calls = json::array();
@@ -385,7 +407,7 @@ json openai_message(const json& m, size_t i) {
 
 // One Anthropic message, as OpenAI-style messages appended to `messages`:
 // tool results first (one tool message each), then the text and tool calls.
-void anthropic_message(const json& m, size_t i, json& messages) {
+void anthropic_message(const json& m, size_t i, json& messages, std::vector<std::vector<uint8_t>>& images) {
     const std::string where = "messages." + std::to_string(i);
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
         throw bad_request(where + ": needs a string 'role'", "messages");
@@ -420,6 +442,18 @@ void anthropic_message(const json& m, size_t i, json& messages) {
                 throw bad_request(where + ": a tool_result block needs 'tool_use_id'", "messages");
             std::string result = block.contains("content") ? text_content(block["content"], where.c_str()) : "";
             tool_results.push_back({{"role", "tool"}, {"tool_call_id", block["tool_use_id"]}, {"content", result}});
+        } else if (type == "image" && role == "user") {
+            const json* src = block.contains("source") ? &block["source"] : nullptr;
+            if (!src || !src->is_object() || !src->contains("type") || !(*src)["type"].is_string())
+                throw bad_request(where + ": an image block needs a 'source' with a 'type'", "messages");
+            if ((*src)["type"] != "base64")
+                throw bad_request(where + ": image sources other than base64 are not supported (the server fetches nothing)",
+                                  "messages");
+            if (!src->contains("media_type") || !(*src)["media_type"].is_string() || !src->contains("data") ||
+                !(*src)["data"].is_string())
+                throw bad_request(where + ": a base64 image source needs string 'media_type' and 'data'", "messages");
+            add_image(&images, image_from_base64((*src)["media_type"].get<std::string>(), (*src)["data"].get<std::string>()),
+                      text, where);
         } else if (type == "thinking" || type == "redacted_thinking") {
             // Earlier reasoning is not shown to the model again.
         } else {
@@ -442,7 +476,8 @@ ChatJob parse_openai_chat(const json& body, const sampling::SamplingParams& defa
     const json* messages = field(body, "messages");
     if (!messages) throw bad_request("'messages' is required", "messages");
     if (!messages->is_array() || messages->empty()) throw bad_request("'messages' must be a non-empty array", "messages");
-    for (size_t i = 0; i < messages->size(); ++i) job.messages.push_back(openai_message((*messages)[i], i));
+    for (size_t i = 0; i < messages->size(); ++i)
+        job.messages.push_back(openai_message((*messages)[i], i, job.image_bytes));
     if (const json* tools = field(body, "tools")) {
         job.tools = validate_tools(*tools);
         if (job.tools.empty()) job.tools = json();
@@ -522,7 +557,7 @@ ChatJob parse_anthropic_messages(const json& body, const sampling::SamplingParam
     const json* messages = field(body, "messages");
     if (!messages) throw bad_request("messages: Field required", "messages");
     if (!messages->is_array() || messages->empty()) throw bad_request("messages: must be a non-empty array", "messages");
-    for (size_t i = 0; i < messages->size(); ++i) anthropic_message((*messages)[i], i, job.messages);
+    for (size_t i = 0; i < messages->size(); ++i) anthropic_message((*messages)[i], i, job.messages, job.image_bytes);
     if (const json* tools = field(body, "tools")) {
         if (!tools->is_array()) throw bad_request("tools: must be an array", "tools");
         json converted = json::array();

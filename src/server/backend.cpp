@@ -4,6 +4,22 @@
 
 namespace cria::server {
 
+size_t Backend::save_sequence_with_media(int32_t seq, std::span<const TokenId> tokens, const std::string& path,
+                                         std::span<const runtime::SavedMedia> media) {
+    if (!media.empty()) throw Error("this backend cannot save a slot holding images");
+    return save_sequence(seq, tokens, path);
+}
+
+std::vector<TokenId> Backend::restore_sequence_with_media(int32_t seq, const std::string& path,
+                                                          std::vector<runtime::SavedMedia>& media) {
+    media.clear();
+    return restore_sequence(seq, path);
+}
+
+void Backend::decode_image(int32_t, int32_t, const media::ImageChunk&) {
+    throw Error("this backend takes no images");
+}
+
 size_t Backend::save_sequence(int32_t, std::span<const TokenId>, const std::string&) {
     throw Error("slot files need a backend with a KV cache (this one keeps no state to save)");
 }

@@ -119,7 +119,8 @@ std::string_view trimmed(std::string_view s) {
 
 }  // namespace
 
-std::vector<vocab::Vocab::Span> ChatFormatter::content_spans(const std::string& text, const json& messages) const {
+std::vector<vocab::Vocab::Span> ChatFormatter::content_spans(const std::string& text, const json& messages,
+                                                             bool split_at_marker) const {
     // Each content is the first occurrence at or after the previous one (the
     // template writes the messages in order), as given or trimmed.
     // An occurrence must not cut through a control token of the markup
@@ -137,7 +138,20 @@ std::vector<vocab::Vocab::Span> ChatFormatter::content_spans(const std::string& 
     };
     std::vector<vocab::Vocab::Span> spans;
     size_t cursor = 0;
-    for (const std::string& content : content_texts(messages)) {
+    std::vector<std::string> contents = content_texts(messages);
+    if (split_at_marker) {
+        std::vector<std::string> pieces;
+        const std::string_view marker = media::kDefaultMediaMarker;
+        for (const std::string& c : contents)
+            for (size_t start = 0;;) {
+                const size_t at = c.find(marker, start);
+                pieces.push_back(c.substr(start, at == std::string::npos ? std::string::npos : at - start));
+                if (at == std::string::npos) break;
+                start = at + marker.size();
+            }
+        contents = std::move(pieces);
+    }
+    for (const std::string& content : contents) {
         if (content.empty()) continue;
         size_t at = find_from(content, cursor), length = content.size();
         if (at == std::string::npos) {
@@ -168,6 +182,38 @@ std::vector<vocab::TokenId> ChatFormatter::tokenize(const std::string& text, con
     return vocab_.tokenize(text, true, std::span<const vocab::Vocab::Span>(spans));
 }
 
+void ChatFormatter::tokenize_with_images(const std::string& text, ChatJob& job) const {
+    const auto spans = parse_special_in_content_ ? std::vector<vocab::Vocab::Span>{} : content_spans(text, job.messages, true);
+    const auto tokenize_part = [&](std::string_view part, size_t offset) {
+        if (parse_special_in_content_) return vocab_.tokenize(part, false, true);
+        // The content spans inside this part, in its own offsets.
+        std::vector<vocab::Vocab::Span> local;
+        for (const auto& sp : spans) {
+            const size_t b = std::max(sp.begin, offset), e = std::min(sp.end, offset + part.size());
+            if (b < e) local.push_back({b - offset, e - offset});
+        }
+        return vocab_.tokenize(part, false, std::span<const vocab::Vocab::Span>(local));
+    };
+    media::MediaPrompt mp;
+    try {
+        mp = media::tokenize_media_prompt(vocab_, text, job.images, delimiters_, media::kDefaultMediaMarker, true, false,
+                                          tokenize_part);
+    } catch (const Error& e) {
+        throw bad_request(std::string(e.what()) + " (does the chat template show every image?)", "messages");
+    }
+    job.gen.prompt.clear();
+    job.gen.images.clear();
+    for (const auto& c : mp.chunks) {
+        if (!c.is_image()) {
+            job.gen.prompt.insert(job.gen.prompt.end(), c.tokens.begin(), c.tokens.end());
+            continue;
+        }
+        job.gen.images.push_back({job.gen.prompt.size(), c.image});
+        job.gen.prompt.insert(job.gen.prompt.end(), static_cast<size_t>(c.image->n_tokens),
+                              image_placeholder(c.image->hash));
+    }
+}
+
 chat::OutputParserOptions ChatFormatter::prepare(ChatJob& job) const {
     chat::OutputParserOptions parser;
     parser.format = format_;
@@ -180,7 +226,10 @@ chat::OutputParserOptions ChatFormatter::prepare(ChatJob& job) const {
         tools = only;
     }
     const std::string text = render(job.messages, tools, true, job.template_kwargs);
-    job.gen.prompt = tokenize(text, job.messages);
+    if (job.images.empty())
+        job.gen.prompt = tokenize(text, job.messages);
+    else
+        tokenize_with_images(text, job);
     parser.reasoning_starts_open = ends_with(text, "<think>\n") || ends_with(text, "<think>");
 
     try {

@@ -8,6 +8,7 @@
 #include "api.h"
 #include "cria/chat/jinja.h"
 #include "cria/chat/output_parser.h"
+#include "cria/media/media_prompt.h"
 #include "cria/vocab/vocab.h"
 
 namespace cria::server {
@@ -41,9 +42,19 @@ public:
     // the rendered text (the template transformed it).
     std::vector<vocab::TokenId> tokenize(const std::string& text, const json& messages) const;
     void set_parse_special_in_content(bool on) { parse_special_in_content_ = on; }
+    // The vision projector's text around an image (server started with --mmproj).
+    void set_image_delimiters(media::ImageDelimiters d) { delimiters_ = std::move(d); }
+
+    // The rendered prompt with job.images where its media markers are: text
+    // tokenized as tokenize() does, each image as placeholders between the
+    // projector's delimiters (scheduler.h's PromptImage). A 400 when the
+    // markers and the images do not pair up.
+    void tokenize_with_images(const std::string& text, ChatJob& job) const;
 
 private:
-    std::vector<vocab::Vocab::Span> content_spans(const std::string& text, const json& messages) const;
+    // split_at_marker: contents with images are found piece by piece between their markers.
+    std::vector<vocab::Vocab::Span> content_spans(const std::string& text, const json& messages,
+                                                  bool split_at_marker = false) const;
 
     const vocab::Vocab& vocab_;
     std::string source_;
@@ -53,6 +64,7 @@ private:
     std::string bos_text_, eos_text_;
     bool parse_special_in_content_ = false;
     std::vector<std::string> control_texts_;  // the texts of the vocab's control tokens
+    media::ImageDelimiters delimiters_;
 };
 
 }  // namespace cria::server

@@ -6,6 +6,7 @@
 
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
+#include "cria/media/eval_prompt.h"
 #include "cria/model/model.h"
 #include "cria/runtime/context.h"
 #include "cria/spec/speculative.h"
@@ -53,6 +54,14 @@ std::string RuntimeBackend::describe_settings() const {
            std::string(element_type_name(cp.type_v)) + ", loaded with " +
            std::string(gguf::load_mode_name(model_->file().load_mode())) + ", " + packed + " of weights packed" +
            (params_.repack ? "" : " (--no-repack)");
+}
+
+void RuntimeBackend::decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image) {
+    // The server places image tokens at consecutive positions; an M-RoPE
+    // model's images take fewer positions than tokens (refused at start-up).
+    if (model_->hparams().rope_order == model::RopeOrder::MRope)
+        throw Error("images in the server need a text model without M-RoPE");
+    media::eval_image_chunk(*ctx_, image, seq, pos, false, false);
 }
 
 void RuntimeBackend::decode(std::span<const BatchToken> batch, std::vector<float>& logits) {
@@ -109,13 +118,29 @@ bool RuntimeBackend::checkpoint_commit(int32_t seq, int32_t n_accepted) {
 }
 
 size_t RuntimeBackend::save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path) {
-    const size_t n = ctx_->save_sequence(seq, tokens, path);
+    return save_sequence_with_media(seq, tokens, path, {});
+}
+
+std::vector<TokenId> RuntimeBackend::restore_sequence(int32_t seq, const std::string& path) {
+    std::vector<runtime::SavedMedia> media;
+    auto tokens = restore_sequence_with_media(seq, path, media);
+    if (!media.empty()) {
+        ctx_->memory_seq_rm(seq, -1, -1);
+        throw Error("the slot file holds images");
+    }
+    return tokens;
+}
+
+size_t RuntimeBackend::save_sequence_with_media(int32_t seq, std::span<const TokenId> tokens, const std::string& path,
+                                                std::span<const runtime::SavedMedia> media) {
+    const size_t n = ctx_->save_sequence(seq, tokens, path, media);
     if (n != tokens.size()) throw Error("the slot's cache does not hold its tokens");
     return n;
 }
 
-std::vector<TokenId> RuntimeBackend::restore_sequence(int32_t seq, const std::string& path) {
-    auto tokens = ctx_->restore_sequence(seq, path, static_cast<uint32_t>(n_ctx_per_seq_ - 1));
+std::vector<TokenId> RuntimeBackend::restore_sequence_with_media(int32_t seq, const std::string& path,
+                                                                 std::vector<runtime::SavedMedia>& media) {
+    auto tokens = ctx_->restore_sequence(seq, path, static_cast<uint32_t>(n_ctx_per_seq_ - 1), &media);
     // A slot's tokens sit at positions 0..n-1. Only a hand-made file with a
     // valid checksum can break that, and then the slot is emptied.
     const auto n = static_cast<int32_t>(tokens.size());

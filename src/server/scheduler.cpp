@@ -26,7 +26,26 @@ size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& 
     return i;
 }
 
+// The cached prefix a prompt may reuse: equal tokens, and every image in it
+// the same image (full hash and size, not only the placeholder), never cut
+// in the middle (an image's cells are reused whole or recomputed whole).
+size_t reusable_prefix(const std::vector<TokenId>& cache, const std::vector<PromptImage>& cache_images,
+                       const GenerationRequest& request) {
+    size_t len = common_prefix(cache, request.prompt);
+    for (const PromptImage& img : request.images) {
+        if (img.first >= len) break;
+        const auto same = std::find_if(cache_images.begin(), cache_images.end(), [&](const PromptImage& c) {
+            return c.first == img.first && c.image->hash == img.image->hash && c.image->n_tokens == img.image->n_tokens;
+        });
+        const size_t end = img.first + static_cast<size_t>(img.image->n_tokens);
+        if (same == cache_images.end() || len < end) len = std::min(len, img.first);
+    }
+    return len;
+}
+
 }  // namespace
+
+TokenId image_placeholder(uint64_t hash) { return -2 - static_cast<TokenId>(hash & 0x3fffffff); }
 
 Scheduler::Scheduler(Backend& backend, SchedulerOptions options) : backend_(backend), options_(options) {
     if (options_.n_slots <= 0) throw Error("the number of slots must be positive");
@@ -76,8 +95,27 @@ std::shared_ptr<RequestHandle> Scheduler::submit(GenerationRequest request) {
     if (static_cast<int32_t>(request.prompt.size()) >= n_ctx)
         throw Error("the prompt has " + std::to_string(request.prompt.size()) +
                     " tokens, more than the context of " + std::to_string(n_ctx) + " positions allows");
-    for (TokenId t : request.prompt)
+    // Image spans hold their placeholder; everything else is a vocabulary id.
+    size_t next_image = 0, image_end = 0;
+    for (size_t i = 0; i < request.prompt.size(); ++i) {
+        const TokenId t = request.prompt[i];
+        if (next_image < request.images.size() && request.images[next_image].first == i) {
+            const auto& img = request.images[next_image++];
+            if (!img.image || img.image->n_tokens <= 0) throw Error("an image of the prompt has no tokens");
+            image_end = i + static_cast<size_t>(img.image->n_tokens);
+            if (image_end > request.prompt.size()) throw Error("an image runs past the end of the prompt");
+        }
+        if (i < image_end) {
+            if (t != image_placeholder(request.images[next_image - 1].image->hash))
+                throw Error("an image's span of the prompt holds other tokens");
+            continue;
+        }
         if (t < 0 || t >= backend_.n_vocab()) throw Error("token id " + std::to_string(t) + " is out of range");
+    }
+    if (next_image != request.images.size()) throw Error("the prompt's images are not in order or overlap");
+    // The first sample needs the logits of a text token.
+    if (image_end == request.prompt.size() && !request.images.empty())
+        throw Error("the prompt must not end with an image");
     if (request.top_logprobs > 20) throw Error("top_logprobs must be at most 20");
     check_speculative(request.speculative);
     Pending pending;
@@ -126,6 +164,7 @@ std::vector<SlotInfo> Scheduler::slots() const {
 
 void Scheduler::clear_sequence(Slot& slot) {
     slot.cache.clear();
+    slot.cache_images.clear();
     if (!backend_.seq_keep_prefix(slot.id, 0))
         throw Error("the backend could not empty the sequence of slot " + std::to_string(slot.id));
 }
@@ -205,7 +244,7 @@ void Scheduler::assign_waiting() {
                 size_t best_len = 0;
                 for (auto& s : slots_) {
                     if (s->busy) continue;
-                    const size_t len = common_prefix(s->cache, front.request.prompt);
+                    const size_t len = reusable_prefix(s->cache, s->cache_images, front.request);
                     if (!slot || len > best_len) slot = s.get(), best_len = len;
                 }
                 if (!slot) return;
@@ -246,7 +285,8 @@ void Scheduler::start(Slot& slot, Pending pending) {
     slot.held_logprobs.clear();
     slot.n_generated = 0;
     const SpeculativeRequest& sr = slot.request.speculative;
-    const bool spec_off = slot.drafters.empty() || sr.n_max == 0 || sr.type == "none";
+    // Drafters read token histories; a prompt with images has none to give.
+    const bool spec_off = slot.drafters.empty() || sr.n_max == 0 || sr.type == "none" || !slot.request.images.empty();
     spec::StepRequest& req = slot.spec_request;
     req.n_max = spec_off ? 0 : (sr.n_max > 0 ? sr.n_max : options_.speculative.n_max);
     req.n_min = sr.n_min;
@@ -265,28 +305,36 @@ void Scheduler::start(Slot& slot, Pending pending) {
     if (options_.max_tokens_cap > 0) slot.max_tokens = std::min(slot.max_tokens, options_.max_tokens_cap);
     // Keep the longest common prefix, but always evaluate at least the last
     // prompt token: its logits are needed for the first sample.
-    size_t keep = common_prefix(slot.cache, slot.request.prompt);
-    if (keep == slot.request.prompt.size()) --keep;
+    size_t keep = reusable_prefix(slot.cache, slot.cache_images, slot.request);
+    if (keep == slot.request.prompt.size()) --keep;  // text: the prompt never ends with an image
     // Another slot holding more of the prompt lends its cells (n > 1 choices
-    // of one prompt, started once the first has evaluated it).
+    // of one prompt, started once the first has evaluated it); images count
+    // as reusable_prefix says (same image, whole).
     Slot* lender = nullptr;
     size_t lent = keep;
     for (auto& other : slots_) {
         if (other.get() == &slot) continue;
-        const size_t len = std::min(common_prefix(other->cache, slot.request.prompt), slot.request.prompt.size() - 1);
+        const size_t len = std::min(reusable_prefix(other->cache, other->cache_images, slot.request),
+                                    slot.request.prompt.size() - 1);
         if (len > lent) lender = other.get(), lent = len;
     }
     if (lender != nullptr) {
         if (backend_.seq_copy_prefix(lender->id, slot.id, static_cast<int32_t>(lent))) {
             slot.cache.assign(slot.request.prompt.begin(), slot.request.prompt.begin() + static_cast<std::ptrdiff_t>(lent));
+            slot.cache_images.clear();
+            for (const PromptImage& c : lender->cache_images)
+                if (c.first + static_cast<size_t>(c.image->n_tokens) <= lent) slot.cache_images.push_back(c);
             keep = lent;
         } else {
             slot.cache.clear();  // the failed copy left the sequence empty
+            slot.cache_images.clear();
             keep = 0;
         }
     }
     if (backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
         slot.cache.resize(keep);
+        std::erase_if(slot.cache_images,
+                      [&](const PromptImage& c) { return c.first + static_cast<size_t>(c.image->n_tokens) > keep; });
     } else {
         // The memory cannot drop part of a history (a recurrent state): the prompt is evaluated in full.
         keep = 0;
@@ -302,7 +350,8 @@ void Scheduler::start(Slot& slot, Pending pending) {
     // The penalty samplers (repeat/frequency/presence, DRY) see the prompt,
     // as in cria run (runtime::generate), llama-completion and llama-server;
     // the grammar does not (it constrains only the output).
-    for (TokenId t : slot.request.prompt) slot.chain.accept_prompt(t);
+    for (TokenId t : slot.request.prompt)
+        if (t >= 0) slot.chain.accept_prompt(t);  // image placeholders are no tokens
     if (slot.max_tokens <= 0) finish(slot, "length");
 }
 

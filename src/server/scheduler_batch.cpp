@@ -109,7 +109,15 @@ void Scheduler::plan_prompts(StepPlan& plan) {
         const auto budget =
             static_cast<size_t>(std::max<int32_t>(0, n_batch - static_cast<int32_t>(plan.batch.size())));
         if (budget == 0) break;
-        const size_t left = s->request.prompt.size() - s->n_past;
+        if (!eval_images(*s)) continue;
+        // Text up to the next image (decoded on its own at a later step).
+        size_t end = s->request.prompt.size();
+        for (const PromptImage& img : s->request.images)
+            if (img.first >= s->n_past) {
+                end = img.first;
+                break;
+            }
+        const size_t left = end - s->n_past;
         const size_t take = std::min(budget, left);
         for (size_t i = 0; i < take; ++i) {
             const size_t p = s->n_past + i;
@@ -118,6 +126,24 @@ void Scheduler::plan_prompts(StepPlan& plan) {
             plan.owners.push_back(s.get());
         }
     }
+}
+
+bool Scheduler::eval_images(Slot& s) {
+    // Images are decoded alone, each as its own batch of embeddings (gemma3
+    // attends over one both ways), when the prompt reaches them.
+    for (const PromptImage& img : s.request.images) {
+        if (img.first != s.n_past) continue;
+        try {
+            backend_.decode_image(s.id, static_cast<int32_t>(s.n_past), *img.image);
+        } catch (const std::exception& e) {
+            fail(s, std::string("the image could not be evaluated: ") + e.what());
+            return false;
+        }
+        s.cache.insert(s.cache.end(), static_cast<size_t>(img.image->n_tokens), image_placeholder(img.image->hash));
+        s.cache_images.push_back(img);
+        s.n_past += static_cast<size_t>(img.image->n_tokens);
+    }
+    return true;
 }
 
 void Scheduler::take_prompt_chunks(const StepPlan& plan, size_t row) {

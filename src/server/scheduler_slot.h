@@ -23,6 +23,7 @@ struct Scheduler::Slot {
     int32_t id = 0;
     bool busy = false;
     std::vector<TokenId> cache;  // tokens the backend holds for sequence `id`
+    std::vector<PromptImage> cache_images;  // the images among them (placeholders in `cache`)
 
     // The request being served.
     GenerationRequest request;

@@ -35,7 +35,12 @@ size_t Scheduler::save_slot(int32_t id, const std::string& path) {
     run_on_loop([&] {
         Slot& slot = *slots_[static_cast<size_t>(id)];
         if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
-        n = backend_.save_sequence(id, slot.cache, path);
+        // The images among the tokens go into the file with their hashes.
+        std::vector<runtime::SavedMedia> media;
+        for (const PromptImage& img : slot.cache_images)
+            media.push_back({static_cast<uint32_t>(img.first), static_cast<uint32_t>(img.image->n_tokens),
+                             static_cast<int32_t>(img.first), static_cast<uint32_t>(img.image->n_tokens), img.image->hash});
+        n = backend_.save_sequence_with_media(id, slot.cache, path, media);
     });
     return n;
 }
@@ -48,7 +53,26 @@ size_t Scheduler::restore_slot(int32_t id, const std::string& path) {
         if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
         // The backend loads the cells themselves: nothing is evaluated, and a
         // refused file leaves the slot as it was.
-        slot.cache = backend_.restore_sequence(id, path);
+        std::vector<runtime::SavedMedia> media;
+        std::vector<TokenId> tokens = backend_.restore_sequence_with_media(id, path, media);
+        // The cells of each image are known by its hash and size only: a
+        // prompt with the same image reuses them, any other recomputes them.
+        std::vector<PromptImage> images;
+        for (const runtime::SavedMedia& m : media) {
+            if (m.pos != static_cast<int32_t>(m.first) || m.n_positions != m.n_tokens) {
+                clear_sequence(slot);
+                throw Error("the slot file places an image where this server would not");
+            }
+            auto record = std::make_shared<media::ImageChunk>();
+            record->n_tokens = m.n_tokens;
+            record->nx = m.n_tokens;
+            record->ny = 1;
+            record->hash = m.hash;
+            for (uint32_t i = 0; i < m.n_tokens; ++i) tokens[m.first + i] = image_placeholder(m.hash);
+            images.push_back({m.first, std::move(record)});
+        }
+        slot.cache = std::move(tokens);
+        slot.cache_images = std::move(images);
         n = slot.cache.size();
     });
     return n;

@@ -60,6 +60,21 @@ struct Server::Impl {
         res.set_content(error_body(d, status, type, message, param), "application/json; charset=utf-8");
     }
 
+    // The request's images through the projector, before the prompt is built.
+    void encode_images(ChatJob& job) {
+        if (job.image_bytes.empty()) return;
+        if (!config.image_encoder)
+            throw bad_request("this server takes no images: start it with a vision projector (--mmproj)", "messages");
+        for (size_t i = 0; i < job.image_bytes.size(); ++i) {
+            try {
+                job.images.push_back(config.image_encoder->encode(job.image_bytes[i], "image " + std::to_string(i + 1)));
+            } catch (const Error& e) {
+                throw bad_request(e.what(), "messages");
+            }
+        }
+        job.image_bytes.clear();
+    }
+
     // GET /v1/models/NAME: one of the listed names, or the file's name or stem.
     // (Generation requests are served whatever "model" they name, as llama-server
     // serves its one model.)
@@ -328,6 +343,7 @@ struct Server::Impl {
             const json body = parse_body(req.body);
             ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body, config.default_sampling)
                                                          : parse_openai_chat(body, config.default_sampling);
+            encode_images(job);
             const chat::OutputParserOptions popt = formatter->prepare(job);
             const std::vector<std::string> user_stops(job.gen.stop.begin(),
                                                       job.gen.stop.end() - (formatter->is_default() ? 2 : 0));
@@ -658,6 +674,7 @@ void Server::Impl::api_routes() {
             json body = parse_body(req.body);
             if (!body.contains("max_tokens")) body["max_tokens"] = 1;
             ChatJob job = parse_anthropic_messages(body);
+            encode_images(job);
             formatter->prepare(job);
             send_json(res, 200, {{"input_tokens", job.gen.prompt.size()}});
         });
@@ -769,7 +786,7 @@ void Server::Impl::slot_routes() {
     });
     if (config.webui) {
         auto page = [](const httplib::Request&, httplib::Response& res) {
-            res.set_header("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'");
+            res.set_header("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'");
             res.set_content(webui_index_html().data(), webui_index_html().size(), "text/html; charset=utf-8");
         };
         http->Get("/", page);
@@ -784,6 +801,7 @@ Server::Server(std::unique_ptr<Backend> backend, ServerConfig config) : impl_(st
     std::string tmpl = m.config.chat_template.empty() ? m.backend->chat_template() : m.config.chat_template;
     m.formatter = std::make_unique<ChatFormatter>(m.backend->vocab(), tmpl);
     m.formatter->set_parse_special_in_content(m.config.parse_special_in_content);
+    if (m.config.image_encoder) m.formatter->set_image_delimiters(m.config.image_encoder->delimiters());
     m.scheduler = std::make_unique<Scheduler>(*m.backend, m.config.scheduler);
     m.port = m.config.port;  // until start() binds (serve_bytes() checks Host against it)
     for (const auto& alias : m.config.model_aliases)

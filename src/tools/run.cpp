@@ -9,6 +9,8 @@
 //            [-b N] [-ub N] [-ctk T] [-ctv T] [--no-display-prompt] [--load-mode M]
 //            [--grammar G | --grammar-file F | -j SCHEMA | --json-schema-file F]
 //            [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ...
+//   cria run -m MODEL --mmproj P --image IMG [--image IMG2 ...] -p "...<__media__>..."
+//                                (images where the markers are; --media-marker M)
 //   cria run -m MODEL            (no -p: interactive chat in the terminal; the same
 //                                 model, cache, sampling, grammar and speculative
 //                                 decoding flags, and -sys, --chat-template[-file])
@@ -21,6 +23,7 @@
 // --no-display-prompt, then every generated token as it comes. Logs and
 // timings go to stderr.
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -33,6 +36,8 @@
 #include "cria/core/error.h"
 #include "cria/core/escapes.h"
 #include "cria/gguf/file.h"
+#include "cria/media/eval_prompt.h"
+#include "cria/media/media_prompt.h"
 #include "cria/model/model.h"
 #include "cria/runtime/generate.h"
 #include "cria/runtime/options.h"
@@ -43,6 +48,8 @@
 #include "cria/server/interactive_chat.h"
 #include "cria/spec/options.h"
 #include "cria/spec/speculative.h"
+#include "cria/vision/image.h"
+#include "cria/vision/mmproj.h"
 #include "cria/vocab/vocab.h"
 #include "tools/command.h"
 #include "tools/sampling_flags.h"
@@ -74,6 +81,11 @@ struct RunOptions {
     bool no_repack = false;
     cria::sampling::GrammarOptions grammar;
     cria::spec::SpecParams spec;
+    std::string mmproj;
+    std::vector<std::string> images;
+    std::string media_marker = std::string(cria::media::kDefaultMediaMarker);
+    int64_t image_min_tokens = 0;
+    int64_t image_max_tokens = 0;
 };
 
 void print_timing(const char* what, double ms, int64_t tokens) {
@@ -102,6 +114,69 @@ int run_chat(const RunOptions& opt, cria::gguf::LoadMode mode) {
     chat.backend.repack = !opt.no_repack;
     chat.speculative = opt.spec;
     return server::run_interactive_chat(chat, std::cin, std::cout);
+}
+
+// The prompt with images: each marker becomes the projector's delimiters
+// around the image's embeddings (mtmd's layout), decoded, then sampled.
+int run_with_images(const RunOptions& opt, cria::runtime::Context& ctx, const cria::vocab::Vocab& vocab,
+                    cria::sampling::Chain& chain) {
+    using namespace cria;
+    if (opt.mmproj.empty()) throw Error("--image needs a vision projector (--mmproj FILE)");
+    if (opt.spec.enabled()) throw Error("speculative decoding with images is not supported by cria run");
+    const auto mmproj = vision::Mmproj::open(opt.mmproj);
+    const model::HParams& hp = ctx.model().hparams();
+    if (mmproj->hparams().n_output != static_cast<int64_t>(hp.n_embd))
+        throw Error("the projector outputs " + std::to_string(mmproj->hparams().n_output) +
+                    " values per token but the text model's width is " + std::to_string(hp.n_embd));
+    std::string prompt = opt.prompt;
+    // Images without markers go first, as llama.cpp's mtmd-cli puts them.
+    if (prompt.find(opt.media_marker) == std::string::npos)
+        for (size_t i = 0; i < opt.images.size(); ++i) prompt = opt.media_marker + prompt;
+    vision::PreprocessOptions po;
+    po.min_tokens = opt.image_min_tokens;
+    po.max_tokens = opt.image_max_tokens;
+    std::vector<std::shared_ptr<const media::ImageChunk>> images;
+    for (const auto& path : opt.images) {
+        const auto t0 = std::chrono::steady_clock::now();
+        images.push_back(media::encode_image_chunk(*mmproj, vision::load_image_file(path), ctx.ops(), po));
+        std::fprintf(stderr, "cria run: %s -> %lld image tokens in %.1f ms\n", path.c_str(),
+                     static_cast<long long>(images.back()->n_tokens),
+                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const bool mrope = hp.rope_order == model::RopeOrder::MRope;
+    const media::MediaPrompt mp = media::tokenize_media_prompt(
+        vocab, prompt, images, media::image_delimiters(mmproj->hparams().projector), opt.media_marker, true, mrope);
+    if (mp.n_positions() > static_cast<int32_t>(ctx.n_ctx()))
+        throw Error("the prompt takes " + std::to_string(mp.n_positions()) + " positions, more than the context of " +
+                    std::to_string(ctx.n_ctx()));
+    if (!opt.no_display_prompt) {
+        std::string shown;
+        for (const auto& c : mp.chunks) {
+            if (c.is_image()) shown += opt.media_marker;
+            for (auto t : c.tokens) shown += vocab.token_to_piece(t, false);
+        }
+        std::fwrite(shown.data(), 1, shown.size(), stdout);
+        std::fflush(stdout);
+    }
+    ctx.memory_clear();
+    const int32_t n_past = media::eval_media_prompt(ctx, mp, 0, 0, true);
+    for (const auto& c : mp.chunks)
+        for (auto t : c.tokens) chain.accept_prompt(t);  // the text joins the penalties' history
+    const auto print = [&](runtime::TokenId t) {
+        const std::string piece = vocab.token_to_piece(t, false);
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+        return true;
+    };
+    const auto result = runtime::continue_generation(ctx, vocab, chain, n_past, opt.n_predict, print);
+    if (result.stop == runtime::StopReason::EndOfGeneration) std::fputs(" [end of text]\n", stdout);
+    std::fputs("\n\n", stdout);
+    std::fflush(stdout);
+    if (result.stop == runtime::StopReason::ContextFull) std::fprintf(stderr, "cria run: context full, stopping\n");
+    const auto& t = ctx.timings();
+    print_timing("prompt eval time", t.prompt_ms, t.prompt_tokens);
+    print_timing("eval time", t.eval_ms, t.eval_tokens);
+    return 0;
 }
 
 // cria run -p: the prompt's continuation, as llama-completion prints it.
@@ -137,6 +212,8 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
     auto chain = sampling::build_chain(sp, cc);
     if (auto grammar = sampling::make_grammar_sampler(vocab, opt.grammar)) chain.set_grammar(std::move(grammar));
     std::fprintf(stderr, "cria run: sampler chain: %s\n", chain.describe().c_str());
+
+    if (!opt.mmproj.empty() || !opt.images.empty()) return run_with_images(opt, ctx, vocab, chain);
 
     const auto tokens = vocab.tokenize(opt.prompt, true, true);
     if (tokens.empty()) throw Error("the prompt gives no tokens");
@@ -224,6 +301,11 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("-j,--json-schema", opt->grammar.json_schema, "JSON Schema the output must follow");
     cmd.add_option("--json-schema-file", opt->grammar.json_schema_file, "File with a JSON Schema");
     cria::tools::add_spec_flags(cmd, opt, &RunOptions::spec);
+    cmd.add_option("--mmproj", opt->mmproj, "Vision projector GGUF (llama.cpp's mmproj) for --image");
+    cmd.add_option("--image", opt->images, "Image file for the prompt's next media marker (repeatable)");
+    cmd.add_option("--media-marker", opt->media_marker, "The text in the prompt that an image replaces");
+    cmd.add_option("--image-min-tokens", opt->image_min_tokens, "Dynamic-size projectors: fewest image tokens (0: default)");
+    cmd.add_option("--image-max-tokens", opt->image_max_tokens, "Dynamic-size projectors: most image tokens (0: default)");
     return [opt, prompt, file, &cmd]() -> int {
         using namespace cria;
         std::string n_ctx, n_ubatch, draft_model, seed, system_prompt;
@@ -274,6 +356,7 @@ std::function<int()> setup(CLI::App& cmd) {
         } else if (!opt->reverse_prompts.empty()) {
             throw Error("-r/--reverse-prompt needs -p or -f (the chat ends replies at the template's end of turn)");
         }
+        if (!completion && !opt->images.empty()) throw Error("--image needs a prompt (-p or -f)");
         if (!completion) {
             // No prompt: chat in the terminal with the model's template, on
             // the server's scheduler (one slot, its speculative step).

@@ -17,6 +17,8 @@
 
 #include "cria/core/error.h"
 #include "cria/core/escapes.h"
+#include "cria/media/image_encoder.h"
+#include "cria/model/model.h"
 #include "cria/runtime/options.h"
 #include "cria/sampling/options.h"
 #include "cria/server/runtime_backend.h"
@@ -60,6 +62,7 @@ struct ServeOptions {
     std::string chat_template;
     std::string chat_template_file;
     std::string slot_save_path;
+    std::string mmproj;
     bool metrics = false;
     bool no_webui = false;
     bool parse_special_in_content = false;
@@ -101,6 +104,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--chat-template", opt->chat_template, "Jinja chat template source (overrides the model's)");
     cmd.add_option("--chat-template-file", opt->chat_template_file, "File holding the Jinja chat template");
     cmd.add_option("--slot-save-path", opt->slot_save_path, "Directory for POST /slots/N?action=save|restore");
+    cmd.add_option("--mmproj", opt->mmproj, "Vision projector GGUF (llama.cpp's mmproj): requests may carry images");
     cmd.add_flag("--metrics", opt->metrics, "Enable GET /metrics (Prometheus)");
     cmd.add_flag("--no-webui", opt->no_webui, "Do not serve the chat page at /");
     cmd.add_option("--cors-origin", opt->cors_origin,
@@ -198,6 +202,19 @@ std::function<int()> setup(CLI::App& cmd) {
         auto backend = std::make_unique<server::RuntimeBackend>(opt->model, bp);
         std::fprintf(stderr, "cria serve: %s\n", backend->describe_settings().c_str());
         const int32_t per_slot = backend->n_ctx_per_seq();
+        if (!opt->mmproj.empty()) {
+            config.image_encoder = std::make_shared<media::ImageEncoder>(opt->mmproj, opt->threads);
+            const auto& hp = backend->model().hparams();
+            if (config.image_encoder->n_output() != static_cast<int64_t>(hp.n_embd))
+                throw Error("the projector outputs " + std::to_string(config.image_encoder->n_output()) +
+                            " values per token but the text model's width is " + std::to_string(hp.n_embd));
+            // The scheduler gives every prompt entry its own position; M-RoPE
+            // images take fewer positions than tokens.
+            if (hp.rope_order == model::RopeOrder::MRope)
+                throw Error("cria serve does not take images for M-RoPE text models yet (cria run does)");
+            std::fprintf(stderr, "cria serve: vision projector %s (%s)\n", opt->mmproj.c_str(),
+                         std::string(vision::projector_type_name(config.image_encoder->mmproj().hparams().projector)).c_str());
+        }
         server::Server srv(std::move(backend), config);
         std::signal(SIGPIPE, SIG_IGN);
         std::signal(SIGINT, on_signal);

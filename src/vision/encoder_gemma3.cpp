@@ -22,6 +22,8 @@ ImageEmbeddings encode_gemma3(const Mmproj& m, const FloatImage& px, ops::Ops& o
     for (int64_t t = 0; t < n; ++t)
         for (int64_t i = 0; i < c; ++i) x[static_cast<size_t>(t * c + i)] += bias[i] + pos[t * c + i];
     BlockOptions block;
+    VitScratch scratch;  // one set of buffers for every block
+    block.scratch = &scratch;
     block.activation = h.activation;
     for (int64_t il = 0; il < m.n_layer_run(); ++il) vit_block(ops, m, il, x, n, block);
     layer_norm(ops, x, n, m.tensor("v.post_ln.weight"), m.tensor("v.post_ln.bias"), h.eps);

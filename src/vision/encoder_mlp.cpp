@@ -27,6 +27,8 @@ ImageEmbeddings encode_mlp(const Mmproj& m, const FloatImage& px, ops::Ops& ops)
     for (int64_t i = 0; i < n * c; ++i) x[static_cast<size_t>(i)] += pos[i];
     layer_norm(ops, x, n, m.tensor("v.pre_ln.weight"), m.tensor("v.pre_ln.bias"), h.eps);
     BlockOptions block;
+    VitScratch scratch;  // one set of buffers for every block
+    block.scratch = &scratch;
     block.activation = h.activation;
     for (int64_t il = 0; il < m.n_layer_run(); ++il) vit_block(ops, m, il, x, n, block);
 

@@ -102,8 +102,10 @@ ImageEmbeddings encode_muse_glimmer(const Mmproj& m, const FloatImage& px, ops::
 
     layer_norm(ops, x, n, m.tensor("v.pre_ln.weight"), m.tensor("v.pre_ln.bias"), h.eps);
     const int64_t n_layer = m.n_layer_run();
+    VitScratch scratch;  // one set of buffers for every block
     for (int64_t il = 0; il < n_layer; ++il) {
         BlockOptions block;
+        block.scratch = &scratch;
         block.activation = Activation::GeluErf;
         block.rotary = &rotary;
         const bool global = il == n_layer - 1 || (il + 1) % 4 == 0;

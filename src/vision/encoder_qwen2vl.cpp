@@ -54,6 +54,8 @@ ImageEmbeddings encode_qwen2vl(const Mmproj& m, const FloatImage& px, ops::Ops& 
         }
 
     BlockOptions block;
+    VitScratch scratch;  // one set of buffers for every block
+    block.scratch = &scratch;
     block.activation = h.activation;
     block.rotary = &rotary;
     for (int64_t il = 0; il < m.n_layer_run(); ++il) vit_block(ops, m, il, x, n, block);

@@ -24,9 +24,10 @@ TensorView view(const float* data, int64_t ne0, int64_t ne1, int64_t ne2 = 1) {
 // visits keys per query (right for decoding, several times slower here).
 // q, k, v, out: [d, heads, n].
 void attend_all(ops::Ops& ops, const float* q, const float* k, const float* v, float* out, int64_t d, int64_t heads,
-                int64_t n) {
-    std::vector<float> qh(static_cast<size_t>(d * n)), kh(qh.size()), vt(qh.size()), oh(qh.size());
-    std::vector<float> scores(static_cast<size_t>(n * n));
+                int64_t n, VitScratch& s) {
+    std::vector<float>&qh = s.qh, &kh = s.kh, &vt = s.vt, &oh = s.oh, &scores = s.scores;
+    for (auto* b : {&qh, &kh, &vt, &oh}) b->resize(static_cast<size_t>(d * n));
+    scores.resize(static_cast<size_t>(n * n));
     ops::SoftmaxParams sp;
     sp.scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (int64_t h = 0; h < heads; ++h) {
@@ -49,12 +50,18 @@ void attend_all(ops::Ops& ops, const float* q, const float* k, const float* v, f
 
 }  // namespace
 
-Activations linear(ops::Ops& ops, const VisionTensor& w, const VisionTensor* b, const Activations& x, int64_t n) {
+void linear_into(ops::Ops& ops, const VisionTensor& w, const VisionTensor* b, const Activations& x, int64_t n,
+                 Activations& y) {
     const int64_t in = w.ne[0], out = w.ne[1];
     if (static_cast<int64_t>(x.size()) != in * n) throw Error("vision linear: input width does not match the weight");
-    Activations y(static_cast<size_t>(out * n));
+    y.resize(static_cast<size_t>(out * n));
     ops.matmul(w.matrix(), view(x.data(), in, n), view(y.data(), out, n));
     if (b != nullptr) ops.add(view(y.data(), out, n), view(b->ptr(), out, 1), view(y.data(), out, n));
+}
+
+Activations linear(ops::Ops& ops, const VisionTensor& w, const VisionTensor* b, const Activations& x, int64_t n) {
+    Activations y;
+    linear_into(ops, w, b, x, n, y);
     return y;
 }
 
@@ -94,17 +101,20 @@ void vit_block(ops::Ops& ops, const Mmproj& m, int64_t il, Activations& x, int64
     auto t = [&](const char* name) -> const VisionTensor& { return m.tensor(b + name); };
     auto opt = [&](const char* name) { return m.find(b + name); };
 
-    Activations cur = x;
+    VitScratch own;
+    VitScratch& s = options.scratch != nullptr ? *options.scratch : own;
+    Activations &cur = s.cur, &q = s.q, &k = s.k, &v = s.v, &attn = s.attn, &o = s.o, &up = s.up, &down = s.down;
+    cur = x;  // copy assignment keeps cur's storage
     layer_norm(ops, cur, n, t("ln1.weight"), t("ln1.bias"), h.eps);
-    Activations q = linear(ops, t("attn_q.weight"), opt("attn_q.bias"), cur, n);
-    Activations k = linear(ops, t("attn_k.weight"), opt("attn_k.bias"), cur, n);
-    const Activations v = linear(ops, t("attn_v.weight"), opt("attn_v.bias"), cur, n);
+    linear_into(ops, t("attn_q.weight"), opt("attn_q.bias"), cur, n, q);
+    linear_into(ops, t("attn_k.weight"), opt("attn_k.bias"), cur, n, k);
+    linear_into(ops, t("attn_v.weight"), opt("attn_v.bias"), cur, n, v);
     if (options.rotary != nullptr) {
         const Rotary& r = *options.rotary;
         rotate_pairs(q, d, heads, n, r.first, r.second, r.angle);
         rotate_pairs(k, d, heads, n, r.first, r.second, r.angle);
     }
-    Activations attn(static_cast<size_t>(c * n));
+    attn.resize(static_cast<size_t>(c * n));
     // Block-diagonal attention is attention inside each window on its own.
     std::vector<int64_t> windows = options.windows;
     if (windows.empty()) windows.push_back(n);
@@ -112,18 +122,18 @@ void vit_block(ops::Ops& ops, const Mmproj& m, int64_t il, Activations& x, int64
     for (int64_t len : windows) {
         if (len < 1 || start + len > n) throw Error("vision encoder: attention windows do not cover the tokens");
         attend_all(ops, q.data() + start * c, k.data() + start * c, v.data() + start * c, attn.data() + start * c, d,
-                   heads, len);
+                   heads, len, s);
         start += len;
     }
     if (start != n) throw Error("vision encoder: attention windows do not cover the tokens");
-    const Activations o = linear(ops, t("attn_out.weight"), opt("attn_out.bias"), attn, n);
+    linear_into(ops, t("attn_out.weight"), opt("attn_out.bias"), attn, n, o);
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
 
     cur = x;
     layer_norm(ops, cur, n, t("ln2.weight"), t("ln2.bias"), h.eps);
-    Activations up = linear(ops, t("ffn_up.weight"), opt("ffn_up.bias"), cur, n);
+    linear_into(ops, t("ffn_up.weight"), opt("ffn_up.bias"), cur, n, up);
     activate(ops, options.activation, up);
-    const Activations down = linear(ops, t("ffn_down.weight"), opt("ffn_down.bias"), up, n);
+    linear_into(ops, t("ffn_down.weight"), opt("ffn_down.bias"), up, n, down);
     for (size_t i = 0; i < x.size(); ++i) x[i] += down[i];
 }
 

@@ -18,6 +18,9 @@ using Activations = std::vector<float>;
 
 // y = W x (+ b): w ne [in, out], x [in, n] -> [out, n].
 Activations linear(ops::Ops& ops, const VisionTensor& w, const VisionTensor* b, const Activations& x, int64_t n);
+// The same into `y` (resized; its storage is reused when large enough).
+void linear_into(ops::Ops& ops, const VisionTensor& w, const VisionTensor* b, const Activations& x, int64_t n,
+                 Activations& y);
 // Layer norm of each token (width = weight's length) with weight and bias.
 void layer_norm(ops::Ops& ops, Activations& x, int64_t n, const VisionTensor& w, const VisionTensor& b, float eps);
 void activate(ops::Ops& ops, Activation act, Activations& x);
@@ -32,12 +35,22 @@ struct Rotary {
     std::vector<float> angle;  // [n_tokens][n_pairs]
 };
 
+// The buffers of one block, kept across the blocks of an encode: every block
+// needs the same sizes, and a large image's are big (the attention scores of
+// 4096 tokens are 64 MiB), so allocating them per block costs page faults.
+struct VitScratch {
+    Activations cur, q, k, v, attn, o, up, down;
+    std::vector<float> qh, kh, vt, oh, scores;  // one head's attention
+};
+
 struct BlockOptions {
     Activation activation = Activation::GeluQuick;
     const Rotary* rotary = nullptr;
     // Attention only inside consecutive windows of these sizes (summing to
     // n_tokens); empty: every token sees every token.
     std::vector<int64_t> windows;
+    // Reused buffers (null: the block allocates its own).
+    VitScratch* scratch = nullptr;
 };
 
 // x += Attn(LN1(x)); x += FFN(LN2(x)) with block `il`'s weights.

@@ -2,6 +2,7 @@
 // Expects CRIA_URL (http://127.0.0.1:PORT), CRIA_API_KEY and CRIA_MODEL (see scripts/e2e.sh).
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 
@@ -182,6 +183,41 @@ test("anthropic: errors", async () => {
   const wrong = new Anthropic({ baseURL: url, apiKey: "wrong", maxRetries: 0 });
   await assert.rejects(wrong.messages.create({ model, max_tokens: 5, messages: [{ role: "user", content: "x" }] }),
     (e) => e instanceof Anthropic.AuthenticationError && e.status === 401);
+});
+
+// Images: the server runs with a tiny gemma3 projector sized to the model
+// (scripts/e2e.sh makes it with tools/mktinymmproj.py); 4 tokens per image.
+const png = fs.readFileSync(new URL("../data/mmproj/img-a-96x64.png", import.meta.url)).toString("base64");
+const pngUrl = "data:image/png;base64," + png;
+
+test("openai: an image as a data: URL gets a completion and counts in usage", async () => {
+  const ask = (content) => openai.chat.completions.create({ model, messages: [{ role: "user", content }], max_tokens: 8, temperature: 0 });
+  const plain = await ask([{ type: "text", text: "Describe this." }]);
+  const one = await ask([{ type: "text", text: "Describe this." }, { type: "image_url", image_url: { url: pngUrl } }]);
+  const two = await ask([{ type: "image_url", image_url: { url: pngUrl } }, { type: "text", text: "Describe this." },
+                         { type: "image_url", image_url: { url: pngUrl } }]);
+  assert.equal(one.choices[0].message.role, "assistant");
+  assert.ok(one.choices[0].message.content.length > 0);
+  assert.ok(one.usage.prompt_tokens >= plain.usage.prompt_tokens + 4, JSON.stringify([plain.usage, one.usage]));
+  assert.ok(two.usage.prompt_tokens >= one.usage.prompt_tokens + 4, JSON.stringify([one.usage, two.usage]));
+});
+
+test("openai: remote image URLs and non-images are refused with 400", async () => {
+  const ask = (url) => openai.chat.completions.create({ model, max_tokens: 4,
+    messages: [{ role: "user", content: [{ type: "image_url", image_url: { url } }] }] });
+  await assert.rejects(ask("https://example.com/cat.png"), (e) => e instanceof OpenAI.BadRequestError && /data: URL/.test(e.message));
+  await assert.rejects(ask("data:image/png;base64," + Buffer.from("no image here").toString("base64")),
+    (e) => e instanceof OpenAI.BadRequestError);
+  await assert.rejects(ask("data:image/png;base64,!!!"), (e) => e instanceof OpenAI.BadRequestError);
+});
+
+test("anthropic: a base64 image block gets a completion", async () => {
+  const m = await anthropic.messages.create({ model, max_tokens: 8, temperature: 0, messages: [{ role: "user", content: [
+    { type: "image", source: { type: "base64", media_type: "image/png", data: png } },
+    { type: "text", text: "What is in the picture?" }] }] });
+  assert.equal(m.type, "message");
+  assert.ok(m.content[0].text.length > 0);
+  assert.ok(m.usage.input_tokens >= 4);
 });
 
 test("all slots are free at the end", async () => {

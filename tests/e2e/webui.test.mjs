@@ -108,3 +108,19 @@ test("markdown is rendered and HTML in messages is escaped", async () => {
   assert.match(html, /<ul><li>one<\/li><li>two<\/li><\/ul>/);
   assert.doesNotMatch(html, /href="javascript/);
 });
+
+test("an attached image goes with the message and shows in the chat", async () => {
+  await page.click("#new-chat");
+  await page.setInputFiles("#image", new URL("../data/mmproj/img-a-96x64.png", import.meta.url).pathname);
+  assert.equal(await page.locator("#attach-name").innerText(), "img-a-96x64.png");
+  await page.fill("#input", "What is in this picture?");
+  await page.click("#send");
+  await page.waitForFunction(() => document.querySelector("#send").disabled === false);
+  assert.equal(await page.locator(".msg.user img.attached").count(), 1);
+  const src = await page.locator(".msg.user img.attached").getAttribute("src");
+  assert.match(src, /^data:image\/png;base64,/);
+  // The server took it (a projector is loaded): a reply, no error.
+  assert.equal(await page.locator(".msg.assistant .error").count(), 0);
+  assert.ok((await assistantText()).trim().length > 0);
+  assert.equal(await page.locator("#attach-name").innerText(), "");
+});

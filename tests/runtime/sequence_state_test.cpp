@@ -177,9 +177,9 @@ TEST_F(SequenceState, ForeignSectionsAreRefusedEvenWithAValidChecksum) {
     ctx.save_sequence(0, prompt_, good.string());
     const std::string bytes = read_bytes(good);
     const int32_t n = static_cast<int32_t>(prompt_.size());
-    // magic, version, identity (6 x u32 + u64), n_tokens, tokens, n_sections, then the first section's
-    // tag, version, size and payload (n_layer, k/v cell bytes, n_swa, n_chunk, n_cells, positions, rows).
-    const size_t sections_at = 8 + 4 + 32 + 4 + 4 * prompt_.size();
+    // magic, version, identity (6 x u32 + u64), n_tokens, tokens, n_media (0), n_sections, then the first
+    // section's tag, version, size and payload (n_layer, k/v cell bytes, n_swa, n_chunk, n_cells, positions, rows).
+    const size_t sections_at = 8 + 4 + 32 + 4 + 4 * prompt_.size() + 4;
     const size_t tag_at = sections_at + 4;
     ASSERT_EQ(bytes.substr(tag_at, 4), "KVAT");
     auto with_checksum = [](std::string b) {
@@ -246,6 +246,41 @@ TEST_F(SequenceState, SaveNeverFollowsAPlantedTemporaryFile) {
     size_t entries = 0;
     for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
     EXPECT_EQ(entries, 3u) << "victim, the planted link and the saved file only";
+}
+
+// Images among the tokens: their runs (placeholders, not vocabulary ids)
+// are saved with their positions and hashes and come back as they were; a
+// caller that does not ask for them gets a refusal, not placeholders.
+TEST_F(SequenceState, MediaRunsAreSavedAndRestored) {
+    Context ctx(*model_, params());
+    prefill(ctx, 0, prompt_);
+    std::vector<TokenId> tokens = prompt_;
+    for (size_t i = 2; i < 5; ++i) tokens[i] = -7;  // an "image" of three tokens
+    const std::vector<SavedMedia> media{{2, 3, 2, 3, 0x1234567890abcdefull}};
+    const auto file = test::temp_dir() / "seq-media.bin";
+    EXPECT_EQ(ctx.save_sequence(0, tokens, file.string(), media), tokens.size());
+    Context other(*model_, params());
+    std::vector<SavedMedia> back;
+    EXPECT_EQ(other.restore_sequence(1, file.string(), 0, &back), tokens);
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(back[0].first, 2u);
+    EXPECT_EQ(back[0].n_tokens, 3u);
+    EXPECT_EQ(back[0].pos, 2);
+    EXPECT_EQ(back[0].n_positions, 3u);
+    EXPECT_EQ(back[0].hash, 0x1234567890abcdefull);
+    EXPECT_EQ(other.memory_seq_pos_max(1), static_cast<int32_t>(tokens.size()) - 1);
+    Context plain(*model_, params());
+    EXPECT_THROW(plain.restore_sequence(0, file.string()), Error);
+    EXPECT_EQ(plain.memory_seq_pos_max(0), -1);
+    // Placeholders outside a declared run are invalid tokens; runs must lie in the tokens, in order.
+    EXPECT_THROW(ctx.save_sequence(0, tokens, file.string(), std::vector<SavedMedia>{{3, 9, 3, 9, 1}}), Error);
+    EXPECT_THROW(ctx.save_sequence(0, tokens, file.string(),
+                                   std::vector<SavedMedia>{{2, 3, 2, 3, 1}, {3, 1, 3, 1, 2}}),
+                 Error);
+    const auto bad = test::temp_dir() / "seq-media-bad.bin";
+    ctx.save_sequence(0, tokens, bad.string(), std::vector<SavedMedia>{{2, 2, 2, 2, 1}});  // token 4 is left out
+    EXPECT_THROW(other.restore_sequence(1, bad.string(), 0, &back), Error);
+    EXPECT_EQ(other.restore_sequence(1, file.string(), 0, &back), tokens);  // the good file still loads
 }
 
 }  // namespace

@@ -189,6 +189,7 @@ private:
     size_t k_cell_bytes_ = 0, v_cell_bytes_ = 0, k_row_bytes_ = 0, v_row_bytes_ = 0;
     std::vector<std::vector<uint8_t>> k_, v_;  // per layer
     std::vector<int32_t> pos_;
+    std::vector<int32_t> order_;  // order among cells at one position (UbatchView::orders); not saved
     std::vector<uint64_t> seqs_;
     std::vector<int32_t> shift_;
     bool has_shift_ = false;
@@ -200,7 +201,7 @@ private:
     uint32_t n_hi_ = 0;  // 1 + highest cell index ever used since clear (attention reads below it)
 
     UbatchView ubatch_;
-    std::vector<int32_t> ub_pos_;
+    std::vector<int32_t> ub_pos_, ub_order_;
     std::vector<uint64_t> ub_seqs_;
     std::vector<uint32_t> slots_;
     Plan plans_[2];  // [0]: no window, [1]: the sliding window

@@ -42,6 +42,14 @@ struct UbatchView {
     int64_t n_tokens = 0;
     const int32_t* positions = nullptr;
     const uint64_t* seq_masks = nullptr;  // bit s set: the token belongs to sequence s
+    // Order among a sequence's tokens at one position (null: all 0). An
+    // M-RoPE image puts all its tokens at one position (llama.cpp's
+    // temporal section); their raster index keeps attention causal among
+    // them, as llama.cpp's 2-D cell positions do.
+    const int32_t* orders = nullptr;
+    // false: every token sees all cells of its sequence, later ones too
+    // (llama_set_causal_attn(false): gemma3's image block attends both ways).
+    bool causal = true;
 };
 
 // How a batch is cut into micro-batches: micro-batch u holds the batch

@@ -196,6 +196,10 @@ struct ForwardInput {
     const int32_t* tokens = nullptr;   // n_tokens ids, or null when embd is given
     const float* embd = nullptr;       // n_embd x n_tokens input embeddings (instead of tokens)
     const int32_t* positions = nullptr;
+    // M-RoPE models: the four position streams, 4 x n_tokens ([section][token]:
+    // temporal, height, width, extra), for image tokens; null: every token
+    // rotates by (pos, pos, pos, 0), as text does.
+    const int32_t* rope_positions = nullptr;
     // n_tokens sequence sets (bit s set: the token belongs to sequence s), so
     // layers that keep per-sequence state (recurrent) can find it; may be null.
     const uint64_t* seq_masks = nullptr;

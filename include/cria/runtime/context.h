@@ -28,6 +28,7 @@
 #include "cria/model/model.h"
 #include "cria/ops/cpu_ops.h"
 #include "cria/runtime/batch.h"
+#include "cria/runtime/saved_media.h"
 
 namespace cria::runtime {
 
@@ -109,14 +110,20 @@ public:
     // widths, cache types, vocabulary, a hash of the hyperparameters) and a
     // checksum. Written to a temporary file, then renamed. Returns the
     // number of positions saved (of the first memory: the full cache). Throws cria::Error when the file cannot be written.
-    size_t save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path);
+    // media: the runs of `tokens` that are no vocabulary ids but embeddings
+    // (images), recorded with their position range and content hash, so a
+    // restore tells which images the cells hold.
+    size_t save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path,
+                         std::span<const SavedMedia> media = {});
     // Loads such a file into `seq`, replacing what it held, without any
     // forward pass; returns the saved tokens. Throws cria::Error, leaving the
     // cache unchanged, when the file is not one, has another version, comes
     // from another model or cache type, is truncated or corrupt, or does not
     // fit this context. max_positions > 0 also refuses files with more
-    // tokens or a cell position beyond it (a per-sequence limit).
-    std::vector<TokenId> restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions = 0);
+    // tokens or a cell position beyond it (a per-sequence limit). A file with
+    // media is refused unless `media` is given to receive them.
+    std::vector<TokenId> restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions = 0,
+                                          std::vector<SavedMedia>* media = nullptr);
 
     const model::Model& model() const { return model_; }
     const ContextParams& params() const { return params_; }
@@ -153,8 +160,9 @@ private:
     // and its outputs computed here before they go to their rows.
     std::vector<TokenId> ub_tokens_;
     std::vector<float> ub_embd_, ub_logits_, ub_hidden_, ub_features_;
-    std::vector<int32_t> ub_pos_;
+    std::vector<int32_t> ub_pos_, ub_orders_;
     std::vector<uint64_t> ub_masks_;
+    std::vector<int32_t> ub_rope_;  // M-RoPE positions of the micro-batch, [section][token]
 
     // Outputs of the last decode().
     std::vector<float> logits_, embd_, pooled_, features_;

@@ -27,4 +27,11 @@ GenerationResult generate(Context& ctx, const vocab::Vocab& vocab, sampling::Cha
                           const std::vector<TokenId>& prompt, int n_predict,
                           const std::function<bool(TokenId)>& on_token = {});
 
+// The sampling loop alone, after the caller decoded a prompt into sequence 0
+// up to position `pos` (exclusive) with logits for its last token (a prompt
+// with images, media/eval_prompt.h). The prompt's text tokens should already
+// be in the chain's history (accept_prompt).
+GenerationResult continue_generation(Context& ctx, const vocab::Vocab& vocab, sampling::Chain& chain, int32_t pos,
+                                     int n_predict, const std::function<bool(TokenId)>& on_token = {});
+
 }  // namespace cria::runtime

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "cria/media/image_chunk.h"
+#include "cria/runtime/saved_media.h"
 #include "cria/spec/drafter.h"
 #include "cria/spec/params.h"
 #include "cria/spec/step.h"
@@ -61,6 +63,10 @@ public:
     // leaving dst empty, when the memory cannot (the default; a recurrent
     // state holds more than the prefix).
     virtual bool seq_copy_prefix(int32_t src, int32_t dst, int32_t n);
+    // Evaluates an image's embeddings into `seq` at positions pos.. (one per
+    // image token), continuing it like decode(). Throws cria::Error (the
+    // default: the backend takes no images).
+    virtual void decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image);
     // Checkpoints of a verify batch (see above); false, changing nothing,
     // when refused (begin: one is open; commit: none is, or n_accepted is
     // more than was decoded since begin).
@@ -75,6 +81,13 @@ public:
     // sequence as it was.
     virtual size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path);
     virtual std::vector<TokenId> restore_sequence(int32_t seq, const std::string& path);
+    // The same with the images among the tokens (runtime::SavedMedia: their
+    // placeholder runs, positions and hashes). The defaults save only a
+    // sequence without images and restore only a file without them.
+    virtual size_t save_sequence_with_media(int32_t seq, std::span<const TokenId> tokens, const std::string& path,
+                                            std::span<const runtime::SavedMedia> media);
+    virtual std::vector<TokenId> restore_sequence_with_media(int32_t seq, const std::string& path,
+                                                             std::vector<runtime::SavedMedia>& media);
 
     // The drafters `params` asks for, for one slot (each slot calls it once).
     // Throws cria::Error (the default: the backend cannot draft).

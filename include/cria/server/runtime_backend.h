@@ -45,8 +45,10 @@ public:
     // The settings in effect, for a user to see that their flags took:
     // "n_ctx 1024, batch 512/512, KV cache f16/f16, loaded with mmap, 12.0 MiB of weights packed".
     std::string describe_settings() const;
+    const model::Model& model() const { return *model_; }
 
     void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override;
+    void decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image) override;
     // The context's memory (runtime::Context::memory_seq_rm, memory().checkpoint_*).
     bool seq_keep_prefix(int32_t seq, int32_t keep) override;
     bool seq_copy_prefix(int32_t src, int32_t dst, int32_t n) override;
@@ -55,6 +57,10 @@ public:
     // The KV cells themselves (runtime::Context::save_sequence).
     size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path) override;
     std::vector<TokenId> restore_sequence(int32_t seq, const std::string& path) override;
+    size_t save_sequence_with_media(int32_t seq, std::span<const TokenId> tokens, const std::string& path,
+                                    std::span<const runtime::SavedMedia> media) override;
+    std::vector<TokenId> restore_sequence_with_media(int32_t seq, const std::string& path,
+                                                     std::vector<runtime::SavedMedia>& media) override;
     // spec::make_drafters with one ngram-mod pool shared by the slots; the
     // draft model is loaded once and shared, each slot drafting in a context
     // of its own the size of a slot.

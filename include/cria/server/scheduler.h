@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cria/grammar/sampler.h"
+#include "cria/media/image_chunk.h"
 #include "cria/sampling/chain.h"
 #include "cria/sampling/params.h"
 #include "cria/server/backend.h"
@@ -43,8 +44,22 @@ struct SpeculativeRequest {
     float p_min = -1.0f;   // the draft model's confidence floor (< 0: the server's)
 };
 
+// An image inside a prompt: prompt[first, first + image->n_tokens) hold
+// image_placeholder(image->hash) and stand for the image's embeddings,
+// which Backend::decode_image evaluates at those positions.
+struct PromptImage {
+    size_t first = 0;
+    std::shared_ptr<const media::ImageChunk> image;
+};
+
+// The (negative, so never a vocabulary id) token that fills an image's
+// span of a prompt: prefixes holding different images differ there, and
+// the scheduler also compares the full hashes before reusing cached cells.
+TokenId image_placeholder(uint64_t hash);
+
 struct GenerationRequest {
     std::vector<TokenId> prompt;
+    std::vector<PromptImage> images;     // in prompt order, not overlapping
     sampling::SamplingParams sampling;
     std::string grammar;                 // GBNF; empty: unconstrained
     grammar::SamplerOptions grammar_options;
@@ -204,6 +219,8 @@ private:
     void leave_cancelled_and_late();
     void plan_generation(StepPlan& plan);
     void plan_prompts(StepPlan& plan);
+    // Decodes the images the slot's prompt has reached; false when it failed the slot.
+    bool eval_images(Slot& slot);
     void take_prompt_chunks(const StepPlan& plan, size_t first_row);
     void decode_failed(const StepPlan& plan, const std::string& what);
     // Request output (scheduler_output.cpp).

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cria/media/image_encoder.h"
 #include "cria/server/backend.h"
 #include "cria/sampling/params.h"
 #include "cria/server/scheduler.h"
@@ -45,6 +46,9 @@ struct ServerConfig {
     // What a request does not set (temperature, top_k, penalties, DRY, ...):
     // llama.cpp's defaults, or `cria serve`'s sampling flags (as llama-server).
     sampling::SamplingParams default_sampling;
+    // The vision projector (--mmproj); null: requests with images get 400.
+    // Its output width must be the model's (the caller checks).
+    std::shared_ptr<media::ImageEncoder> image_encoder;
     SchedulerOptions scheduler;
 };
 
