@@ -100,10 +100,17 @@ inline size_t rows16_scales_offset(int64_t b, int64_t nb, size_t qbr, size_t sbr
 // less than a group (the last one) and only those rows are written.
 TypeKernel packed_scalar_kernel(ElementType t, Packing p);
 TypeKernel packed_avx512_kernel(ElementType t, Packing p);
+// Packed kernels for products of many columns (matrix x matrix): tiles of
+// several groups (max_rows a multiple of packing_rows(p); a tile's groups
+// follow each other, w_stride apart). {nullptr} for types without one.
+TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p);
+// Products with at least this many columns use the wide kernels.
+constexpr int64_t kWideKernelMinColumns = 8;
 
 // The kernel the products of `isa` use for type t in packing p: the highest
 // level that has one (packed weights: VNNI where the CPU has it, else the
 // scalar reference, which reads every packing). matmul.cpp.
-TypeKernel select_kernel(ElementType t, Isa isa, Packing packing);
+// n_cols: the product's activation vectors (wide kernels for many).
+TypeKernel select_kernel(ElementType t, Isa isa, Packing packing, int64_t n_cols = 1);
 
 }  // namespace cria::matmul::detail

@@ -161,6 +161,57 @@ void rows16_run(const Tile& t) {
     store_rows16<C>(t, acc);
 }
 
+// Two groups (32 rows) per tile, for products with many columns: each
+// activation broadcast then feeds two vpdpbusd instead of one, which halves
+// the broadcast loads that otherwise bound the loop (one per vpdpbusd), and
+// one offset correction serves both groups. The second group's weights are
+// t.w_stride bytes after the first's. Every row is computed with the same
+// operations as in rows16_run (the integer sum is exact whatever its order),
+// so a row's result does not depend on which kernel or tile holds it.
+template <class U, int C>
+void rows32_run(const Tile& t) {
+    if (t.n_rows <= kGroupRows) return rows16_run<U, C>(t);
+    const int64_t nb = t.k / 32;
+    const size_t scale_off = q8_0_planar_scale_offset(t.k), sum_off = q8_0_planar_sum_offset(t.k);
+    const uint8_t* w1 = t.w + t.w_stride;
+    __m512 acc0[C], acc1[C];
+    for (int c = 0; c < C; ++c) acc0[c] = acc1[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const size_t qoff = rows16_quants_offset(b, U::kQuantBytes, U::kScaleBytes);
+        const uint8_t* q0 = t.w + qoff;
+        const uint8_t* q1 = w1 + qoff;
+        for (size_t line = 0; line <= U::kQuantBytes; line += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(q0 + kPrefetchDistance + line), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(q1 + kPrefetchDistance + line), _MM_HINT_T0);
+        }
+        __m512i wa[8], wb[8];
+        U::unpack(q0, wa);
+        U::unpack(q1, wb);
+        const size_t soff = rows16_scales_offset(b, nb, U::kQuantBytes, U::kScaleBytes);
+        const __m512 dw0 = U::scales(t.w + soff), dw1 = U::scales(w1 + soff);
+        for (int c = 0; c < C; ++c) {
+            const uint8_t* act = t.a + static_cast<size_t>(c) * t.a_stride;
+            const auto* aq = reinterpret_cast<const int32_t*>(act) + 8 * b;
+            const __m512 da = _mm512_set1_ps(reinterpret_cast<const float*>(act + scale_off)[b]);
+            const __m512i start = _mm512_set1_epi32(-U::kOffset * reinterpret_cast<const int32_t*>(act + sum_off)[b]);
+            __m512i s0 = start, s1 = start;
+            for (int j = 0; j < 8; ++j) {
+                const __m512i x = _mm512_set1_epi32(aq[j]);
+                s0 = _mm512_dpbusd_epi32(s0, wa[j], x);
+                s1 = _mm512_dpbusd_epi32(s1, wb[j], x);
+            }
+            acc0[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(dw0, da), acc0[c]);
+            acc1[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(dw1, da), acc1[c]);
+        }
+    }
+    Tile part = t;
+    part.n_rows = kGroupRows;
+    store_rows16<C>(part, acc0);
+    part.n_rows = t.n_rows - kGroupRows;
+    part.y = t.y + kGroupRows;
+    store_rows16<C>(part, acc1);
+}
+
 
 // Q4_K (layout in packing.h). Per 64-value chunk j the 8 quant registers
 // give 8 low-nibble registers (sub-block 2j) and 8 high-nibble ones
@@ -336,6 +387,13 @@ struct Blocks32 {
         static void run(const Tile& t) { rows16_run<U, C>(t); }
     };
 };
+template <class U>
+struct Blocks32Wide {
+    template <int C>
+    struct Run {
+        static void run(const Tile& t) { rows32_run<U, C>(t); }
+    };
+};
 template <int C>
 struct Q4KRun {
     static void run(const Tile& t) { rows16_q4_k_run<C>(t); }
@@ -353,6 +411,18 @@ struct Half {
 };
 
 }  // namespace
+
+TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
+    if (p != Packing::Rows16) return {};
+    constexpr int kRows = 2 * kGroupRows;
+    switch (t) {
+        case ElementType::Q4_0: return {rows16_tile_of<Blocks32Wide<UnpackQ4_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::IQ4_NL: return {rows16_tile_of<Blocks32Wide<UnpackIq4Nl>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::Q8_0: return {rows16_tile_of<Blocks32Wide<UnpackQ8_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::MXFP4: return {rows16_tile_of<Blocks32Wide<UnpackMxfp4>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
+        default: return {};
+    }
+}
 
 TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
     if (p != Packing::Rows16) return {};
@@ -378,6 +448,7 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
 
 namespace cria::matmul::detail {
 TypeKernel packed_avx512_kernel(ElementType, Packing) { return {}; }
+TypeKernel packed_avx512_wide_kernel(ElementType, Packing) { return {}; }
 }  // namespace cria::matmul::detail
 
 #endif
