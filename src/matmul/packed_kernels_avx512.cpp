@@ -378,6 +378,62 @@ void rows16_half_run(const Tile& t) {
     store_rows16<C>(t, sums);
 }
 
+// Two groups (32 rows) per tile for products of many columns: 2 x C
+// independent accumulators instead of C keep both FMA pipes busy (with C = 4
+// and one group, 4 chains cannot cover the FMA latency), and each activation
+// broadcast feeds two FMAs. Per row, the same operations in the same order
+// as rows16_half_run<Bf16, C> (including its U partial sums for C < 4), so a
+// row's result does not depend on the kernel that computed it.
+template <bool Bf16, int C>
+void rows32_half_run(const Tile& t) {
+    if (t.n_rows <= kGroupRows) return rows16_half_run<Bf16, C>(t);
+    constexpr int U = C >= 4 ? 1 : 4 / C;
+    const uint8_t* w1 = t.w + t.w_stride;
+    __m512 acc0[C][U], acc1[C][U];
+    for (int c = 0; c < C; ++c)
+        for (int u = 0; u < U; ++u) acc0[c][u] = acc1[c][u] = _mm512_setzero_ps();
+    const float* x[C];
+    for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
+    int64_t i = 0;
+    for (; i + U <= t.k; i += U) {
+        const size_t off = static_cast<size_t>(i) * 32;
+        _mm_prefetch(reinterpret_cast<const char*>(t.w + off + kPrefetchDistance), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w1 + off + kPrefetchDistance), _MM_HINT_T0);
+        for (int u = 0; u < U; ++u) {
+            const __m512 wa = load_half16<Bf16>(t.w + off + 32 * u), wb = load_half16<Bf16>(w1 + off + 32 * u);
+            for (int c = 0; c < C; ++c) {
+                const __m512 xv = _mm512_set1_ps(x[c][i + u]);
+                acc0[c][u] = _mm512_fmadd_ps(wa, xv, acc0[c][u]);
+                acc1[c][u] = _mm512_fmadd_ps(wb, xv, acc1[c][u]);
+            }
+        }
+    }
+    for (; i < t.k; ++i) {
+        const size_t off = static_cast<size_t>(i) * 32;
+        const __m512 wa = load_half16<Bf16>(t.w + off), wb = load_half16<Bf16>(w1 + off);
+        for (int c = 0; c < C; ++c) {
+            const __m512 xv = _mm512_set1_ps(x[c][i]);
+            acc0[c][0] = _mm512_fmadd_ps(wa, xv, acc0[c][0]);
+            acc1[c][0] = _mm512_fmadd_ps(wb, xv, acc1[c][0]);
+        }
+    }
+    __m512 sums0[C], sums1[C];
+    for (int c = 0; c < C; ++c) {
+        sums0[c] = acc0[c][0];
+        sums1[c] = acc1[c][0];
+        for (int u = 1; u < U; ++u) {
+            sums0[c] = _mm512_add_ps(sums0[c], acc0[c][u]);
+            sums1[c] = _mm512_add_ps(sums1[c], acc1[c][u]);
+        }
+    }
+    Tile part = t;
+    part.n_rows = kGroupRows;
+    store_rows16<C>(part, sums0);
+    part.n_rows = t.n_rows - kGroupRows;
+    part.y = t.y + kGroupRows;
+    store_rows16<C>(part, sums1);
+}
+
 
 // Column-count adapters for rows16_tile_of.
 template <class U>
@@ -410,6 +466,14 @@ struct Half {
     };
 };
 
+template <bool Bf16>
+struct HalfWide {
+    template <int C>
+    struct Run {
+        static void run(const Tile& t) { rows32_half_run<Bf16, C>(t); }
+    };
+};
+
 }  // namespace
 
 TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
@@ -420,6 +484,8 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL: return {rows16_tile_of<Blocks32Wide<UnpackIq4Nl>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile_of<Blocks32Wide<UnpackQ8_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::MXFP4: return {rows16_tile_of<Blocks32Wide<UnpackMxfp4>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::F16: return {rows16_tile_of<HalfWide<false>::Run>, kRows, 4, ActivationFormat::F32};
+        case ElementType::BF16: return {rows16_tile_of<HalfWide<true>::Run>, kRows, 4, ActivationFormat::F32};
         default: return {};
     }
 }
