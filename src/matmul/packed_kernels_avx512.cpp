@@ -175,6 +175,7 @@ void rows32_run(const Tile& t) {
     const size_t scale_off = q8_0_planar_scale_offset(t.k), sum_off = q8_0_planar_sum_offset(t.k);
     const uint8_t* w1 = t.w + t.w_stride;
     __m512 acc0[C], acc1[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) acc0[c] = acc1[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const size_t qoff = rows16_quants_offset(b, U::kQuantBytes, U::kScaleBytes);
@@ -189,6 +190,7 @@ void rows32_run(const Tile& t) {
         U::unpack(q1, wb);
         const size_t soff = rows16_scales_offset(b, nb, U::kQuantBytes, U::kScaleBytes);
         const __m512 dw0 = U::scales(t.w + soff), dw1 = U::scales(w1 + soff);
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) {
             const uint8_t* act = t.a + static_cast<size_t>(c) * t.a_stride;
             const auto* aq = reinterpret_cast<const int32_t*>(act) + 8 * b;
@@ -225,19 +227,23 @@ void rows16_q4_k_run(const Tile& t) {
     const int64_t nb = t.k / 256;
     const __m512i low = _mm512_set1_epi8(0x0F);
     __m512 acc[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* sb = t.w + static_cast<size_t>(b) * kSuper;
         const block_q8_K* act[C];
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c)
             act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
         __m512i isum[C], msum[C];
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) isum[c] = msum[c] = _mm512_setzero_si512();
         for (int j = 0; j < 4; ++j) {
             const uint8_t* q = sb + 512 * j;
             for (size_t line = 0; line < 512; line += 64)
                 _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchDistance + line), _MM_HINT_T0);
             __m512i lo[8], hi[8];
+            #pragma GCC unroll 16
             for (int r = 0; r < 8; ++r) {
                 const __m512i p = _mm512_loadu_si512(q + 64 * r);
                 lo[r] = _mm512_and_si512(p, low);
@@ -245,9 +251,11 @@ void rows16_q4_k_run(const Tile& t) {
             }
             const __m512i scale_lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 32 * j)));
             const __m512i scale_hi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 32 * j + 16)));
+            #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) {
                 const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 16 * j;
                 __m512i s_lo = _mm512_setzero_si512(), s_hi = _mm512_setzero_si512();
+                #pragma GCC unroll 16
                 for (int r = 0; r < 8; ++r) {
                     s_lo = _mm512_dpbusd_epi32(s_lo, lo[r], _mm512_set1_epi32(aq[r]));
                     s_hi = _mm512_dpbusd_epi32(s_hi, hi[r], _mm512_set1_epi32(aq[8 + r]));
@@ -259,6 +267,7 @@ void rows16_q4_k_run(const Tile& t) {
         for (int sub = 0; sub < 8; ++sub) {
             const __m512i mins =
                 _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 128 + 16 * sub)));
+            #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) {
                 const int32_t bsum = act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1];
                 msum[c] = _mm512_add_epi32(msum[c], _mm512_mullo_epi32(mins, _mm512_set1_epi32(bsum)));
@@ -266,6 +275,7 @@ void rows16_q4_k_run(const Tile& t) {
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQuants + kScales)));
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQuants + kScales + 32)));
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) {
             const __m512 da = _mm512_set1_ps(act[c]->d);
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
@@ -273,6 +283,104 @@ void rows16_q4_k_run(const Tile& t) {
         }
     }
     store_rows16<C>(t, acc);
+}
+
+// Q4_K, two groups (32 rows) per tile, for products of many columns: each
+// 32-value sub-block's 8 registers of both groups are unpacked in turn (16
+// registers), so one activation broadcast feeds two vpdpbusd. The integer
+// sums are exact, so adding them in another order changes nothing; the float
+// part is rows16_q4_k_run's, so a row's result does not depend on the kernel.
+template <int C>
+void rows32_q4_k_run(const Tile& t) {
+    if (t.n_rows <= kGroupRows) return rows16_q4_k_run<C>(t);
+    constexpr size_t kQuants = 2048, kScales = 256, kSuper = kQuants + kScales + 64;
+    const int64_t nb = t.k / 256;
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    const uint8_t* w1 = t.w + t.w_stride;
+    __m512 acc0[C], acc1[C];
+    #pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc0[c] = acc1[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* sb0 = t.w + static_cast<size_t>(b) * kSuper;
+        const uint8_t* sb1 = w1 + static_cast<size_t>(b) * kSuper;
+        const block_q8_K* act[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c)
+            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
+        __m512i isum0[C], isum1[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) isum0[c] = isum1[c] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+            const uint8_t* q0 = sb0 + 512 * j;
+            const uint8_t* q1 = sb1 + 512 * j;
+            for (size_t line = 0; line < 512; line += 64) {
+                _mm_prefetch(reinterpret_cast<const char*>(q0 + kPrefetchDistance + line), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(q1 + kPrefetchDistance + line), _MM_HINT_T0);
+            }
+            for (int half = 0; half < 2; ++half) {  // sub-block 2j + half: low nibbles, then high
+                __m512i wa[8], wb[8];
+                #pragma GCC unroll 16
+                for (int r = 0; r < 8; ++r) {
+                    __m512i pa = _mm512_loadu_si512(q0 + 64 * r), pb = _mm512_loadu_si512(q1 + 64 * r);
+                    if (half) {
+                        pa = _mm512_srli_epi16(pa, 4);
+                        pb = _mm512_srli_epi16(pb, 4);
+                    }
+                    wa[r] = _mm512_and_si512(pa, low);
+                    wb[r] = _mm512_and_si512(pb, low);
+                }
+                const size_t so = kQuants + 32 * j + 16 * half;
+                const __m512i scale0 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb0 + so)));
+                const __m512i scale1 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb1 + so)));
+                #pragma GCC unroll 16
+                for (int c = 0; c < C; ++c) {
+                    const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 16 * j + 8 * half;
+                    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+                    #pragma GCC unroll 16
+                    for (int r = 0; r < 8; ++r) {
+                        const __m512i x = _mm512_set1_epi32(aq[r]);
+                        s0 = _mm512_dpbusd_epi32(s0, wa[r], x);
+                        s1 = _mm512_dpbusd_epi32(s1, wb[r], x);
+                    }
+                    isum0[c] = _mm512_add_epi32(isum0[c], _mm512_mullo_epi32(s0, scale0));
+                    isum1[c] = _mm512_add_epi32(isum1[c], _mm512_mullo_epi32(s1, scale1));
+                }
+            }
+        }
+        __m512i msum0[C], msum1[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) msum0[c] = msum1[c] = _mm512_setzero_si512();
+        for (int sub = 0; sub < 8; ++sub) {
+            const size_t mo = kQuants + 128 + 16 * sub;
+            const __m512i mins0 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb0 + mo)));
+            const __m512i mins1 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb1 + mo)));
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) {
+                const __m512i bsum = _mm512_set1_epi32(act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1]);
+                msum0[c] = _mm512_add_epi32(msum0[c], _mm512_mullo_epi32(mins0, bsum));
+                msum1[c] = _mm512_add_epi32(msum1[c], _mm512_mullo_epi32(mins1, bsum));
+            }
+        }
+        const auto dd = [](const uint8_t* p) {
+            return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        };
+        const __m512 d0 = dd(sb0 + kQuants + kScales), dmin0 = dd(sb0 + kQuants + kScales + 32);
+        const __m512 d1 = dd(sb1 + kQuants + kScales), dmin1 = dd(sb1 + kQuants + kScales + 32);
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) {
+            const __m512 da = _mm512_set1_ps(act[c]->d);
+            acc0[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum0[c]), _mm512_mul_ps(d0, da), acc0[c]);
+            acc0[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum0[c]), _mm512_mul_ps(dmin0, da), acc0[c]);
+            acc1[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum1[c]), _mm512_mul_ps(d1, da), acc1[c]);
+            acc1[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum1[c]), _mm512_mul_ps(dmin1, da), acc1[c]);
+        }
+    }
+    Tile part = t;
+    part.n_rows = kGroupRows;
+    store_rows16<C>(part, acc0);
+    part.n_rows = t.n_rows - kGroupRows;
+    part.y = t.y + kGroupRows;
+    store_rows16<C>(part, acc1);
 }
 
 
@@ -289,13 +397,16 @@ void rows16_q6_k_run(const Tile& t) {
     const int64_t nb = t.k / 256;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(0x3F);
     __m512 acc[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* sb = t.w + static_cast<size_t>(b) * kSuper;
         const block_q8_K* act[C];
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c)
             act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
         __m512i isum[C];
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
         for (int n = 0; n < 2; ++n) {
             for (int h = 0; h < 2; ++h) {  // t = 4h .. 4h + 3: sub-blocks 8n + 2m + h
@@ -321,6 +432,7 @@ void rows16_q6_k_run(const Tile& t) {
                     const int g = 8 * n + 2 * m + h;
                     const __m512i scale =
                         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQl + kQh + 16 * g)));
+                    #pragma GCC unroll 16
                     for (int c = 0; c < C; ++c) {
                         const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 4 * g;
                         __m512i s = _mm512_set1_epi32(-32 * act[c]->bsums[g]);
@@ -331,6 +443,7 @@ void rows16_q6_k_run(const Tile& t) {
             }
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQl + kQh + kScales)));
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c)
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[c]);
     }
@@ -352,25 +465,32 @@ template <bool Bf16, int C>
 void rows16_half_run(const Tile& t) {
     constexpr int U = C >= 4 ? 1 : 4 / C;
     __m512 acc[C][U];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c)
+        #pragma GCC unroll 16
         for (int u = 0; u < U; ++u) acc[c][u] = _mm512_setzero_ps();
     const float* x[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
     int64_t i = 0;
     for (; i + U <= t.k; i += U) {
         const uint8_t* w = t.w + static_cast<size_t>(i) * 32;
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchDistance), _MM_HINT_T0);
         if (U > 2) _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchDistance + 64), _MM_HINT_T0);
+        #pragma GCC unroll 16
         for (int u = 0; u < U; ++u) {
             const __m512 wv = load_half16<Bf16>(w + 32 * u);
+            #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) acc[c][u] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[c][i + u]), acc[c][u]);
         }
     }
     for (; i < t.k; ++i) {
         const __m512 wv = load_half16<Bf16>(t.w + static_cast<size_t>(i) * 32);
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) acc[c][0] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[c][i]), acc[c][0]);
     }
     __m512 sums[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
         sums[c] = acc[c][0];
         for (int u = 1; u < U; ++u) sums[c] = _mm512_add_ps(sums[c], acc[c][u]);
@@ -390,17 +510,22 @@ void rows32_half_run(const Tile& t) {
     constexpr int U = C >= 4 ? 1 : 4 / C;
     const uint8_t* w1 = t.w + t.w_stride;
     __m512 acc0[C][U], acc1[C][U];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c)
+        #pragma GCC unroll 16
         for (int u = 0; u < U; ++u) acc0[c][u] = acc1[c][u] = _mm512_setzero_ps();
     const float* x[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
     int64_t i = 0;
     for (; i + U <= t.k; i += U) {
         const size_t off = static_cast<size_t>(i) * 32;
         _mm_prefetch(reinterpret_cast<const char*>(t.w + off + kPrefetchDistance), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(w1 + off + kPrefetchDistance), _MM_HINT_T0);
+        #pragma GCC unroll 16
         for (int u = 0; u < U; ++u) {
             const __m512 wa = load_half16<Bf16>(t.w + off + 32 * u), wb = load_half16<Bf16>(w1 + off + 32 * u);
+            #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) {
                 const __m512 xv = _mm512_set1_ps(x[c][i + u]);
                 acc0[c][u] = _mm512_fmadd_ps(wa, xv, acc0[c][u]);
@@ -411,6 +536,7 @@ void rows32_half_run(const Tile& t) {
     for (; i < t.k; ++i) {
         const size_t off = static_cast<size_t>(i) * 32;
         const __m512 wa = load_half16<Bf16>(t.w + off), wb = load_half16<Bf16>(w1 + off);
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) {
             const __m512 xv = _mm512_set1_ps(x[c][i]);
             acc0[c][0] = _mm512_fmadd_ps(wa, xv, acc0[c][0]);
@@ -418,6 +544,7 @@ void rows32_half_run(const Tile& t) {
         }
     }
     __m512 sums0[C], sums1[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
         sums0[c] = acc0[c][0];
         sums1[c] = acc1[c][0];
@@ -455,6 +582,10 @@ struct Q4KRun {
     static void run(const Tile& t) { rows16_q4_k_run<C>(t); }
 };
 template <int C>
+struct Q4KWideRun {
+    static void run(const Tile& t) { rows32_q4_k_run<C>(t); }
+};
+template <int C>
 struct Q6KRun {
     static void run(const Tile& t) { rows16_q6_k_run<C>(t); }
 };
@@ -484,6 +615,7 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL: return {rows16_tile_of<Blocks32Wide<UnpackIq4Nl>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile_of<Blocks32Wide<UnpackQ8_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::MXFP4: return {rows16_tile_of<Blocks32Wide<UnpackMxfp4>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::Q4_K: return {rows16_tile_of<Q4KWideRun>, kRows, 4, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_tile_of<HalfWide<false>::Run>, kRows, 4, ActivationFormat::F32};
         case ElementType::BF16: return {rows16_tile_of<HalfWide<true>::Run>, kRows, 4, ActivationFormat::F32};
         default: return {};
