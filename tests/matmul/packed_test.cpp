@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "cria/matmul/matmul.h"
 #include "cria/matmul/packing.h"
 #include "cria/quant/quantize.h"
+#include "matmul/kernels.h"
 #include "random_data.h"
 
 namespace {
@@ -26,6 +28,9 @@ using cria::ElementType;
 using cria::cpu::Isa;
 namespace mm = cria::matmul;
 using namespace cria::matmul::test;
+
+// Products of this many columns or more use the wide kernels.
+constexpr int64_t kWide = mm::detail::kWideKernelMinColumns;
 
 const ElementType kPackable[] = {ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q8_0, ElementType::MXFP4,
                                  ElementType::Q4_K, ElementType::Q6_K, ElementType::F16, ElementType::BF16};
@@ -81,8 +86,11 @@ struct PackedProblem {
 struct Shape { int64_t rows, k, n; };
 // Rows around the group size (1, 7, 15, 16, 17, 31, 33, 257), short and long
 // rows, matrix x vector and small batches.
+// From 8 columns on, the wide (32-row) kernels run: {49, 160, 11} ends in a
+// tile of one group, {33, 4096, 9} in a tile of 1 row after a full one.
 const Shape kShapes[] = {{1, 32, 1},  {7, 64, 2},  {15, 96, 3}, {16, 256, 1}, {17, 32, 5},
-                         {31, 512, 4}, {33, 160, 7}, {257, 64, 16}, {33, 4096, 1}, {16, 4096, 3}};
+                         {31, 512, 4}, {33, 160, 7}, {257, 64, 16}, {33, 4096, 1}, {16, 4096, 3},
+                         {49, 160, 11}, {33, 4096, 9}};
 
 // Super-block types need k in whole 256-value super-blocks.
 std::vector<Shape> shapes_for(ElementType t) {
@@ -92,7 +100,9 @@ std::vector<Shape> shapes_for(ElementType t) {
         out.push_back(s);
     }
     if (t == ElementType::F16 || t == ElementType::BF16)  // any row length: odd ones too
-        for (Shape s : {Shape{17, 1, 1}, Shape{33, 7, 2}, Shape{16, 31, 1}, Shape{20, 257, 3}, Shape{5, 4097, 1}}) out.push_back(s);
+        for (Shape s : {Shape{17, 1, 1}, Shape{33, 7, 2}, Shape{16, 31, 1}, Shape{20, 257, 3}, Shape{5, 4097, 1},
+                        Shape{40, 257, 10}, Shape{33, 3, 8}})
+            out.push_back(s);
     return out;
     return out;
 }
@@ -145,6 +155,58 @@ TEST_P(PackedTypes, ThreadsGiveIdenticalBits) {
     const std::vector<float> two = p.run(p.packed_matrix(), cria::cpu::best_isa(), &pool);
     ASSERT_EQ(one.size(), two.size());
     for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], two[i]) << i;
+}
+
+// The same with enough columns for the wide kernels.
+TEST_P(PackedTypes, ThreadsGiveIdenticalBitsWide) {
+    cria::cpu::ThreadPool pool(2);
+    const PackedProblem p(GetParam(), 257, 512, 2 * kWide + 3, 8);
+    const std::vector<float> one = p.run(p.packed_matrix(), cria::cpu::best_isa());
+    const std::vector<float> two = p.run(p.packed_matrix(), cria::cpu::best_isa(), &pool);
+    ASSERT_EQ(one.size(), two.size());
+    for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], two[i]) << i;
+}
+
+// A row's result does not depend on whether the wide (32-row) kernel of a
+// product of many columns or the 16-row one of a product of few computed it.
+// Both take columns 4 at a time, and the float kernels' summation order
+// depends on how many columns a tile has, so the narrow products here are
+// the wide one's tiles of columns: [0, 4), [4, 8), [8, 10).
+TEST_P(PackedTypes, WideKernelEqualsNarrowTileByTile) {
+    const PackedProblem p(GetParam(), 81, 512, kWide + 2, 9);
+    const std::vector<float> wide = p.run(p.packed_matrix(), cria::cpu::best_isa());
+    for (int64_t c0 = 0; c0 < p.n; c0 += 4) {
+        const int64_t cols = std::min<int64_t>(4, p.n - c0);
+        ASSERT_LT(cols, kWide);
+        std::vector<float> y(static_cast<size_t>(p.rows * cols), -1.0f);
+        mm::MatmulArgs a;
+        a.w = p.packed_matrix();
+        a.x = p.x.data() + c0 * p.x_stride;
+        a.n = cols;
+        a.x_stride = p.x_stride;
+        a.y = y.data();
+        a.y_stride = p.rows;
+        a.r1 = p.rows;
+        mm::matmul(a, cria::cpu::best_isa(), nullptr);
+        for (int64_t c = 0; c < cols; ++c)
+            for (int64_t r = 0; r < p.rows; ++r)
+                ASSERT_EQ(y[static_cast<size_t>(c * p.rows + r)], wide[static_cast<size_t>((c0 + c) * p.y_stride + r)])
+                    << p.describe(cria::cpu::best_isa(), r, c0 + c);
+    }
+}
+
+TEST_P(PackedTypes, RowRangeFromAGroupWritesOnlyThoseRowsWide) {
+    const PackedProblem p(GetParam(), 57, 256, kWide + 1, 12);
+    const std::vector<float> all = p.run(p.packed_matrix(), cria::cpu::best_isa());
+    const std::vector<float> part = p.run(p.packed_matrix(), cria::cpu::best_isa(), nullptr, 16, 41);
+    for (int64_t c = 0; c < p.n; ++c)
+        for (int64_t r = 0; r < p.y_stride; ++r) {
+            const size_t i = static_cast<size_t>(c * p.y_stride + r);
+            if (r >= 16 && r < 41)
+                ASSERT_EQ(part[i], all[i]) << r;
+            else
+                ASSERT_EQ(part[i], -12345.0f) << r;
+        }
 }
 
 TEST_P(PackedTypes, RowRangeFromAGroupWritesOnlyThoseRows) {
