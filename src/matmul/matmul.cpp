@@ -20,6 +20,14 @@ TypeKernel detail::select_kernel(ElementType t, Isa isa, Packing packing, int64_
     if (packing != Packing::None) {
         // Packed weights: the VNNI kernels where the CPU has them, else the
         // scalar reference, which reads every packing.
+        // BF16 with AVX512-BF16: ggml's own math (bf16 activations) at twice
+        // the FMA rate, for any number of columns, so that every product of
+        // the matrix (matmul or matmul_id, decode or prefill) computes a row
+        // the same way.
+        if (isa >= Isa::Avx512Vnni && t == ElementType::BF16 && packing == Packing::Rows16 &&
+            cpu::cpu_features().avx512_bf16) {
+            if (TypeKernel k = packed_avx512_bf16_dot_kernel(); k.tile) return k;
+        }
         if (isa >= Isa::Avx512Vnni && n_cols >= kWideKernelMinColumns) {
             if (TypeKernel k = packed_avx512_wide_kernel(t, packing); k.tile) return k;
         }

@@ -11,9 +11,11 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cria/core/error.h"
+#include "cria/core/float16.h"
 #include "cria/cpu/features.h"
 #include "cria/cpu/thread_pool.h"
 #include "cria/matmul/matmul.h"
@@ -28,6 +30,11 @@ using cria::ElementType;
 using cria::cpu::Isa;
 namespace mm = cria::matmul;
 using namespace cria::matmul::test;
+
+// Whether BF16 products at `isa` use the vdpbf16ps kernel (bf16 activations).
+bool bf16_dot_kernel_at(ElementType t, Isa isa) {
+    return t == ElementType::BF16 && isa >= Isa::Avx512Vnni && cria::cpu::cpu_features().avx512_bf16;
+}
 
 // Products of this many columns or more use the wide kernels.
 constexpr int64_t kWide = mm::detail::kWideKernelMinColumns;
@@ -75,6 +82,19 @@ struct PackedProblem {
         double s = 0;
         for (int64_t i = 0; i < k; ++i) s += std::fabs(static_cast<double>(f[i]) * x[c * x_stride + i]);
         return s;
+    }
+    // Row r times column c with the activations rounded to bf16 first (the
+    // BF16 dot-product kernel's inputs), in double; and sum |w x| of those.
+    std::pair<double, double> bf16_activation_dot(int64_t r, int64_t c) const {
+        std::vector<float> f(static_cast<size_t>(k));
+        cria::quant::dequantize_row(type, w.data() + static_cast<size_t>(r) * w_stride, f.data(), k);
+        double s = 0, m = 0;
+        for (int64_t i = 0; i < k; ++i) {
+            const double xi = cria::bf16_to_f32(cria::f32_to_bf16(x[static_cast<size_t>(c * x_stride + i)]));
+            s += static_cast<double>(f[i]) * xi;
+            m += std::fabs(static_cast<double>(f[i]) * xi);
+        }
+        return {s, m};
     }
     std::string describe(Isa isa, int64_t r, int64_t c) const {
         return std::string(cria::element_type_name(type)) + " " + std::string(cria::cpu::isa_name(isa)) +
@@ -135,6 +155,15 @@ TEST_P(PackedTypes, EveryLevelMatchesScalarReference) {
             for (int64_t c = 0; c < p.n; ++c) {
                 for (int64_t r = 0; r < p.rows; ++r) {
                     const size_t i = static_cast<size_t>(c * p.y_stride + r);
+                    if (bf16_dot_kernel_at(p.type, isa)) {
+                        // ggml's math for BF16: activations rounded to bf16, exact
+                        // products, f32 sums (up to two roundings per instruction).
+                        const auto [want, mag] = p.bf16_activation_dot(r, c);
+                        const double diff = std::fabs(static_cast<double>(got[i]) - want);
+                        ASSERT_TRUE(diff <= static_cast<double>(p.k) * 0x1p-23 * mag + 1e-6)
+                            << p.describe(isa, r, c) << ": " << got[i] << " vs " << want;
+                        continue;
+                    }
                     // Float types: a float sum against the reference's double one.
                     const bool is_float = p.type == ElementType::F16 || p.type == ElementType::BF16;
                     const double bound = (is_float ? static_cast<double>(p.k) * 0x1p-24 : 1e-5) * p.magnitude(r, c) + 1e-6;
@@ -169,9 +198,11 @@ TEST_P(PackedTypes, ThreadsGiveIdenticalBitsWide) {
 
 // A row's result does not depend on whether the wide (32-row) kernel of a
 // product of many columns or the 16-row one of a product of few computed it.
-// Both take columns 4 at a time, and the float kernels' summation order
+// Both take columns 4 at a time, and the f32 FMA kernels' summation order
 // depends on how many columns a tile has, so the narrow products here are
-// the wide one's tiles of columns: [0, 4), [4, 8), [8, 10).
+// the wide one's tiles of columns: [0, 4), [4, 8), [8, 10). (BF16 with
+// AVX512-BF16 runs one kernel for both, whose order does not depend on the
+// tile.)
 TEST_P(PackedTypes, WideKernelEqualsNarrowTileByTile) {
     const PackedProblem p(GetParam(), 81, 512, kWide + 2, 9);
     const std::vector<float> wide = p.run(p.packed_matrix(), cria::cpu::best_isa());
