@@ -285,105 +285,6 @@ void rows16_q4_k_run(const Tile& t) {
     store_rows16<C>(t, acc);
 }
 
-// Q4_K, two groups (32 rows) per tile, for products of many columns: each
-// 32-value sub-block's 8 registers of both groups are unpacked in turn (16
-// registers), so one activation broadcast feeds two vpdpbusd. The integer
-// sums are exact, so adding them in another order changes nothing; the float
-// part is rows16_q4_k_run's, so a row's result does not depend on the kernel.
-template <int C>
-void rows32_q4_k_run(const Tile& t) {
-    if (t.n_rows <= kGroupRows) return rows16_q4_k_run<C>(t);
-    constexpr size_t kQuants = 2048, kScales = 256, kSuper = kQuants + kScales + 64;
-    const int64_t nb = t.k / 256;
-    const __m512i low = _mm512_set1_epi8(0x0F);
-    const uint8_t* w1 = t.w + t.w_stride;
-    __m512 acc0[C], acc1[C];
-    #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) acc0[c] = acc1[c] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* sb0 = t.w + static_cast<size_t>(b) * kSuper;
-        const uint8_t* sb1 = w1 + static_cast<size_t>(b) * kSuper;
-        const block_q8_K* act[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c)
-            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
-        __m512i isum0[C], isum1[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) isum0[c] = isum1[c] = _mm512_setzero_si512();
-        for (int j = 0; j < 4; ++j) {
-            const uint8_t* q0 = sb0 + 512 * j;
-            const uint8_t* q1 = sb1 + 512 * j;
-            for (size_t line = 0; line < 512; line += 64) {
-                _mm_prefetch(reinterpret_cast<const char*>(q0 + kPrefetchDistance + line), _MM_HINT_T0);
-                _mm_prefetch(reinterpret_cast<const char*>(q1 + kPrefetchDistance + line), _MM_HINT_T0);
-            }
-            for (int half = 0; half < 2; ++half) {  // sub-block 2j + half: low nibbles, then high
-                __m512i wa[8], wb[8];
-                #pragma GCC unroll 16
-                for (int r = 0; r < 8; ++r) {
-                    __m512i pa = _mm512_loadu_si512(q0 + 64 * r), pb = _mm512_loadu_si512(q1 + 64 * r);
-                    if (half) {
-                        pa = _mm512_srli_epi16(pa, 4);
-                        pb = _mm512_srli_epi16(pb, 4);
-                    }
-                    wa[r] = _mm512_and_si512(pa, low);
-                    wb[r] = _mm512_and_si512(pb, low);
-                }
-                const size_t so = kQuants + 32 * j + 16 * half;
-                const __m512i scale0 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb0 + so)));
-                const __m512i scale1 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb1 + so)));
-                #pragma GCC unroll 16
-                for (int c = 0; c < C; ++c) {
-                    const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 16 * j + 8 * half;
-                    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-                    #pragma GCC unroll 16
-                    for (int r = 0; r < 8; ++r) {
-                        const __m512i x = _mm512_set1_epi32(aq[r]);
-                        s0 = _mm512_dpbusd_epi32(s0, wa[r], x);
-                        s1 = _mm512_dpbusd_epi32(s1, wb[r], x);
-                    }
-                    isum0[c] = _mm512_add_epi32(isum0[c], _mm512_mullo_epi32(s0, scale0));
-                    isum1[c] = _mm512_add_epi32(isum1[c], _mm512_mullo_epi32(s1, scale1));
-                }
-            }
-        }
-        __m512i msum0[C], msum1[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) msum0[c] = msum1[c] = _mm512_setzero_si512();
-        for (int sub = 0; sub < 8; ++sub) {
-            const size_t mo = kQuants + 128 + 16 * sub;
-            const __m512i mins0 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb0 + mo)));
-            const __m512i mins1 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb1 + mo)));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) {
-                const __m512i bsum = _mm512_set1_epi32(act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1]);
-                msum0[c] = _mm512_add_epi32(msum0[c], _mm512_mullo_epi32(mins0, bsum));
-                msum1[c] = _mm512_add_epi32(msum1[c], _mm512_mullo_epi32(mins1, bsum));
-            }
-        }
-        const auto dd = [](const uint8_t* p) {
-            return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-        };
-        const __m512 d0 = dd(sb0 + kQuants + kScales), dmin0 = dd(sb0 + kQuants + kScales + 32);
-        const __m512 d1 = dd(sb1 + kQuants + kScales), dmin1 = dd(sb1 + kQuants + kScales + 32);
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) {
-            const __m512 da = _mm512_set1_ps(act[c]->d);
-            acc0[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum0[c]), _mm512_mul_ps(d0, da), acc0[c]);
-            acc0[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum0[c]), _mm512_mul_ps(dmin0, da), acc0[c]);
-            acc1[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum1[c]), _mm512_mul_ps(d1, da), acc1[c]);
-            acc1[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum1[c]), _mm512_mul_ps(dmin1, da), acc1[c]);
-        }
-    }
-    Tile part = t;
-    part.n_rows = kGroupRows;
-    store_rows16<C>(part, acc0);
-    part.n_rows = t.n_rows - kGroupRows;
-    part.y = t.y + kGroupRows;
-    store_rows16<C>(part, acc1);
-}
-
-
 // Q6_K (layout in packing.h). For each half n of the super-block and
 // dword t of its first 32 ql/qh bytes, two ql registers (A: bytes 4t.., B:
 // bytes 32 + 4t..) and one qh register (H) give four registers of unsigned
@@ -675,10 +576,6 @@ struct Q4KRun {
     static void run(const Tile& t) { rows16_q4_k_run<C>(t); }
 };
 template <int C>
-struct Q4KWideRun {
-    static void run(const Tile& t) { rows32_q4_k_run<C>(t); }
-};
-template <int C>
 struct Q6KWideRun {
     static void run(const Tile& t) { rows32_q6_k_run<C>(t); }
 };
@@ -712,7 +609,6 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL: return {rows16_tile_of<Blocks32Wide<UnpackIq4Nl>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile_of<Blocks32Wide<UnpackQ8_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::MXFP4: return {rows16_tile_of<Blocks32Wide<UnpackMxfp4>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
-        case ElementType::Q4_K: return {rows16_tile_of<Q4KWideRun>, kRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {rows16_tile_of<Q6KWideRun>, kRows, 4, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_tile_of<HalfWide<false>::Run>, kRows, 4, ActivationFormat::F32};
         case ElementType::BF16: return {rows16_tile_of<HalfWide<true>::Run>, kRows, 4, ActivationFormat::F32};
