@@ -189,7 +189,7 @@ TEST_P(PackedTypes, ThreadsGiveIdenticalBits) {
 // The same with enough columns for the wide kernels.
 TEST_P(PackedTypes, ThreadsGiveIdenticalBitsWide) {
     cria::cpu::ThreadPool pool(2);
-    const PackedProblem p(GetParam(), 257, 512, 2 * kWide + 3, 8);
+    const PackedProblem p(GetParam(), 257, 1536, 2 * kWide + 3, 8);  // long rows: 48 blocks
     const std::vector<float> one = p.run(p.packed_matrix(), cria::cpu::best_isa());
     const std::vector<float> two = p.run(p.packed_matrix(), cria::cpu::best_isa(), &pool);
     ASSERT_EQ(one.size(), two.size());
@@ -204,7 +204,7 @@ TEST_P(PackedTypes, ThreadsGiveIdenticalBitsWide) {
 // AVX512-BF16 runs one kernel for both, whose order does not depend on the
 // tile.)
 TEST_P(PackedTypes, WideKernelEqualsNarrowTileByTile) {
-    const PackedProblem p(GetParam(), 81, 512, kWide + 2, 9);
+    const PackedProblem p(GetParam(), 81, 1536, kWide + 2, 9);  // long rows: 48 blocks
     const std::vector<float> wide = p.run(p.packed_matrix(), cria::cpu::best_isa());
     for (int64_t c0 = 0; c0 < p.n; c0 += 4) {
         const int64_t cols = std::min<int64_t>(4, p.n - c0);
