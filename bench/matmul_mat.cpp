@@ -3,21 +3,15 @@
 // Shapes are K x rows as ggml's ne0 x ne1 (see bench_matmul_vec).
 // Counters: GFLOP/s = 2 * rows * K * 512 / time (10^9); peak_GFLOP/s = the
 // machine's measured peak for the instruction the kernel is built on, on the
-// same threads: vpdpbusd zmm for quantised types (64 multiply-adds each),
-// vfmadd zmm for F32/F16/BF16 (16 each), each counted as 2 flops per
+// same threads (cpu::measure_peaks): vpdpbusd zmm for quantised types (64
+// multiply-adds each), vfmadd zmm for F32/F16/BF16 (16 each; BF16's
+// vdpbf16ps kernel can reach twice that), each counted as 2 flops per
 // multiply-add; frac_peak = the ratio.
 //
 //   ./bench_matmul_mat --benchmark_filter='q4_0|q8_0' --benchmark_min_time=1
 
 #include <benchmark/benchmark.h>
 
-#include <immintrin.h>
-
-// GCC 12 flags its own AVX-512 reduction intrinsics (-Wuninitialized, a known
-// false positive: the cast intrinsics leave upper halves undefined on purpose).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -29,6 +23,7 @@
 #include "cria/core/element_type.h"
 #include "cria/core/float16.h"
 #include "cria/cpu/features.h"
+#include "cria/cpu/peak_probe.h"
 #include "cria/cpu/thread_pool.h"
 #include "cria/matmul/matmul.h"
 
@@ -67,49 +62,14 @@ void fill(ElementType t, std::vector<uint8_t>& w, uint64_t seed) {
         for (size_t i = 0; i < w.size(); i += 17) w[i] = static_cast<uint8_t>(118 + next() % 12);
 }
 
-// ---- peaks: independent chains of one instruction --------------------------------------
-__attribute__((target("avx512f,avx512vnni"))) int64_t vnni_loop(int64_t iters) {
-    __m512i acc[12];
-    for (auto& a : acc) a = _mm512_set1_epi32(1);
-    const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-2);
-    for (int64_t i = 0; i < iters; ++i)
-        for (auto& a : acc) a = _mm512_dpbusd_epi32(a, u, s);
-    __m512i t = acc[0];
-    for (int j = 1; j < 12; ++j) t = _mm512_add_epi32(t, acc[j]);
-    return _mm512_reduce_add_epi32(t);
-}
-
-__attribute__((target("avx512f"))) float fma_loop(int64_t iters) {
-    __m512 acc[12];
-    for (auto& a : acc) a = _mm512_set1_ps(1.0f);
-    const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
-    for (int64_t i = 0; i < iters; ++i)
-        for (auto& a : acc) a = _mm512_fmadd_ps(a, m, c);
-    __m512 t = acc[0];
-    for (int j = 1; j < 12; ++j) t = _mm512_add_ps(t, acc[j]);
-    return _mm512_reduce_add_ps(t);
-}
-
-// Peak GFLOP/s of vpdpbusd (vnni = true) or vfmadd (false) on `threads` threads.
+// Peak GFLOP/s of vpdpbusd (vnni = true) or vfmadd (false) on `threads`
+// threads, as cria bench measures it (cpu/peak_probe.h), once per setting.
 double peak(bool vnni, int threads) {
     static double measured[2][3] = {};
     double& m = measured[vnni][threads];
     if (m > 0) return m;
-    auto& pool = pool_of(threads);
-    const int64_t iters = 2000000;
-    double best = 0;
-    for (int rep = 0; rep < 3; ++rep) {
-        int64_t sink[2];
-        const auto t0 = std::chrono::steady_clock::now();
-        pool.parallel_for(threads, [&](int64_t task, int) {
-            sink[task] = vnni ? vnni_loop(iters) : static_cast<int64_t>(fma_loop(iters));
-        }, 1);
-        const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        benchmark::DoNotOptimize(sink);
-        const double flops_per_instr = vnni ? 128.0 : 32.0;
-        best = std::max(best, static_cast<double>(threads) * iters * 12 * flops_per_instr / sec / 1e9);
-    }
-    return m = best;
+    const cria::cpu::PeakRates r = cria::cpu::measure_peaks(threads);
+    return m = (vnni ? r.int8_ops_per_s : r.f32_ops_per_s) / 1e9;
 }
 
 void BM_MatMat(benchmark::State& state, ElementType type, int64_t k, int64_t rows, cria::matmul::Packing packing) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "cria/core/float16.h"
 #include "cria/quant/blocks.h"
 #include "matmul/kernels.h"
 
@@ -153,6 +154,7 @@ size_t activation_row_bytes(ActivationFormat format, int64_t k) {
         case ActivationFormat::Q8_0Split: return static_cast<size_t>(q8_0_split_pairs(k)) * 192;
         case ActivationFormat::Q8_1Split: return static_cast<size_t>(q8_0_split_pairs(k)) * 256;
         case ActivationFormat::Q8_0Planar: return q8_0_planar_sum_offset(k) + round_up_64(static_cast<size_t>(k / 32) * 4);
+        case ActivationFormat::BF16Pairs: return round_up_64(static_cast<size_t>((k + 1) / 2) * 4);
     }
     return 0;
 }
@@ -166,6 +168,12 @@ void prepare_activation_row(ActivationFormat format, const float* x, int64_t k, 
         case ActivationFormat::Q8_0Split: quantize_q8_split<false>(x, k, out); return;
         case ActivationFormat::Q8_1Split: quantize_q8_split<true>(x, k, out); return;
         case ActivationFormat::Q8_0Planar: quantize_q8_planar(x, k, out); return;
+        case ActivationFormat::BF16Pairs: {
+            auto* h = static_cast<bf16_bits*>(out);
+            for (int64_t i = 0; i < k; ++i) h[i] = f32_to_bf16(x[i]);
+            if (k % 2) h[k] = 0;
+            return;
+        }
     }
 }
 

@@ -29,6 +29,10 @@ enum class ActivationFormat : uint8_t {
     // kernels: all quants (32 per block), then each block's scale as f32,
     // then each block's int32 sum of quants. See q8_0_planar_*.
     Q8_0Planar,
+    // Values rounded to bf16 (f32_to_bf16, as ggml's vec_dot_type of BF16
+    // weights), padded with zeros to an even count: per dword the pair of
+    // values 2j, 2j + 1 that one vdpbf16ps lane multiplies.
+    BF16Pairs,
 };
 
 // Offsets inside one Q8_0Split activation vector of k values.
@@ -100,10 +104,22 @@ inline size_t rows16_scales_offset(int64_t b, int64_t nb, size_t qbr, size_t sbr
 // less than a group (the last one) and only those rows are written.
 TypeKernel packed_scalar_kernel(ElementType t, Packing p);
 TypeKernel packed_avx512_kernel(ElementType t, Packing p);
+// Packed kernels for products of many columns (matrix x matrix): tiles of
+// several groups (max_rows a multiple of packing_rows(p); a tile's groups
+// follow each other, w_stride apart). {nullptr} for types without one.
+TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p);
+// BF16 Rows16 weights times BF16Pairs activations with AVX512-BF16's
+// vdpbf16ps (packed_bf16_dot_avx512.cpp): 32-row tiles like the wide kernels,
+// {nullptr} where the compiler cannot build it. Use only where the CPU has
+// AVX512-BF16.
+TypeKernel packed_avx512_bf16_dot_kernel();
+// Products with at least this many columns use the wide kernels.
+constexpr int64_t kWideKernelMinColumns = 8;
 
 // The kernel the products of `isa` use for type t in packing p: the highest
 // level that has one (packed weights: VNNI where the CPU has it, else the
 // scalar reference, which reads every packing). matmul.cpp.
-TypeKernel select_kernel(ElementType t, Isa isa, Packing packing);
+// n_cols: the product's activation vectors (wide kernels for many).
+TypeKernel select_kernel(ElementType t, Isa isa, Packing packing, int64_t n_cols = 1);
 
 }  // namespace cria::matmul::detail

@@ -16,10 +16,21 @@ namespace cria::matmul {
 
 using namespace detail;
 
-TypeKernel detail::select_kernel(ElementType t, Isa isa, Packing packing) {
+TypeKernel detail::select_kernel(ElementType t, Isa isa, Packing packing, int64_t n_cols) {
     if (packing != Packing::None) {
         // Packed weights: the VNNI kernels where the CPU has them, else the
         // scalar reference, which reads every packing.
+        // BF16 with AVX512-BF16: ggml's own math (bf16 activations) at twice
+        // the FMA rate, for any number of columns, so that every product of
+        // the matrix (matmul or matmul_id, decode or prefill) computes a row
+        // the same way.
+        if (isa >= Isa::Avx512Vnni && t == ElementType::BF16 && packing == Packing::Rows16 &&
+            cpu::cpu_features().avx512_bf16) {
+            if (TypeKernel k = packed_avx512_bf16_dot_kernel(); k.tile) return k;
+        }
+        if (isa >= Isa::Avx512Vnni && n_cols >= kWideKernelMinColumns) {
+            if (TypeKernel k = packed_avx512_wide_kernel(t, packing); k.tile) return k;
+        }
         if (isa >= Isa::Avx512Vnni) {
             if (TypeKernel k = packed_avx512_kernel(t, packing); k.tile) return k;
         }
@@ -131,7 +142,8 @@ struct MatmulPlan::Impl {
     int64_t cols_per_task = 0;
     int64_t row_tasks = 0;
     int64_t col_tasks = 0;
-    size_t group_bytes = 0;  // packed weights: bytes per group of kernel.max_rows rows
+    size_t group_bytes = 0;  // packed weights: bytes per group of packing_rows rows
+    int64_t group_rows = 1;  // packed weights: packing_rows
 };
 
 MatmulPlan::MatmulPlan(const MatmulArgs& args, Isa isa) : impl_(new Impl) {
@@ -141,8 +153,11 @@ MatmulPlan::MatmulPlan(const MatmulArgs& args, Isa isa) : impl_(new Impl) {
         throw Error("matmul: this CPU cannot run " + std::string(cpu::isa_name(isa)) + " kernels");
     Impl& p = *impl_;
     p.args = args;
-    p.kernel = select_kernel(args.w.type, isa, args.w.packing);
-    if (args.w.packing != Packing::None) p.group_bytes = packed_group_bytes(args.w.type, args.w.k, args.w.packing);
+    p.kernel = select_kernel(args.w.type, isa, args.w.packing, args.n);
+    if (args.w.packing != Packing::None) {
+        p.group_bytes = packed_group_bytes(args.w.type, args.w.k, args.w.packing);
+        p.group_rows = packing_rows(args.w.packing);
+    }
     p.format = p.kernel.act;
     p.act_row_bytes = activation_row_bytes(p.format, args.w.k);
     const size_t total = p.act_row_bytes * static_cast<size_t>(args.n);
@@ -202,7 +217,7 @@ void MatmulPlan::run_compute_task(int64_t task) {
     for (int64_t r = row_begin; r < row_end; r += p.kernel.max_rows) {
         t.n_rows = static_cast<int>(std::min<int64_t>(p.kernel.max_rows, row_end - r));
         t.w = a.w.packing == Packing::None ? w + static_cast<size_t>(r) * a.w.row_stride
-                                           : w + static_cast<size_t>(r / p.kernel.max_rows) * p.group_bytes;
+                                           : w + static_cast<size_t>(r / p.group_rows) * p.group_bytes;
         for (int64_t c = col_begin; c < col_end; c += p.kernel.max_cols) {
             t.n_cols = static_cast<int>(std::min<int64_t>(p.kernel.max_cols, col_end - c));
             t.a = p.act.get() + static_cast<size_t>(c) * p.act_row_bytes;

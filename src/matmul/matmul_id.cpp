@@ -210,7 +210,8 @@ void matmul_id(const MatmulIdArgs& a, MatmulIdWorkspace& ws, Isa isa, cpu::Threa
         t.y_stride = direct ? 0 : static_cast<size_t>(ld);
         for (int64_t r = tk.r0; r < tk.r1; r += mr) {
             t.n_rows = static_cast<int>(std::min(mr, tk.r1 - r));
-            t.w = packed ? we + static_cast<size_t>(r / mr) * group_bytes : we + static_cast<size_t>(r) * w.row_stride;
+            t.w = packed ? we + static_cast<size_t>(r / packing_rows(w.packing)) * group_bytes
+                         : we + static_cast<size_t>(r) * w.row_stride;
             for (int64_t c = tk.c0; c < tk.c1; c += nc) {
                 t.n_cols = static_cast<int>(std::min(nc, tk.c1 - c));
                 t.a = act + static_cast<size_t>(c) * act_row_bytes;

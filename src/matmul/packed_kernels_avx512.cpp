@@ -161,6 +161,59 @@ void rows16_run(const Tile& t) {
     store_rows16<C>(t, acc);
 }
 
+// Two groups (32 rows) per tile, for products with many columns: each
+// activation broadcast then feeds two vpdpbusd instead of one, which halves
+// the broadcast loads that otherwise bound the loop (one per vpdpbusd), and
+// one offset correction serves both groups. The second group's weights are
+// t.w_stride bytes after the first's. Every row is computed with the same
+// operations as in rows16_run (the integer sum is exact whatever its order),
+// so a row's result does not depend on which kernel or tile holds it.
+template <class U, int C>
+void rows32_run(const Tile& t) {
+    if (t.n_rows <= kGroupRows) return rows16_run<U, C>(t);
+    const int64_t nb = t.k / 32;
+    const size_t scale_off = q8_0_planar_scale_offset(t.k), sum_off = q8_0_planar_sum_offset(t.k);
+    const uint8_t* w1 = t.w + t.w_stride;
+    __m512 acc0[C], acc1[C];
+    #pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc0[c] = acc1[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const size_t qoff = rows16_quants_offset(b, U::kQuantBytes, U::kScaleBytes);
+        const uint8_t* q0 = t.w + qoff;
+        const uint8_t* q1 = w1 + qoff;
+        for (size_t line = 0; line <= U::kQuantBytes; line += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(q0 + kPrefetchDistance + line), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(q1 + kPrefetchDistance + line), _MM_HINT_T0);
+        }
+        __m512i wa[8], wb[8];
+        U::unpack(q0, wa);
+        U::unpack(q1, wb);
+        const size_t soff = rows16_scales_offset(b, nb, U::kQuantBytes, U::kScaleBytes);
+        const __m512 dw0 = U::scales(t.w + soff), dw1 = U::scales(w1 + soff);
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) {
+            const uint8_t* act = t.a + static_cast<size_t>(c) * t.a_stride;
+            const auto* aq = reinterpret_cast<const int32_t*>(act) + 8 * b;
+            const __m512 da = _mm512_set1_ps(reinterpret_cast<const float*>(act + scale_off)[b]);
+            const __m512i start = _mm512_set1_epi32(-U::kOffset * reinterpret_cast<const int32_t*>(act + sum_off)[b]);
+            __m512i s0 = start, s1 = start;
+            for (int j = 0; j < 8; ++j) {
+                const __m512i x = _mm512_set1_epi32(aq[j]);
+                s0 = _mm512_dpbusd_epi32(s0, wa[j], x);
+                s1 = _mm512_dpbusd_epi32(s1, wb[j], x);
+            }
+            acc0[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(dw0, da), acc0[c]);
+            acc1[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(dw1, da), acc1[c]);
+        }
+    }
+    Tile part = t;
+    part.n_rows = kGroupRows;
+    store_rows16<C>(part, acc0);
+    part.n_rows = t.n_rows - kGroupRows;
+    part.y = t.y + kGroupRows;
+    store_rows16<C>(part, acc1);
+}
+
 
 // Q4_K (layout in packing.h). Per 64-value chunk j the 8 quant registers
 // give 8 low-nibble registers (sub-block 2j) and 8 high-nibble ones
@@ -174,19 +227,23 @@ void rows16_q4_k_run(const Tile& t) {
     const int64_t nb = t.k / 256;
     const __m512i low = _mm512_set1_epi8(0x0F);
     __m512 acc[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* sb = t.w + static_cast<size_t>(b) * kSuper;
         const block_q8_K* act[C];
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c)
             act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
         __m512i isum[C], msum[C];
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) isum[c] = msum[c] = _mm512_setzero_si512();
         for (int j = 0; j < 4; ++j) {
             const uint8_t* q = sb + 512 * j;
             for (size_t line = 0; line < 512; line += 64)
                 _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchDistance + line), _MM_HINT_T0);
             __m512i lo[8], hi[8];
+            #pragma GCC unroll 16
             for (int r = 0; r < 8; ++r) {
                 const __m512i p = _mm512_loadu_si512(q + 64 * r);
                 lo[r] = _mm512_and_si512(p, low);
@@ -194,9 +251,11 @@ void rows16_q4_k_run(const Tile& t) {
             }
             const __m512i scale_lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 32 * j)));
             const __m512i scale_hi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 32 * j + 16)));
+            #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) {
                 const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 16 * j;
                 __m512i s_lo = _mm512_setzero_si512(), s_hi = _mm512_setzero_si512();
+                #pragma GCC unroll 16
                 for (int r = 0; r < 8; ++r) {
                     s_lo = _mm512_dpbusd_epi32(s_lo, lo[r], _mm512_set1_epi32(aq[r]));
                     s_hi = _mm512_dpbusd_epi32(s_hi, hi[r], _mm512_set1_epi32(aq[8 + r]));
@@ -208,6 +267,7 @@ void rows16_q4_k_run(const Tile& t) {
         for (int sub = 0; sub < 8; ++sub) {
             const __m512i mins =
                 _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 128 + 16 * sub)));
+            #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) {
                 const int32_t bsum = act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1];
                 msum[c] = _mm512_add_epi32(msum[c], _mm512_mullo_epi32(mins, _mm512_set1_epi32(bsum)));
@@ -215,6 +275,7 @@ void rows16_q4_k_run(const Tile& t) {
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQuants + kScales)));
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQuants + kScales + 32)));
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) {
             const __m512 da = _mm512_set1_ps(act[c]->d);
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
@@ -223,7 +284,6 @@ void rows16_q4_k_run(const Tile& t) {
     }
     store_rows16<C>(t, acc);
 }
-
 
 // Q6_K (layout in packing.h). For each half n of the super-block and
 // dword t of its first 32 ql/qh bytes, two ql registers (A: bytes 4t.., B:
@@ -238,13 +298,16 @@ void rows16_q6_k_run(const Tile& t) {
     const int64_t nb = t.k / 256;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(0x3F);
     __m512 acc[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* sb = t.w + static_cast<size_t>(b) * kSuper;
         const block_q8_K* act[C];
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c)
             act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
         __m512i isum[C];
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
         for (int n = 0; n < 2; ++n) {
             for (int h = 0; h < 2; ++h) {  // t = 4h .. 4h + 3: sub-blocks 8n + 2m + h
@@ -270,6 +333,7 @@ void rows16_q6_k_run(const Tile& t) {
                     const int g = 8 * n + 2 * m + h;
                     const __m512i scale =
                         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQl + kQh + 16 * g)));
+                    #pragma GCC unroll 16
                     for (int c = 0; c < C; ++c) {
                         const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 4 * g;
                         __m512i s = _mm512_set1_epi32(-32 * act[c]->bsums[g]);
@@ -280,10 +344,104 @@ void rows16_q6_k_run(const Tile& t) {
             }
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQl + kQh + kScales)));
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c)
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[c]);
     }
     store_rows16<C>(t, acc);
+}
+
+// Q6_K, two groups (32 rows) per tile, for products of many columns: per
+// (half n, t range h) and 32-value part m, both groups' four registers of
+// 6-bit quants are built (8 registers), so one activation broadcast feeds
+// two vpdpbusd and one offset start serves both. Integer sums are exact and
+// the float part is rows16_q6_k_run's, so a row's result does not depend on
+// the kernel.
+template <int C>
+void rows32_q6_k_run(const Tile& t) {
+    if (t.n_rows <= kGroupRows) return rows16_q6_k_run<C>(t);
+    constexpr size_t kQl = 2048, kQh = 1024, kScales = 256, kSuper = kQl + kQh + kScales + 64;
+    const int64_t nb = t.k / 256;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(0x3F);
+    const uint8_t* w1 = t.w + t.w_stride;
+    __m512 acc0[C], acc1[C];
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc0[c] = acc1[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* sb0 = t.w + static_cast<size_t>(b) * kSuper;
+        const uint8_t* sb1 = w1 + static_cast<size_t>(b) * kSuper;
+        const block_q8_K* act[C];
+#pragma GCC unroll 16
+        for (int c = 0; c < C; ++c)
+            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
+        __m512i isum0[C], isum1[C];
+#pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) isum0[c] = isum1[c] = _mm512_setzero_si512();
+        for (int n = 0; n < 2; ++n) {
+            for (int h = 0; h < 2; ++h) {  // t = 4h .. 4h + 3: sub-blocks 8n + 2m + h
+                for (size_t line = 0; line < 14; ++line) {
+                    const size_t ahead = kSuper + (14 * (2 * n + h) + line) * 64;
+                    _mm_prefetch(reinterpret_cast<const char*>(sb0 + ahead), _MM_HINT_T0);
+                    _mm_prefetch(reinterpret_cast<const char*>(sb1 + ahead), _MM_HINT_T0);
+                }
+                for (int m = 0; m < 4; ++m) {
+                    // Part m's quants: low or high nibbles of ql (A for m even,
+                    // B for m odd) joined with bits 2m, 2m + 1 of qh.
+                    const auto build = [&](const uint8_t* sb, __m512i (&u)[4]) {
+#pragma GCC unroll 16
+                        for (int i = 0; i < 4; ++i) {
+                            const int tt = 4 * h + i;
+                            __m512i q = _mm512_loadu_si512(sb + 64 * (16 * n + (m & 1) * 8 + tt));
+                            __m512i hb = _mm512_loadu_si512(sb + kQl + 64 * (8 * n + tt));
+                            if (m >= 2) q = _mm512_srli_epi16(q, 4);
+                            if (m == 0) hb = _mm512_slli_epi16(hb, 4);
+                            if (m == 1) hb = _mm512_slli_epi16(hb, 2);
+                            if (m == 3) hb = _mm512_srli_epi16(hb, 2);
+                            u[i] = _mm512_and_si512(_mm512_ternarylogic_epi32(m4, q, hb, 0xCA), m6);
+                        }
+                    };
+                    __m512i u0[4], u1[4];
+                    build(sb0, u0);
+                    build(sb1, u1);
+                    const int g = 8 * n + 2 * m + h;
+                    const auto scale_of = [&](const uint8_t* sb) {
+                        return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQl + kQh + 16 * g)));
+                    };
+                    const __m512i scale0 = scale_of(sb0), scale1 = scale_of(sb1);
+#pragma GCC unroll 16
+                    for (int c = 0; c < C; ++c) {
+                        const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 4 * g;
+                        const __m512i start = _mm512_set1_epi32(-32 * act[c]->bsums[g]);
+                        __m512i s0 = start, s1 = start;
+#pragma GCC unroll 16
+                        for (int i = 0; i < 4; ++i) {
+                            const __m512i x = _mm512_set1_epi32(aq[i]);
+                            s0 = _mm512_dpbusd_epi32(s0, u0[i], x);
+                            s1 = _mm512_dpbusd_epi32(s1, u1[i], x);
+                        }
+                        isum0[c] = _mm512_add_epi32(isum0[c], _mm512_mullo_epi32(s0, scale0));
+                        isum1[c] = _mm512_add_epi32(isum1[c], _mm512_mullo_epi32(s1, scale1));
+                    }
+                }
+            }
+        }
+        const auto d_of = [&](const uint8_t* sb) {
+            return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQl + kQh + kScales)));
+        };
+        const __m512 d0 = d_of(sb0), d1 = d_of(sb1);
+#pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) {
+            const __m512 da = _mm512_set1_ps(act[c]->d);
+            acc0[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum0[c]), _mm512_mul_ps(d0, da), acc0[c]);
+            acc1[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum1[c]), _mm512_mul_ps(d1, da), acc1[c]);
+        }
+    }
+    Tile part = t;
+    part.n_rows = kGroupRows;
+    store_rows16<C>(part, acc0);
+    part.n_rows = t.n_rows - kGroupRows;
+    part.y = t.y + kGroupRows;
+    store_rows16<C>(part, acc1);
 }
 
 
@@ -301,30 +459,100 @@ template <bool Bf16, int C>
 void rows16_half_run(const Tile& t) {
     constexpr int U = C >= 4 ? 1 : 4 / C;
     __m512 acc[C][U];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c)
+        #pragma GCC unroll 16
         for (int u = 0; u < U; ++u) acc[c][u] = _mm512_setzero_ps();
     const float* x[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
     int64_t i = 0;
     for (; i + U <= t.k; i += U) {
         const uint8_t* w = t.w + static_cast<size_t>(i) * 32;
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchDistance), _MM_HINT_T0);
         if (U > 2) _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchDistance + 64), _MM_HINT_T0);
+        #pragma GCC unroll 16
         for (int u = 0; u < U; ++u) {
             const __m512 wv = load_half16<Bf16>(w + 32 * u);
+            #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) acc[c][u] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[c][i + u]), acc[c][u]);
         }
     }
     for (; i < t.k; ++i) {
         const __m512 wv = load_half16<Bf16>(t.w + static_cast<size_t>(i) * 32);
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) acc[c][0] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[c][i]), acc[c][0]);
     }
     __m512 sums[C];
+    #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
         sums[c] = acc[c][0];
         for (int u = 1; u < U; ++u) sums[c] = _mm512_add_ps(sums[c], acc[c][u]);
     }
     store_rows16<C>(t, sums);
+}
+
+// Two groups (32 rows) per tile for products of many columns: 2 x C
+// independent accumulators instead of C keep both FMA pipes busy (with C = 4
+// and one group, 4 chains cannot cover the FMA latency), and each activation
+// broadcast feeds two FMAs. Per row, the same operations in the same order
+// as rows16_half_run<Bf16, C> (including its U partial sums for C < 4), so a
+// row's result does not depend on the kernel that computed it.
+template <bool Bf16, int C>
+void rows32_half_run(const Tile& t) {
+    if (t.n_rows <= kGroupRows) return rows16_half_run<Bf16, C>(t);
+    constexpr int U = C >= 4 ? 1 : 4 / C;
+    const uint8_t* w1 = t.w + t.w_stride;
+    __m512 acc0[C][U], acc1[C][U];
+    #pragma GCC unroll 16
+    for (int c = 0; c < C; ++c)
+        #pragma GCC unroll 16
+        for (int u = 0; u < U; ++u) acc0[c][u] = acc1[c][u] = _mm512_setzero_ps();
+    const float* x[C];
+    #pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
+    int64_t i = 0;
+    for (; i + U <= t.k; i += U) {
+        const size_t off = static_cast<size_t>(i) * 32;
+        _mm_prefetch(reinterpret_cast<const char*>(t.w + off + kPrefetchDistance), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w1 + off + kPrefetchDistance), _MM_HINT_T0);
+        #pragma GCC unroll 16
+        for (int u = 0; u < U; ++u) {
+            const __m512 wa = load_half16<Bf16>(t.w + off + 32 * u), wb = load_half16<Bf16>(w1 + off + 32 * u);
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) {
+                const __m512 xv = _mm512_set1_ps(x[c][i + u]);
+                acc0[c][u] = _mm512_fmadd_ps(wa, xv, acc0[c][u]);
+                acc1[c][u] = _mm512_fmadd_ps(wb, xv, acc1[c][u]);
+            }
+        }
+    }
+    for (; i < t.k; ++i) {
+        const size_t off = static_cast<size_t>(i) * 32;
+        const __m512 wa = load_half16<Bf16>(t.w + off), wb = load_half16<Bf16>(w1 + off);
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) {
+            const __m512 xv = _mm512_set1_ps(x[c][i]);
+            acc0[c][0] = _mm512_fmadd_ps(wa, xv, acc0[c][0]);
+            acc1[c][0] = _mm512_fmadd_ps(wb, xv, acc1[c][0]);
+        }
+    }
+    __m512 sums0[C], sums1[C];
+    #pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) {
+        sums0[c] = acc0[c][0];
+        sums1[c] = acc1[c][0];
+        for (int u = 1; u < U; ++u) {
+            sums0[c] = _mm512_add_ps(sums0[c], acc0[c][u]);
+            sums1[c] = _mm512_add_ps(sums1[c], acc1[c][u]);
+        }
+    }
+    Tile part = t;
+    part.n_rows = kGroupRows;
+    store_rows16<C>(part, sums0);
+    part.n_rows = t.n_rows - kGroupRows;
+    part.y = t.y + kGroupRows;
+    store_rows16<C>(part, sums1);
 }
 
 
@@ -336,9 +564,20 @@ struct Blocks32 {
         static void run(const Tile& t) { rows16_run<U, C>(t); }
     };
 };
+template <class U>
+struct Blocks32Wide {
+    template <int C>
+    struct Run {
+        static void run(const Tile& t) { rows32_run<U, C>(t); }
+    };
+};
 template <int C>
 struct Q4KRun {
     static void run(const Tile& t) { rows16_q4_k_run<C>(t); }
+};
+template <int C>
+struct Q6KWideRun {
+    static void run(const Tile& t) { rows32_q6_k_run<C>(t); }
 };
 template <int C>
 struct Q6KRun {
@@ -352,7 +591,30 @@ struct Half {
     };
 };
 
+template <bool Bf16>
+struct HalfWide {
+    template <int C>
+    struct Run {
+        static void run(const Tile& t) { rows32_half_run<Bf16, C>(t); }
+    };
+};
+
 }  // namespace
+
+TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
+    if (p != Packing::Rows16) return {};
+    constexpr int kRows = 2 * kGroupRows;
+    switch (t) {
+        case ElementType::Q4_0: return {rows16_tile_of<Blocks32Wide<UnpackQ4_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::IQ4_NL: return {rows16_tile_of<Blocks32Wide<UnpackIq4Nl>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::Q8_0: return {rows16_tile_of<Blocks32Wide<UnpackQ8_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::MXFP4: return {rows16_tile_of<Blocks32Wide<UnpackMxfp4>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
+        case ElementType::Q6_K: return {rows16_tile_of<Q6KWideRun>, kRows, 4, ActivationFormat::Q8_K};
+        case ElementType::F16: return {rows16_tile_of<HalfWide<false>::Run>, kRows, 4, ActivationFormat::F32};
+        case ElementType::BF16: return {rows16_tile_of<HalfWide<true>::Run>, kRows, 4, ActivationFormat::F32};
+        default: return {};
+    }
+}
 
 TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
     if (p != Packing::Rows16) return {};
@@ -378,6 +640,7 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
 
 namespace cria::matmul::detail {
 TypeKernel packed_avx512_kernel(ElementType, Packing) { return {}; }
+TypeKernel packed_avx512_wide_kernel(ElementType, Packing) { return {}; }
 }  // namespace cria::matmul::detail
 
 #endif

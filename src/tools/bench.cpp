@@ -8,6 +8,13 @@
 // decodes N tokens one at a time. t/s is mean ± standard deviation over the
 // repetitions, and the table has llama-bench's columns; -o json uses
 // llama-bench's field names.
+//
+// Beside each figure, the fraction of the machine's measured limit that it
+// reaches (cpu::measure_peaks, run once at the start and printed): for pp,
+// the multiply-add rate of the weight matrices against the int8 dot-product
+// peak (quantized weights) or the bf16 one (16/32-bit float weights); for
+// tg, the rate at which the weights are read against the memory read rate.
+// --no-peak skips the probe and the column.
 
 #include <chrono>
 #include <cmath>
@@ -23,6 +30,7 @@
 
 #include "cria/core/error.h"
 #include "cria/core/version.h"
+#include "cria/cpu/peak_probe.h"
 #include "cria/gguf/file.h"
 #include "cria/model/model.h"
 #include "cria/runtime/context.h"
@@ -47,6 +55,7 @@ struct BenchOptions {
     std::string output = "md";
     std::string load_mode = "auto";
     bool no_repack = false;
+    bool no_peak = false;
 };
 
 std::vector<uint32_t> parse_list(const std::string& text, const std::string& what) {
@@ -130,6 +139,61 @@ std::string human_params(uint64_t n) {
     return buf;
 }
 
+// What one token costs in the weight matrices, for the peak fractions.
+struct TokenWork {
+    double pp_ops = 0;     // 2 x multiply-adds per prompt token (the head runs for the last token only)
+    double tg_bytes = 0;   // weight bytes read per generated token
+    bool float_weights = false;  // most matrix bytes are F16/BF16/F32: compare with the bf16 peak
+};
+
+TokenWork token_work(const model::Model& m) {
+    const gguf::File& f = m.file();
+    const model::HParams& hp = m.hparams();
+    const bool tied = f.find_tensor("output.weight") == nullptr;
+    TokenWork w;
+    double float_bytes = 0, matrix_bytes = 0;
+    for (const gguf::TensorInfo& t : f.tensors()) {
+        // Routed experts: only n_expert_used of n_expert run per token.
+        const double share = t.name.find("_exps") != std::string::npos && hp.n_expert > 0
+                                 ? static_cast<double>(hp.n_expert_used) / hp.n_expert
+                                 : 1.0;
+        const bool embd = t.name == "token_embd.weight", head = t.name == "output.weight";
+        if (!embd || tied) w.tg_bytes += share * static_cast<double>(t.n_bytes);  // the embedding row itself is tiny
+        if (t.n_dims < 2 || embd || head) continue;
+        w.pp_ops += 2.0 * share * static_cast<double>(t.n_elements());
+        matrix_bytes += static_cast<double>(t.n_bytes);
+        if (t.type == ElementType::F16 || t.type == ElementType::BF16 || t.type == ElementType::F32)
+            float_bytes += static_cast<double>(t.n_bytes);
+    }
+    w.float_weights = float_bytes * 2 > matrix_bytes;
+    return w;
+}
+
+// "63% int8" and the like; "" when the peak is unknown.
+std::string peak_fraction(const TestResult& r, const TokenWork& w, const cpu::PeakRates& peak) {
+    const double ts = TestResult::mean(r.samples_ts());
+    double rate = 0, limit = 0;
+    const char* what = "";
+    if (r.n_prompt > 0) {
+        rate = ts * w.pp_ops;
+        if (w.float_weights) {
+            limit = peak.bf16_ops_per_s > 0 ? peak.bf16_ops_per_s : peak.f32_ops_per_s;
+            what = peak.bf16_ops_per_s > 0 ? "bf16" : "f32";
+        } else {
+            limit = peak.int8_ops_per_s;
+            what = "int8";
+        }
+    } else {
+        rate = ts * w.tg_bytes;
+        limit = peak.read_bytes_per_s;
+        what = "GB/s";
+    }
+    if (limit <= 0 || rate <= 0) return "";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f%% %s", 100.0 * rate / limit, what);
+    return buf;
+}
+
 std::function<int()> setup(CLI::App& cmd) {
     auto opt = std::make_shared<BenchOptions>();
     cmd.add_option("-m,--model", opt->model, "GGUF model file")->required();
@@ -145,6 +209,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--load-mode", opt->load_mode, "auto, none, mmap, mlock, mmap+mlock or dio");
     cmd.add_flag("--no-repack", opt->no_repack,
                  "Multiply the weights as the file stores them (no packed copies for the SIMD kernels)");
+    cmd.add_flag("--no-peak", opt->no_peak, "Do not measure the machine's peaks (no fraction-of-peak column)");
     cmd.allow_extras();  // -ub, -ctk, -ctv: see runtime::take_dash_options
     return [opt, &cmd]() -> int {
         runtime::take_dash_options(cmd.remaining(), {{"-ub", &opt->n_ubatch},
@@ -172,12 +237,33 @@ std::function<int()> setup(CLI::App& cmd) {
         }
 
         const std::string size = human_size(model->size_bytes()), params = human_params(model->n_params());
+        const TokenWork work = token_work(*model);
+        // The peaks of each thread count, measured before any test runs.
+        std::vector<std::pair<uint32_t, cpu::PeakRates>> peaks;
+        if (!opt->no_peak) {
+            for (uint32_t t : threads) {
+                const cpu::PeakRates p = cpu::measure_peaks(static_cast<int>(t));
+                peaks.emplace_back(t, p);
+                std::fprintf(opt->output == "md" ? stdout : stderr,
+                             "measured peaks, %u threads: int8 %.2f TOP/s (vpdpbusd), bf16 %.2f TFLOP/s (vdpbf16ps), "
+                             "f32 %.2f TFLOP/s (fma), read %.1f GB/s; weights per token: %.2f GOP (pp), %.2f GB (tg)\n",
+                             t, p.int8_ops_per_s / 1e12, p.bf16_ops_per_s / 1e12, p.f32_ops_per_s / 1e12,
+                             p.read_bytes_per_s / 1e9, work.pp_ops / 1e9, work.tg_bytes / 1e9);
+            }
+            if (opt->output == "md") std::printf("\n");
+        }
+        const auto peak_of = [&](int t) {
+            for (const auto& [n, p] : peaks)
+                if (static_cast<int>(n) == t) return p;
+            return cpu::PeakRates{};
+        };
         if (opt->output == "md") {
-            std::printf("| %-30s | %10s | %10s | %-10s | %7s | %15s | %20s |\n", "model", "size", "params", "backend",
-                        "threads", "test", "t/s");
-            std::printf("| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", std::string(30, '-').c_str(),
+            std::printf("| %-30s | %10s | %10s | %-10s | %7s | %15s | %20s | %10s |\n", "model", "size", "params",
+                        "backend", "threads", "test", "t/s", "of peak");
+            std::printf("| %s | %s: | %s: | %s | %s: | %s: | %s: | %s: |\n", std::string(30, '-').c_str(),
                         std::string(9, '-').c_str(), std::string(9, '-').c_str(), std::string(10, '-').c_str(),
-                        std::string(6, '-').c_str(), std::string(14, '-').c_str(), std::string(19, '-').c_str());
+                        std::string(6, '-').c_str(), std::string(14, '-').c_str(), std::string(19, '-').c_str(),
+                        std::string(9, '-').c_str());
             std::fflush(stdout);
         }
         nlohmann::json all = nlohmann::json::array();
@@ -207,8 +293,9 @@ std::function<int()> setup(CLI::App& cmd) {
             if (opt->output == "md") {
                 char tps[64];
                 std::snprintf(tps, sizeof tps, "%.2f ± %.2f", TestResult::mean(ts), TestResult::stddev(ts));
-                std::printf("| %-30s | %10s | %10s | %-10s | %7d | %15s | %20s |\n", model->description().c_str(),
-                            size.c_str(), params.c_str(), "CPU", r.n_threads, test.c_str(), tps);
+                std::printf("| %-30s | %10s | %10s | %-10s | %7d | %15s | %20s | %10s |\n",
+                            model->description().c_str(), size.c_str(), params.c_str(), "CPU", r.n_threads,
+                            test.c_str(), tps, peak_fraction(r, work, peak_of(r.n_threads)).c_str());
                 std::fflush(stdout);
             } else {
                 char when[32];
@@ -237,7 +324,8 @@ std::function<int()> setup(CLI::App& cmd) {
                                {"avg_ts", TestResult::mean(ts)},
                                {"stddev_ts", TestResult::stddev(ts)},
                                {"samples_ns", r.samples_ns},
-                               {"samples_ts", ts}});
+                               {"samples_ts", ts},
+                               {"cria_peak_fraction", peak_fraction(r, work, peak_of(r.n_threads))}});
             }
         }
         if (opt->output == "json") std::printf("%s\n", all.dump(2).c_str());

@@ -7,17 +7,21 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cria/core/error.h"
+#include "cria/core/float16.h"
 #include "cria/cpu/features.h"
 #include "cria/cpu/thread_pool.h"
 #include "cria/matmul/matmul.h"
 #include "cria/matmul/packing.h"
 #include "cria/quant/quantize.h"
+#include "matmul/kernels.h"
 #include "random_data.h"
 
 namespace {
@@ -26,6 +30,14 @@ using cria::ElementType;
 using cria::cpu::Isa;
 namespace mm = cria::matmul;
 using namespace cria::matmul::test;
+
+// Whether BF16 products at `isa` use the vdpbf16ps kernel (bf16 activations).
+bool bf16_dot_kernel_at(ElementType t, Isa isa) {
+    return t == ElementType::BF16 && isa >= Isa::Avx512Vnni && cria::cpu::cpu_features().avx512_bf16;
+}
+
+// Products of this many columns or more use the wide kernels.
+constexpr int64_t kWide = mm::detail::kWideKernelMinColumns;
 
 const ElementType kPackable[] = {ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q8_0, ElementType::MXFP4,
                                  ElementType::Q4_K, ElementType::Q6_K, ElementType::F16, ElementType::BF16};
@@ -71,6 +83,19 @@ struct PackedProblem {
         for (int64_t i = 0; i < k; ++i) s += std::fabs(static_cast<double>(f[i]) * x[c * x_stride + i]);
         return s;
     }
+    // Row r times column c with the activations rounded to bf16 first (the
+    // BF16 dot-product kernel's inputs), in double; and sum |w x| of those.
+    std::pair<double, double> bf16_activation_dot(int64_t r, int64_t c) const {
+        std::vector<float> f(static_cast<size_t>(k));
+        cria::quant::dequantize_row(type, w.data() + static_cast<size_t>(r) * w_stride, f.data(), k);
+        double s = 0, m = 0;
+        for (int64_t i = 0; i < k; ++i) {
+            const double xi = cria::bf16_to_f32(cria::f32_to_bf16(x[static_cast<size_t>(c * x_stride + i)]));
+            s += static_cast<double>(f[i]) * xi;
+            m += std::fabs(static_cast<double>(f[i]) * xi);
+        }
+        return {s, m};
+    }
     std::string describe(Isa isa, int64_t r, int64_t c) const {
         return std::string(cria::element_type_name(type)) + " " + std::string(cria::cpu::isa_name(isa)) +
                " rows=" + std::to_string(rows) + " k=" + std::to_string(k) + " n=" + std::to_string(n) + " at row " +
@@ -81,8 +106,11 @@ struct PackedProblem {
 struct Shape { int64_t rows, k, n; };
 // Rows around the group size (1, 7, 15, 16, 17, 31, 33, 257), short and long
 // rows, matrix x vector and small batches.
+// From 8 columns on, the wide (32-row) kernels run: {49, 160, 11} ends in a
+// tile of one group, {33, 4096, 9} in a tile of 1 row after a full one.
 const Shape kShapes[] = {{1, 32, 1},  {7, 64, 2},  {15, 96, 3}, {16, 256, 1}, {17, 32, 5},
-                         {31, 512, 4}, {33, 160, 7}, {257, 64, 16}, {33, 4096, 1}, {16, 4096, 3}};
+                         {31, 512, 4}, {33, 160, 7}, {257, 64, 16}, {33, 4096, 1}, {16, 4096, 3},
+                         {49, 160, 11}, {33, 4096, 9}};
 
 // Super-block types need k in whole 256-value super-blocks.
 std::vector<Shape> shapes_for(ElementType t) {
@@ -92,7 +120,9 @@ std::vector<Shape> shapes_for(ElementType t) {
         out.push_back(s);
     }
     if (t == ElementType::F16 || t == ElementType::BF16)  // any row length: odd ones too
-        for (Shape s : {Shape{17, 1, 1}, Shape{33, 7, 2}, Shape{16, 31, 1}, Shape{20, 257, 3}, Shape{5, 4097, 1}}) out.push_back(s);
+        for (Shape s : {Shape{17, 1, 1}, Shape{33, 7, 2}, Shape{16, 31, 1}, Shape{20, 257, 3}, Shape{5, 4097, 1},
+                        Shape{40, 257, 10}, Shape{33, 3, 8}})
+            out.push_back(s);
     return out;
     return out;
 }
@@ -125,6 +155,15 @@ TEST_P(PackedTypes, EveryLevelMatchesScalarReference) {
             for (int64_t c = 0; c < p.n; ++c) {
                 for (int64_t r = 0; r < p.rows; ++r) {
                     const size_t i = static_cast<size_t>(c * p.y_stride + r);
+                    if (bf16_dot_kernel_at(p.type, isa)) {
+                        // ggml's math for BF16: activations rounded to bf16, exact
+                        // products, f32 sums (up to two roundings per instruction).
+                        const auto [want, mag] = p.bf16_activation_dot(r, c);
+                        const double diff = std::fabs(static_cast<double>(got[i]) - want);
+                        ASSERT_TRUE(diff <= static_cast<double>(p.k) * 0x1p-23 * mag + 1e-6)
+                            << p.describe(isa, r, c) << ": " << got[i] << " vs " << want;
+                        continue;
+                    }
                     // Float types: a float sum against the reference's double one.
                     const bool is_float = p.type == ElementType::F16 || p.type == ElementType::BF16;
                     const double bound = (is_float ? static_cast<double>(p.k) * 0x1p-24 : 1e-5) * p.magnitude(r, c) + 1e-6;
@@ -145,6 +184,60 @@ TEST_P(PackedTypes, ThreadsGiveIdenticalBits) {
     const std::vector<float> two = p.run(p.packed_matrix(), cria::cpu::best_isa(), &pool);
     ASSERT_EQ(one.size(), two.size());
     for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], two[i]) << i;
+}
+
+// The same with enough columns for the wide kernels.
+TEST_P(PackedTypes, ThreadsGiveIdenticalBitsWide) {
+    cria::cpu::ThreadPool pool(2);
+    const PackedProblem p(GetParam(), 257, 1536, 2 * kWide + 3, 8);  // long rows: 48 blocks
+    const std::vector<float> one = p.run(p.packed_matrix(), cria::cpu::best_isa());
+    const std::vector<float> two = p.run(p.packed_matrix(), cria::cpu::best_isa(), &pool);
+    ASSERT_EQ(one.size(), two.size());
+    for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], two[i]) << i;
+}
+
+// A row's result does not depend on whether the wide (32-row) kernel of a
+// product of many columns or the 16-row one of a product of few computed it.
+// Both take columns 4 at a time, and the f32 FMA kernels' summation order
+// depends on how many columns a tile has, so the narrow products here are
+// the wide one's tiles of columns: [0, 4), [4, 8), [8, 10). (BF16 with
+// AVX512-BF16 runs one kernel for both, whose order does not depend on the
+// tile.)
+TEST_P(PackedTypes, WideKernelEqualsNarrowTileByTile) {
+    const PackedProblem p(GetParam(), 81, 1536, kWide + 2, 9);  // long rows: 48 blocks
+    const std::vector<float> wide = p.run(p.packed_matrix(), cria::cpu::best_isa());
+    for (int64_t c0 = 0; c0 < p.n; c0 += 4) {
+        const int64_t cols = std::min<int64_t>(4, p.n - c0);
+        ASSERT_LT(cols, kWide);
+        std::vector<float> y(static_cast<size_t>(p.rows * cols), -1.0f);
+        mm::MatmulArgs a;
+        a.w = p.packed_matrix();
+        a.x = p.x.data() + c0 * p.x_stride;
+        a.n = cols;
+        a.x_stride = p.x_stride;
+        a.y = y.data();
+        a.y_stride = p.rows;
+        a.r1 = p.rows;
+        mm::matmul(a, cria::cpu::best_isa(), nullptr);
+        for (int64_t c = 0; c < cols; ++c)
+            for (int64_t r = 0; r < p.rows; ++r)
+                ASSERT_EQ(y[static_cast<size_t>(c * p.rows + r)], wide[static_cast<size_t>((c0 + c) * p.y_stride + r)])
+                    << p.describe(cria::cpu::best_isa(), r, c0 + c);
+    }
+}
+
+TEST_P(PackedTypes, RowRangeFromAGroupWritesOnlyThoseRowsWide) {
+    const PackedProblem p(GetParam(), 57, 256, kWide + 1, 12);
+    const std::vector<float> all = p.run(p.packed_matrix(), cria::cpu::best_isa());
+    const std::vector<float> part = p.run(p.packed_matrix(), cria::cpu::best_isa(), nullptr, 16, 41);
+    for (int64_t c = 0; c < p.n; ++c)
+        for (int64_t r = 0; r < p.y_stride; ++r) {
+            const size_t i = static_cast<size_t>(c * p.y_stride + r);
+            if (r >= 16 && r < 41)
+                ASSERT_EQ(part[i], all[i]) << r;
+            else
+                ASSERT_EQ(part[i], -12345.0f) << r;
+        }
 }
 
 TEST_P(PackedTypes, RowRangeFromAGroupWritesOnlyThoseRows) {
