@@ -8,14 +8,21 @@
 
 namespace cria::runtime {
 
-std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp, const ContextParams& params) {
+std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp, const ContextParams& params,
+                                                        model::LayerRange held) {
+    if (held.end == UINT32_MAX) held.end = hp.n_layer;
+    const auto here = [&](uint32_t l) { return l >= held.begin && l < held.end; };
     enum class Kind { Full, Window, Recurrent };
     const auto kind = [&](uint32_t l) {
         if (hp.is_recurrent(l)) return Kind::Recurrent;
         return hp.is_swa(l) && hp.n_swa < params.n_ctx ? Kind::Window : Kind::Full;
     };
-    uint32_t count[3] = {0, 0, 0};
-    for (uint32_t l = 0; l < hp.n_layer; ++l) ++count[static_cast<int>(kind(l))];
+    uint32_t count[3] = {0, 0, 0};  // layers held here, per kind
+    bool needed[3] = {false, false, false};  // kinds the whole model has
+    for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        needed[static_cast<int>(kind(l))] = true;
+        if (here(l)) ++count[static_cast<int>(kind(l))];
+    }
 
     memory::KvCacheParams kp;
     kp.n_head_kv = hp.n_head_kv;
@@ -29,20 +36,20 @@ std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp
     kp.rope_first = hp.n_lora_kv > 0 ? hp.head_dim - hp.n_rot : 0;  // MLA: rope on the last n_rot of each key head
     std::vector<std::unique_ptr<memory::Memory>> children;
     uint32_t child_of[3] = {0, 0, 0};
-    if (count[static_cast<int>(Kind::Full)] > 0) {
+    if (needed[static_cast<int>(Kind::Full)]) {
         kp.n_cells = params.n_ctx;
         kp.n_layer = count[static_cast<int>(Kind::Full)];
         child_of[static_cast<int>(Kind::Full)] = static_cast<uint32_t>(children.size());
         children.push_back(std::make_unique<memory::KvCache>(kp));
     }
-    if (count[static_cast<int>(Kind::Window)] > 0) {
+    if (needed[static_cast<int>(Kind::Window)]) {
         kp.n_layer = count[static_cast<int>(Kind::Window)];
         kp.n_swa = hp.n_swa;
         kp.n_cells = std::min(params.n_ctx, hp.n_swa * params.n_seq_max + params.n_ubatch);
         child_of[static_cast<int>(Kind::Window)] = static_cast<uint32_t>(children.size());
         children.push_back(std::make_unique<memory::KvCache>(kp));
     }
-    if (count[static_cast<int>(Kind::Recurrent)] > 0) {
+    if (needed[static_cast<int>(Kind::Recurrent)]) {
         if (hp.recurrent_conv_floats == 0 && hp.recurrent_state_floats == 0)
             throw Error("context: the recurrent layers of '" + hp.arch_name + "' keep no state");
         memory::RecurrentParams rp;
@@ -57,7 +64,10 @@ std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp
     uint32_t next_index[3] = {0, 0, 0};
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
         const int k = static_cast<int>(kind(l));
-        layers.push_back({child_of[k], next_index[k]++});
+        if (here(l))
+            layers.push_back({child_of[k], next_index[k]++});
+        else
+            layers.push_back({memory::HybridMemory::kHeldElsewhere, 0});
     }
     return std::make_unique<memory::HybridMemory>(std::move(children), layers);
 }

@@ -106,6 +106,8 @@ struct Identity {
 }  // namespace
 
 size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path) {
+    // Each stage holds other layers' state: one file cannot hold it yet.
+    if (stage_ != nullptr) throw Error("save_sequence: a model split over pipeline stages cannot save or restore sequences yet");
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("save_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
@@ -133,6 +135,8 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
 }
 
 std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions) {
+    // Each stage holds other layers' state: one file cannot hold it yet.
+    if (stage_ != nullptr) throw Error("restore_sequence: a model split over pipeline stages cannot save or restore sequences yet");
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));

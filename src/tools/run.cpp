@@ -23,6 +23,7 @@
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
 #include "cria/model/model.h"
+#include "cria/runtime/pipeline.h"
 #include "cria/runtime/generate.h"
 #include "cria/runtime/options.h"
 #include "cria/sampling/grammar.h"
@@ -101,7 +102,7 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
     cp.type_k = runtime::parse_cache_type(opt.cache_type_k);
     cp.type_v = runtime::parse_cache_type(opt.cache_type_v);
 
-    auto model = model::Model::load(opt.model, mode, !opt.no_repack);
+    auto model = runtime::load_model(opt.model, mode, !opt.no_repack);
     for (const auto& w : model->file().warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());
     const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
     for (const auto& w : vocab.warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());

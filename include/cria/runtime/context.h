@@ -28,6 +28,7 @@
 #include "cria/model/model.h"
 #include "cria/ops/cpu_ops.h"
 #include "cria/runtime/batch.h"
+#include "cria/runtime/pipeline.h"
 
 namespace cria::runtime {
 
@@ -47,6 +48,10 @@ struct ContextParams {
     // the stream after the last layer), for drafters that read the target's
     // hidden state. Captured during decode(), read with features().
     std::vector<uint32_t> capture_layers;
+    // The link to the other stages when the model holds only some of the
+    // layers (cria/runtime/pipeline.h). Null: the installed pipeline makes
+    // one for such a model; a whole model needs none.
+    std::shared_ptr<PipelineStage> stage;
 };
 
 struct Timings {
@@ -139,6 +144,12 @@ private:
     void gather_ubatch(const Batch& batch, const memory::Split& split, int64_t first, int64_t n);
     // Re-rotates the keys of shifted cells (before attention, and before a save).
     void apply_pending_shifts();
+    // The forward pass of a micro-batch as one stage of a pipeline (the
+    // model holds some of the layers): the stream in from the previous
+    // stage, out to the next, the last stage's output rows to the root.
+    void forward_stage(model::ForwardInput& in, const memory::Split& split, int64_t first);
+    // Root: copies the output rows the last stage sent into their rows.
+    void place_stage_outputs();
 
     const model::Model& model_;
     ContextParams params_;
@@ -155,6 +166,17 @@ private:
     std::vector<float> ub_embd_, ub_logits_, ub_hidden_, ub_features_;
     std::vector<int32_t> ub_pos_;
     std::vector<uint64_t> ub_masks_;
+
+    // Pipeline stage (params_.stage): each micro-batch's stream and output
+    // rows in flight during one decode(), and where the root's output rows go.
+    PipelineStage* stage_ = nullptr;
+    std::vector<float> stream_in_;
+    std::vector<std::vector<float>> in_flight_;
+    struct StageOutputs {
+        std::vector<int32_t> rows;  // output row of each received row
+        std::vector<float> data;    // logits of every row, then hidden states of every row
+    };
+    std::vector<StageOutputs> stage_outputs_;
 
     // Outputs of the last decode().
     std::vector<float> logits_, embd_, pooled_, features_;
