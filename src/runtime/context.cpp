@@ -29,14 +29,21 @@ Context::Context(const model::Model& model, const ContextParams& params, std::un
         throw Error("context: n_seq_max must be within 1.." + std::to_string(memory::kMaxSequences));
 
     memory_ = memory ? std::move(memory) : make_model_memory(hp, params_, model.layers());
-    if (!model.holds_all_layers() && !params_.stage) {
+    // The stage is this context's own: params() never hands it on (a draft
+    // model's context made from these params must not decode through it).
+    std::shared_ptr<PipelineStage> stage = std::move(params_.stage);
+    params_.stage.reset();
+    if (model.holds_all_layers()) {
+        stage.reset();
+    } else if (!stage) {
         Pipeline* pipeline = installed_pipeline();
         if (pipeline == nullptr)
             throw Error("context: the model holds layers " + std::to_string(model.layers().begin) + ".." +
                         std::to_string(model.layers().end - 1) + " only, and no pipeline links it to the others");
-        params_.stage = pipeline->make_stage(model, params_);
+        stage = pipeline->make_stage(model, params_);
     }
-    stage_ = params_.stage.get();
+    owned_stage_ = std::move(stage);
+    stage_ = owned_stage_.get();
     // The root's memory operations reach the other stages' memories.
     if (stage_ != nullptr && stage_->is_root()) memory_->set_observer(stage_);
     if (memory_->n_layer() != hp.n_layer)

@@ -50,7 +50,8 @@ struct ContextParams {
     std::vector<uint32_t> capture_layers;
     // The link to the other stages when the model holds only some of the
     // layers (cria/runtime/pipeline.h). Null: the installed pipeline makes
-    // one for such a model; a whole model needs none.
+    // one for such a model; a whole model needs none. The context keeps it
+    // for itself: Context::params() returns it null.
     std::shared_ptr<PipelineStage> stage;
 };
 
@@ -169,6 +170,7 @@ private:
 
     // Pipeline stage (params_.stage): each micro-batch's stream and output
     // rows in flight during one decode(), and where the root's output rows go.
+    std::shared_ptr<PipelineStage> owned_stage_;
     PipelineStage* stage_ = nullptr;
     std::vector<float> stream_in_;
     std::vector<std::vector<float>> in_flight_;
