@@ -44,9 +44,9 @@ bool launched_with_several_ranks() {
         const char* v = std::getenv(name);
         if (v != nullptr && std::atoi(v) > 1) return true;
     }
-    const char* slurm = std::getenv("SLURM_NTASKS");
-    return slurm != nullptr && std::getenv("SLURM_STEP_ID") != nullptr && std::atoi(slurm) > 1 &&
-           std::getenv("PMI_RANK") != nullptr;
+    // srun sets the step's task count only inside a job step it started.
+    const char* slurm = std::getenv("SLURM_STEP_NUM_TASKS");
+    return slurm != nullptr && std::atoi(slurm) > 1;
 }
 
 World::World(int* argc, char*** argv, double timeout_s) : timeout_s_(timeout_s) {

@@ -1,7 +1,7 @@
 #pragma once
 // The pipeline's flags, common to every subcommand (docs/DISTRIBUTED.md):
 //   --layer-split 10,14   layers per MPI rank, in rank order (default: by weight bytes)
-//   --mpi-timeout S       the longest wait for a message between ranks (default 120 s)
+//   --mpi-timeout S       the longest wait for a message between ranks (default 300 s)
 // They are taken out of the command line before CLI11 parses the subcommand.
 
 #include <cstdlib>
@@ -16,7 +16,7 @@ namespace cria::tools {
 struct PipelineFlags {
     bool given = false;
     std::string layer_split;
-    double timeout_s = 120;
+    double timeout_s = 300;
 };
 
 // Removes the flags (as "--flag value" or "--flag=value") from args.
