@@ -9,6 +9,7 @@
 #include "cria/model/hparams.h"
 #include "cria/runtime/context.h"
 #include "cria/runtime/pipeline_split.h"
+#include "distributed/host_memory.h"
 #include "distributed/mpi_stage.h"
 #include "distributed/wire.h"
 
@@ -60,13 +61,21 @@ std::unique_ptr<model::Model> RootPipeline::load_model(const std::string& path, 
         for (uint32_t r = 1; r < n_ranks; ++r) {
             Writer w;
             w.value(Command::LoadModel).value(id).value(mode).value(static_cast<int32_t>(pack_weights));
-            w.value(ranges[r]).text(path);
+            w.value(ranges[r]).value(bytes[r]).text(path);
             commands.push_back(w.bytes());
         }
         for (uint32_t r = 1; r < n_ranks; ++r) sends.push_back(world_.send(static_cast<int>(r), Tag::Command, commands[r - 1]));
         world_.wait_all(sends, "sending a command");
-        // Loading is slow next to a message: the others load while this rank does.
-        std::unique_ptr<model::Model> model = model::Model::from_file(file, pack_weights, ranges[0]);
+        // Loading is slow next to a message: the others load while this rank
+        // does. A share too large for its host is refused by that rank first.
+        std::string refused_here;
+        std::unique_ptr<model::Model> model;
+        try {
+            if (pack_weights) check_fits(0, ranges[0], bytes[0]);
+            model = model::Model::from_file(file, pack_weights, ranges[0]);
+        } catch (const Error& e) {
+            refused_here = e.what();
+        }
         std::string refused;
         for (uint32_t r = 1; r < n_ranks; ++r) {
             const std::vector<std::byte> reply =
@@ -76,6 +85,7 @@ std::unique_ptr<model::Model> RootPipeline::load_model(const std::string& path, 
             const std::string message = in.text();
             if (!ok && refused.empty()) refused = "rank " + std::to_string(r) + " could not load its layers: " + message;
         }
+        if (!refused_here.empty()) throw Error(refused_here);
         if (!refused.empty()) throw Error(refused);
         model_ids_[model.get()] = id;
         return model;

@@ -8,6 +8,7 @@
 #include "cria/distributed/mpi_pipeline.h"
 #include "cria/memory/sequence_op.h"
 #include "cria/runtime/context.h"
+#include "distributed/host_memory.h"
 #include "distributed/mpi_stage.h"
 #include "distributed/wire.h"
 
@@ -64,8 +65,10 @@ void run_worker(const World& world) {
                     const auto mode = in.value<gguf::LoadMode>();
                     const bool pack = in.value<int32_t>() != 0;
                     const auto range = in.value<model::LayerRange>();
+                    const auto need = in.value<uint64_t>();
                     const std::string path = in.text();
                     try {
+                        if (pack) check_fits(world.rank(), range, need);
                         models[id] = model::Model::load(path, mode, pack, range);
                         reply(world, true, "");
                     } catch (const std::exception& e) {
