@@ -242,10 +242,12 @@ void Model::pack_weights(const TensorTable& table, cpu::Isa isa) {
             try {
                 copies[i] = pack_job(jobs[i], isa);
                 // The file's copy is no longer read (unless it is also the
-                // embedding): let its pages go now, so the peak stays low.
+                // embedding of a model that looks its rows up: a later
+                // pipeline stage does not): let its pages go now, so the
+                // peak stays low.
                 if (copies[i])
                     for (std::span<const uint8_t> src : sources[i])
-                        if (src.data() != embd) file_->release_pages(src);
+                        if (src.data() != embd || layers_.begin > 0) file_->release_pages(src);
             } catch (...) {
                 const std::lock_guard<std::mutex> lock(failure_mutex);
                 if (!failure) failure = std::current_exception();
