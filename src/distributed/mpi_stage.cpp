@@ -63,4 +63,18 @@ void MpiStage::applied(const memory::SequenceOp& op) {
     pipeline_->broadcast(w.bytes(), false);
 }
 
+void MpiStage::save_sequence(runtime::SeqId seq, const std::string& path) {
+    Writer w;
+    w.value(Command::SaveSequence).value(context_id_).value(seq).text(path);
+    const std::lock_guard<std::mutex> lock(pipeline_->mutex());
+    pipeline_->broadcast(w.bytes(), true, 5.0);
+}
+
+void MpiStage::restore_sequence(runtime::SeqId seq, const std::string& path, uint32_t max_positions) {
+    Writer w;
+    w.value(Command::RestoreSequence).value(context_id_).value(seq).value(max_positions).text(path);
+    const std::lock_guard<std::mutex> lock(pipeline_->mutex());
+    pipeline_->broadcast(w.bytes(), true, 5.0);
+}
+
 }  // namespace cria::distributed

@@ -6,6 +6,7 @@
 // previous one travels (the pipeline's overlap); finish_decode waits for them.
 
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "cria/distributed/mpi_world.h"
@@ -29,6 +30,11 @@ public:
     void receive_outputs(std::span<float> outputs) override;
     void finish_decode() override;
     void applied(const memory::SequenceOp& op) override;
+    void save_sequence(runtime::SeqId seq, const std::string& path) override;
+    void restore_sequence(runtime::SeqId seq, const std::string& path, uint32_t max_positions) override;
+
+    // The file rank r keeps its part of a sequence in.
+    static std::string rank_file(const std::string& path, int rank) { return path + ".rank" + std::to_string(rank); }
 
 private:
     const World& world_;

@@ -15,7 +15,7 @@
 
 namespace cria::distributed {
 
-enum class Command : int32_t { LoadModel = 1, CreateContext, DestroyContext, Decode, MemoryOp, Shutdown };
+enum class Command : int32_t { LoadModel = 1, CreateContext, DestroyContext, Decode, MemoryOp, Shutdown, SaveSequence, RestoreSequence };
 
 class Writer {
 public:

@@ -111,6 +111,25 @@ void run_worker(const World& world) {
                     apply_sequence_op(ctx.memory(), in.value<memory::SequenceOp>());
                     break;
                 }
+                case Command::SaveSequence:
+                case Command::RestoreSequence: {
+                    const bool save = message.size() >= sizeof(Command) &&
+                                      Reader(message).value<Command>() == Command::SaveSequence;
+                    runtime::Context& ctx = context(in.value<int32_t>());
+                    const auto seq = in.value<runtime::SeqId>();
+                    const uint32_t max_positions = save ? 0 : in.value<uint32_t>();
+                    const std::string path = MpiStage::rank_file(in.text(), world.rank());
+                    try {
+                        if (save)
+                            ctx.save_sequence(seq, {}, path);
+                        else
+                            ctx.restore_sequence(seq, path, max_positions);
+                        reply(world, true, "");
+                    } catch (const std::exception& e) {
+                        reply(world, false, e.what());
+                    }
+                    break;
+                }
                 case Command::Shutdown: return;
                 default: throw Error("pipeline: unknown command from rank 0");
             }

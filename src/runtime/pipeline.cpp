@@ -2,12 +2,22 @@
 
 #include "cria/runtime/pipeline.h"
 
+#include "cria/core/error.h"
+
 namespace cria::runtime {
 namespace {
 
 Pipeline* g_pipeline = nullptr;
 
 }  // namespace
+
+void PipelineStage::save_sequence(SeqId, const std::string&) {
+    throw Error("save_sequence: this pipeline cannot save a sequence's state");
+}
+
+void PipelineStage::restore_sequence(SeqId, const std::string&, uint32_t) {
+    throw Error("restore_sequence: this pipeline cannot restore a sequence's state");
+}
 
 void install_pipeline(Pipeline* pipeline) { g_pipeline = pipeline; }
 

@@ -201,6 +201,45 @@ TEST(MpiPipeline, ServeAnswersUnderMpirun) {
     }
 }
 
+// A slot saved under mpirun is one file per rank; erased and restored, it
+// gives the same continuation; a rank whose file is damaged refuses the
+// restore, and the error names it.
+TEST(MpiPipeline, SlotSaveAndRestoreReachEveryRank) {
+    SKIP_WITHOUT_MPI();
+    const fs::path dir = cria::test::temp_dir() / "slots";
+    fs::create_directories(dir);
+    const auto post = [](const std::string& what, const std::string& body, const std::string& out) {
+        return "curl -s -m 120 -X POST \"http://127.0.0.1:$PORT" + what + "\" -H \"Content-Type: application/json\" -d \"" +
+               body + "\" > " + out + "; echo >> " + out + "; ";
+    };
+    const std::string completion = "{\\\"prompt\\\": \\\"It is a truth\\\", \\\"max_tokens\\\": 8, \\\"temperature\\\": 0}";
+    const std::string file = "{\\\"filename\\\": \\\"s.bin\\\"}";
+    const fs::path log = dir / "answers.txt";
+    const std::string script =
+        post("/v1/completions", completion, log.string()) + post("/slots/0?action=save", file, log.string() + ".save") +
+        post("/slots/0?action=erase", "{}", "/dev/null") + post("/slots/0?action=restore", file, log.string() + ".restore") +
+        post("/v1/completions", completion, log.string() + ".again") + "head -c 100 " + (dir / "s.bin.rank2").string() +
+        " > " + (dir / "cut").string() + " && cp " + (dir / "cut").string() + " " + (dir / "s.bin.rank2").string() + "; " +
+        post("/slots/0?action=restore", file, log.string() + ".bad") + "true";
+    const Result r = with_server(3, script, "", " --slot-save-path " + dir.string());
+    const auto read = [](const fs::path& p) {
+        std::ifstream in(p);
+        std::stringstream text;
+        text << in.rdbuf();
+        return text.str();
+    };
+    for (const char* name : {"s.bin", "s.bin.rank1", "s.bin.rank2"}) EXPECT_TRUE(fs::exists(dir / name)) << name << r.out;
+    const auto first = nlohmann::json::parse(read(log));
+    const auto saved = nlohmann::json::parse(read(log.string() + ".save"));
+    const auto restored = nlohmann::json::parse(read(log.string() + ".restore"));
+    const auto again = nlohmann::json::parse(read(log.string() + ".again"));
+    EXPECT_GT(saved.value("n_saved", 0), 0) << saved.dump();
+    EXPECT_EQ(restored.value("n_restored", -1), saved.value("n_saved", 0)) << restored.dump();
+    EXPECT_EQ(again.at("choices").at(0).at("text"), first.at("choices").at(0).at("text"));
+    const std::string bad = read(log.string() + ".bad");
+    EXPECT_NE(bad.find("rank 2"), std::string::npos) << bad;
+}
+
 // The pid of rank `rank` of the server started on $PORT (its environment names the rank).
 std::string rank_pid(int rank) {
     return "$(for p in $(pgrep -f -- \"--port $PORT\"); do tr \"\\0\" \"\\n\" < /proc/$p/environ 2>/dev/null | grep -qx "

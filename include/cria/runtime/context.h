@@ -121,7 +121,10 @@ public:
     // cache unchanged, when the file is not one, has another version, comes
     // from another model or cache type, is truncated or corrupt, or does not
     // fit this context. max_positions > 0 also refuses files with more
-    // tokens or a cell position beyond it (a per-sequence limit).
+    // tokens or a cell position beyond it (a per-sequence limit). A model
+    // split over pipeline stages (runtime/pipeline.h) keeps one file per
+    // stage (path, path + ".rank1", ...); a restore that one stage refuses
+    // leaves the sequence empty on every stage instead of unchanged.
     std::vector<TokenId> restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions = 0);
 
     const model::Model& model() const { return model_; }
@@ -145,6 +148,8 @@ private:
     void gather_ubatch(const Batch& batch, const memory::Split& split, int64_t first, int64_t n);
     // Re-rotates the keys of shifted cells (before attention, and before a save).
     void apply_pending_shifts();
+    // restore_sequence of this process's own memory (a pipeline's root asks the other stages first).
+    std::vector<TokenId> restore_own_sequence(SeqId seq, const std::string& path, uint32_t max_positions);
     // The forward pass of a micro-batch as one stage of a pipeline (the
     // model holds some of the layers): the stream in from the previous
     // stage, out to the next, the last stage's output rows to the root.

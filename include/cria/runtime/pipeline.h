@@ -48,6 +48,13 @@ public:
     virtual void receive_outputs(std::span<float> outputs) = 0;
     // Waits until every message of this decode has been sent and received.
     virtual void finish_decode() = 0;
+    // Root: every other stage saves its part of sequence seq to its own file
+    // beside `path` (path + ".rank<r>") or restores it from there, before the
+    // root does its own part. Throws cria::Error naming a stage that failed
+    // (then Context::restore_sequence empties the sequence on every stage).
+    // The defaults refuse.
+    virtual void save_sequence(SeqId seq, const std::string& path);
+    virtual void restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions);
 };
 
 // The process's part in a pipeline, installed once by the program (the
