@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev libstb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin  # pipeline parallelism over MPI (docs/DISTRIBUTED.md); optional when building by hand
 )
 
 missing=()

@@ -28,6 +28,10 @@ HybridMemory::HybridMemory(std::vector<std::unique_ptr<Memory>> children, const 
     }
     for (uint32_t l = 0; l < layers.size(); ++l) {
         const LayerPlacement& p = layers[l];
+        if (p.child == kHeldElsewhere) {
+            layers_.push_back(LayerSlot{});
+            continue;
+        }
         if (p.child >= children_.size() || p.index >= model_layers_[p.child].size())
             throw Error("hybrid memory: layer " + std::to_string(l) + " is placed outside its memory");
         if (model_layers_[p.child][p.index] != UINT32_MAX)
@@ -56,6 +60,7 @@ HybridMemory::HybridMemory(std::vector<std::unique_ptr<Memory>> children, const 
 void HybridMemory::clear() {
     for (auto& c : children_) c->clear();
     for (Checkpoint& cp : checkpoints_) cp = Checkpoint{};
+    report({SequenceOp::Kind::Clear}, true);
 }
 
 bool HybridMemory::can_seq_rm(SeqId seq, int32_t p0, int32_t p1) const {
@@ -73,27 +78,30 @@ bool HybridMemory::can_seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta)
 // Each mutating operation: ask every child first, then apply to all (a
 // child that said it can does not refuse).
 bool HybridMemory::seq_rm(SeqId seq, int32_t p0, int32_t p1) {
-    if (!can_seq_rm(seq, p0, p1)) return false;
+    const SequenceOp op{SequenceOp::Kind::Remove, seq, 0, p0, p1};
+    if (!can_seq_rm(seq, p0, p1)) return report(op, false);
     bool ok = true;
     for (auto& c : children_) ok = c->seq_rm(seq, p0, p1) && ok;
-    return ok;
+    return report(op, ok);
 }
 bool HybridMemory::seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) {
-    if (!can_seq_cp(src, dst, p0, p1)) return false;
+    const SequenceOp op{SequenceOp::Kind::Copy, src, dst, p0, p1};
+    if (!can_seq_cp(src, dst, p0, p1)) return report(op, false);
     bool ok = true;
     for (auto& c : children_) ok = c->seq_cp(src, dst, p0, p1) && ok;
-    return ok;
+    return report(op, ok);
 }
 bool HybridMemory::seq_keep(SeqId seq) {
     bool ok = true;
     for (auto& c : children_) ok = c->seq_keep(seq) && ok;
-    return ok;
+    return report({SequenceOp::Kind::Keep, seq}, ok);
 }
 bool HybridMemory::seq_add(SeqId seq, int32_t p0, int32_t p1, int32_t delta) {
-    if (!can_seq_add(seq, p0, p1, delta)) return false;
+    const SequenceOp op{SequenceOp::Kind::Add, seq, 0, p0, p1, delta};
+    if (!can_seq_add(seq, p0, p1, delta)) return report(op, false);
     bool ok = true;
     for (auto& c : children_) ok = c->seq_add(seq, p0, p1, delta) && ok;
-    return ok;
+    return report(op, ok);
 }
 
 int32_t HybridMemory::seq_pos_min(SeqId seq) const {
@@ -150,26 +158,28 @@ void HybridMemory::apply_shift(ops::Ops& ops, const std::function<ops::RopeParam
 }
 
 bool HybridMemory::checkpoint_begin(SeqId seq, int32_t n_positions) {
-    if (seq < 0 || seq >= kMaxSequences || n_positions < 0 || checkpoints_[seq].base >= 0) return false;
+    const SequenceOp op{SequenceOp::Kind::CheckpointBegin, seq, 0, 0, 0, n_positions};
+    if (seq < 0 || seq >= kMaxSequences || n_positions < 0 || checkpoints_[seq].base >= 0) return report(op, false);
     for (size_t i = 0; i < children_.size(); ++i)
         if (!children_[i]->checkpoint_begin(seq, n_positions)) {
             // Nothing was decoded since: committing nothing closes the ones opened.
             for (size_t j = 0; j < i; ++j) children_[j]->checkpoint_commit(seq, 0);
-            return false;
+            return report(op, false);
         }
     checkpoints_[seq] = Checkpoint{seq_pos_max(seq) + 1, n_positions};
-    return true;
+    return report(op, true);
 }
 
 bool HybridMemory::checkpoint_commit(SeqId seq, int32_t n_accepted) {
-    if (seq < 0 || seq >= kMaxSequences) return false;
+    const SequenceOp op{SequenceOp::Kind::CheckpointCommit, seq, 0, 0, 0, n_accepted};
+    if (seq < 0 || seq >= kMaxSequences) return report(op, false);
     Checkpoint& cp = checkpoints_[seq];
     const int32_t decoded = std::max(0, seq_pos_max(seq) - cp.base + 1);
-    if (cp.base < 0 || n_accepted < 0 || n_accepted > std::min(cp.length, decoded)) return false;
+    if (cp.base < 0 || n_accepted < 0 || n_accepted > std::min(cp.length, decoded)) return report(op, false);
     bool ok = true;
     for (auto& c : children_) ok = c->checkpoint_commit(seq, n_accepted) && ok;
     cp = Checkpoint{};
-    return ok;
+    return report(op, ok);
 }
 
 size_t HybridMemory::n_sections() const {

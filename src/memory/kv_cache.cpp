@@ -38,7 +38,9 @@ constexpr int32_t kNoPos = -1;
 }  // namespace
 
 KvCache::KvCache(const KvCacheParams& p) : params_(p) {
-    if (p.n_cells == 0 || p.n_layer == 0 || p.n_head_kv == 0 || p.head_dim == 0 || p.head_dim_v == 0)
+    // n_layer 0: a pipeline rank that holds none of these layers still tracks
+    // the cells, so that it answers as the ranks that do (runtime/pipeline.h).
+    if (p.n_cells == 0 || p.n_head_kv == 0 || p.head_dim == 0 || p.head_dim_v == 0)
         throw Error("KV cache: sizes must be positive");
     if (p.n_swa > 0 && p.n_chunk > 0) throw Error("KV cache: a sliding window and chunks cannot be combined");
     if (!is_cache_type(p.type_k) || !is_cache_type(p.type_v))

@@ -11,7 +11,8 @@
 namespace cria::memory {
 
 RecurrentMemory::RecurrentMemory(const RecurrentParams& p) : params_(p) {
-    if (p.n_layer == 0 || p.r_size + uint64_t{p.s_size} == 0)
+    // n_layer 0: a pipeline rank holding none of these layers (it still tracks the sequences).
+    if (p.r_size + uint64_t{p.s_size} == 0)
         throw Error("recurrent memory: it needs layers and a state");
     if (p.n_seq_max == 0 || p.n_seq_max > static_cast<uint32_t>(kMaxSequences))
         throw Error("recurrent memory: n_seq_max must be within 1.." + std::to_string(kMaxSequences));

@@ -109,9 +109,14 @@ const int32_t* rope_positions(Step& s) {
     return p.data();
 }
 
-void embed(Step& s, bool scale) {
+bool embed(Step& s, bool scale) {
     const int64_t n_embd = s.hp.n_embd;
     const TensorView x = view(s.ws.x, n_embd, s.n);
+    if (!s.first_stage()) {
+        if (s.in.stream_in == nullptr) throw Error("forward: a later pipeline stage needs the previous stage's stream");
+        std::memcpy(s.ws.x.data(), s.in.stream_in, static_cast<size_t>(n_embd * s.n) * sizeof(float));
+        return false;
+    }
     if (s.in.embd != nullptr) {
         std::memcpy(s.ws.x.data(), s.in.embd, static_cast<size_t>(n_embd * s.n) * sizeof(float));
     } else {
@@ -123,6 +128,7 @@ void embed(Step& s, bool scale) {
     }
     if (scale) s.ops.scale(x, std::sqrt(static_cast<float>(n_embd)), x);
     if (s.hp.embedding_scale != 0.0f) s.ops.scale(x, s.hp.embedding_scale, x);
+    return true;
 }
 
 void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
@@ -391,6 +397,11 @@ void capture(Step& s, uint32_t layer) {
 
 void output_head(Step& s, float* logits, float* hidden) {
     const HParams& hp = s.hp;
+    if (!s.last_stage()) {
+        if (s.in.stream_out == nullptr) throw Error("forward: a pipeline stage before the last needs somewhere to leave its stream");
+        std::memcpy(s.in.stream_out, s.ws.x.data(), static_cast<size_t>(int64_t{hp.n_embd} * s.n) * sizeof(float));
+        return;
+    }
     const int64_t n_out = s.in.n_outputs;
     if (n_out == 0) return;
     const int64_t n_embd = hp.n_embd;
@@ -423,7 +434,7 @@ namespace cria::model::blocks {
 void dense_transformer(Step& s, float* logits, float* hidden, bool scale_embeddings, const AttentionOptions& attention,
                        const FfnOptions& ffn) {
     embed(s, scale_embeddings);
-    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+    for (uint32_t l = s.layer_begin; l < s.layer_end; ++l) {
         capture(s, l);
         if (!s.hp.is_recurrent(l))
             attention_block(s, l, attention);

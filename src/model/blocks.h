@@ -21,6 +21,11 @@ struct Step {
     AttentionMemory& memory;
     const Model& model;
     int64_t n = 0;  // tokens in the micro-batch
+    // The layers this process computes (Model::layers()): every
+    // architecture's layer loop runs over [layer_begin, layer_end).
+    uint32_t layer_begin = 0, layer_end = 0;
+    bool first_stage() const { return layer_begin == 0; }
+    bool last_stage() const { return layer_end == hp.n_layer; }
 };
 
 // A [rows, n] F32 view of a workspace buffer.
@@ -32,7 +37,9 @@ const int32_t* rope_positions(Step& s);
 
 // ws.x = embeddings of the tokens (or a copy of in.embd), scaled by
 // sqrt(n_embd) when `scale`, then by hp.embedding_scale when set (granite).
-void embed(Step& s, bool scale);
+// A later pipeline stage copies in.stream_in instead and returns false (what
+// an architecture does to the embeddings themselves is then already done).
+bool embed(Step& s, bool scale);
 
 // y = lin(x): the product, then the layer's scale and bias when it has them.
 void linear(Step& s, const Linear& lin, const ops::TensorView& x, const ops::TensorView& y);
@@ -118,7 +125,8 @@ void kda_block(Step& s, uint32_t layer);
 void capture(Step& s, uint32_t layer);
 
 // Final norm of the output rows, then logits (times hp.logit_multiplier, then
-// the final softcap) and/or the hidden states.
+// the final softcap) and/or the hidden states. A pipeline stage before the
+// last copies the whole residual stream to in.stream_out instead.
 void output_head(Step& s, float* logits, float* hidden);
 
 }  // namespace cria::model::blocks

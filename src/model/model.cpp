@@ -169,14 +169,20 @@ void Workspace::reserve(const Model& model, int64_t n) {
     capacity_ = n;
 }
 
-std::unique_ptr<Model> Model::load(const std::string& path, gguf::LoadMode mode, bool pack_weights) {
-    return from_file(std::shared_ptr<const gguf::File>(gguf::File::open(path, mode)), pack_weights);
+std::unique_ptr<Model> Model::load(const std::string& path, gguf::LoadMode mode, bool pack_weights,
+                                   LayerRange layers) {
+    return from_file(std::shared_ptr<const gguf::File>(gguf::File::open(path, mode)), pack_weights, layers);
 }
 
-std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file, bool pack_weights) {
+std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file, bool pack_weights, LayerRange layers) {
     std::unique_ptr<Model> m(new Model());
     m->file_ = std::move(file);
     m->hp_ = read_hparams(*m->file_);
+    if (layers.end == UINT32_MAX) layers.end = m->hp_.n_layer;
+    if (layers.begin >= layers.end || layers.end > m->hp_.n_layer)
+        throw Error("model: layers [" + std::to_string(layers.begin) + ", " + std::to_string(layers.end) +
+                    ") are not a non-empty range of the model's " + std::to_string(m->hp_.n_layer) + " layers");
+    m->layers_ = layers;
     m->arch_ = find_architecture(m->hp_.arch_name);
     m->weights_.layers.resize(m->hp_.n_layer);
     TensorTable table;
@@ -226,6 +232,9 @@ void Model::pack_weights(const TensorTable& table, cpu::Isa isa) {
         if ((e.kind == TensorTable::Kind::Matrix || e.kind == TensorTable::Kind::ExpertMatrix) && e.view->data &&
             std::find(in_joins.begin(), in_joins.end(), e.view) == in_joins.end())
             jobs.push_back({{e.view}, e.view});
+    // A pipeline stage packs only what it computes: packing reads every
+    // page of a matrix, and the point of the stage is not to hold the rest.
+    std::erase_if(jobs, [&](const PackJob& job) { return held_elsewhere(job.target); });
     // The file's bytes of each job, released once it is packed.
     std::vector<std::vector<std::span<const uint8_t>>> sources(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i)
@@ -245,10 +254,12 @@ void Model::pack_weights(const TensorTable& table, cpu::Isa isa) {
             try {
                 copies[i] = pack_job(jobs[i], isa);
                 // The file's copy is no longer read (unless it is also the
-                // embedding): let its pages go now, so the peak stays low.
+                // embedding of a model that looks its rows up: a later
+                // pipeline stage does not): let its pages go now, so the
+                // peak stays low.
                 if (copies[i])
                     for (std::span<const uint8_t> src : sources[i])
-                        if (src.data() != embd) file_->release_pages(src);
+                        if (src.data() != embd || layers_.begin > 0) file_->release_pages(src);
             } catch (...) {
                 const std::lock_guard<std::mutex> lock(failure_mutex);
                 if (!failure) failure = std::current_exception();
@@ -268,6 +279,19 @@ void Model::pack_weights(const TensorTable& table, cpu::Isa isa) {
         packed_bytes_ += matmul::packed_bytes(t.type, t.ne[1], t.ne[0], t.weight_packing) * static_cast<size_t>(t.ne[2]);
         packed_storage_.push_back(std::move(copies[i]));
     }
+}
+
+bool Model::held_elsewhere(const void* field) const {
+    if (holds_all_layers()) return false;
+    const auto* p = static_cast<const uint8_t*>(field);
+    const auto inside = [p](const auto& object) {
+        const auto* first = reinterpret_cast<const uint8_t*>(&object);
+        return p >= first && p < first + sizeof(object);
+    };
+    if (inside(weights_.output)) return layers_.end != hp_.n_layer;
+    for (uint32_t l = 0; l < weights_.layers.size(); ++l)
+        if (inside(weights_.layers[l])) return l < layers_.begin || l >= layers_.end;
+    return false;
 }
 
 uint64_t Model::n_params() const {
@@ -364,7 +388,7 @@ void Model::forward(ops::Ops& ops, Workspace& ws, const ForwardInput& in, Attent
     if (hp_.has_recurrent_layers() && in.seq_masks == nullptr)
         throw Error("forward: a model with recurrent layers needs every token's sequence (seq_masks)");
     ws.reserve(*this, in.n_tokens);
-    blocks::Step step{ops, hp_, weights_, ws, in, memory, *this, in.n_tokens};
+    blocks::Step step{ops, hp_, weights_, ws, in, memory, *this, in.n_tokens, layers_.begin, layers_.end};
     float* out_logits = in.want_logits ? logits : nullptr;
     float* out_hidden = in.want_hidden ? hidden : nullptr;
     arch_->forward(step, out_logits, out_hidden);

@@ -28,7 +28,24 @@ Context::Context(const model::Model& model, const ContextParams& params, std::un
     if (params_.n_seq_max == 0 || params_.n_seq_max > static_cast<uint32_t>(memory::kMaxSequences))
         throw Error("context: n_seq_max must be within 1.." + std::to_string(memory::kMaxSequences));
 
-    memory_ = memory ? std::move(memory) : make_model_memory(hp, params_);
+    memory_ = memory ? std::move(memory) : make_model_memory(hp, params_, model.layers());
+    // The stage is this context's own: params() never hands it on (a draft
+    // model's context made from these params must not decode through it).
+    std::shared_ptr<PipelineStage> stage = std::move(params_.stage);
+    params_.stage.reset();
+    if (model.holds_all_layers()) {
+        stage.reset();
+    } else if (!stage) {
+        Pipeline* pipeline = installed_pipeline();
+        if (pipeline == nullptr)
+            throw Error("context: the model holds layers " + std::to_string(model.layers().begin) + ".." +
+                        std::to_string(model.layers().end - 1) + " only, and no pipeline links it to the others");
+        stage = pipeline->make_stage(model, params_);
+    }
+    owned_stage_ = std::move(stage);
+    stage_ = owned_stage_.get();
+    // The root's memory operations reach the other stages' memories.
+    if (stage_ != nullptr && stage_->is_root()) memory_->set_observer(stage_);
     if (memory_->n_layer() != hp.n_layer)
         throw Error("context: the memory maps " + std::to_string(memory_->n_layer()) + " layers, the model has " +
                     std::to_string(hp.n_layer));
@@ -37,7 +54,9 @@ Context::Context(const model::Model& model, const ContextParams& params, std::un
     out_rows_.reserve(params_.n_ubatch);
 }
 
-Context::~Context() = default;
+Context::~Context() {
+    if (memory_) memory_->set_observer(nullptr);
+}
 
 void Context::attend(uint32_t layer, const ops::TensorView& q, const ops::TensorView& k, const ops::TensorView& v,
                      const ops::AttentionParams& params, const ops::TensorView& out) {
@@ -99,6 +118,17 @@ int Context::decode(const Batch& batch) {
     const memory::Split split = memory_->split(
         {n, batch.positions().data(), batch.seq_masks().data(), orders, batch.causal()}, params_.n_ubatch);
     const double t0 = now_ms();
+    // The other stages decode the same batch (the root's undo below is
+    // each stage's own, not an operation to send).
+    if (stage_ != nullptr && stage_->is_root()) stage_->begin_decode(batch);
+    struct ObserverPause {
+        memory::HybridMemory& memory;
+        memory::SequenceObserver* saved = memory.observer();
+        explicit ObserverPause(memory::HybridMemory& m) : memory(m) { memory.set_observer(nullptr); }
+        ~ObserverPause() { memory.set_observer(saved); }
+    } pause(*memory_);
+    in_flight_.clear();
+    stage_outputs_.clear();
 
     // A pending context shift re-rotates the cached keys first.
     apply_pending_shifts();
@@ -110,8 +140,9 @@ int Context::decode(const Batch& batch) {
     for (int64_t i = 0; i < n; ++i)
         if (batch.outputs()[i] || pooled) output_index_[i] = n_outputs_++;
     const bool want_logits = !pooled;
-    if (want_logits) logits_.resize(static_cast<size_t>(n_outputs_) * hp.n_vocab);
-    if (params_.embeddings) embd_.resize(static_cast<size_t>(n_outputs_) * hp.n_embd);
+    const bool keeps_outputs = stage_ == nullptr || stage_->is_root();  // other stages hand them on
+    if (want_logits && keeps_outputs) logits_.resize(static_cast<size_t>(n_outputs_) * hp.n_vocab);
+    if (params_.embeddings && keeps_outputs) embd_.resize(static_cast<size_t>(n_outputs_) * hp.n_embd);
     features_.resize(static_cast<size_t>(n_outputs_) * feature_floats());
 
     for (size_t u = 0; u < split.n_ubatches(); ++u)
@@ -126,8 +157,13 @@ int Context::decode(const Batch& batch) {
                 const int32_t i = split.entry(k), p = batch.positions()[i];
                 for (uint64_t m = batch.seq_masks()[i]; m != 0; m &= m - 1) memory_->seq_rm(std::countr_zero(m), p, p + 1);
             }
+            if (stage_ != nullptr) stage_->finish_decode();  // every stage stops at the same micro-batch
             return 1;
         }
+    if (stage_ != nullptr) {
+        stage_->finish_decode();
+        if (stage_->is_root()) place_stage_outputs();
+    }
 
     if (pooled) {
         pooled_.assign(static_cast<size_t>(params_.n_seq_max) * hp.n_embd, 0.0f);
@@ -238,6 +274,10 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     in.n_capture = params_.capture_layers.size();
     const size_t n_feat = feature_floats();
     const bool any_out = first_out >= 0;
+    if (stage_ != nullptr) {
+        forward_stage(in, split, first);
+        return 0;
+    }
     if (in_place) {
         // The slice's outputs are consecutive output rows: written in place.
         const auto out0 = static_cast<size_t>(first_out);
@@ -265,6 +305,59 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     return 0;
 }
 
+void Context::forward_stage(model::ForwardInput& in, const memory::Split& split, int64_t first) {
+    const model::HParams& hp = model_.hparams();
+    const model::LayerRange layers = model_.layers();
+    const auto n_stream = static_cast<size_t>(in.n_tokens * hp.n_embd);
+    if (layers.begin > 0) {
+        stream_in_.resize(n_stream);
+        stage_->receive_stream(stream_in_);
+        in.stream_in = stream_in_.data();
+    }
+    const auto n_out = static_cast<size_t>(in.n_outputs);
+    const size_t row_floats = (in.want_logits ? hp.n_vocab : 0) + (in.want_hidden ? hp.n_embd : 0);
+    if (layers.end < hp.n_layer) {
+        in_flight_.emplace_back(n_stream);
+        in.stream_out = in_flight_.back().data();
+        model_.forward(ops_, ws_, in, *this, nullptr, nullptr);
+        stage_->send_stream(in_flight_.back());
+        if (stage_->is_root() && n_out > 0) {
+            StageOutputs& out = stage_outputs_.emplace_back();
+            for (size_t r = 0; r < n_out; ++r) out.rows.push_back(output_index_[split.entry(first + out_rows_[r])]);
+            out.data.resize(n_out * row_floats);
+            stage_->receive_outputs(out.data);
+        }
+        return;
+    }
+    // The last stage (a root that holds every layer has no stage).
+    if (n_out == 0) {
+        model_.forward(ops_, ws_, in, *this, nullptr, nullptr);
+        return;
+    }
+    std::vector<float>& out = in_flight_.emplace_back(n_out * row_floats);
+    float* logits = in.want_logits ? out.data() : nullptr;
+    float* hidden = in.want_hidden ? out.data() + (in.want_logits ? n_out * hp.n_vocab : 0) : nullptr;
+    model_.forward(ops_, ws_, in, *this, logits, hidden);
+    stage_->send_outputs(out);
+}
+
+void Context::place_stage_outputs() {
+    const model::HParams& hp = model_.hparams();
+    const bool want_logits = !(params_.embeddings && params_.pooling != Pooling::None);
+    for (const StageOutputs& out : stage_outputs_) {
+        const size_t n_out = out.rows.size();
+        const float* hidden = out.data.data() + (want_logits ? n_out * hp.n_vocab : 0);
+        for (size_t r = 0; r < n_out; ++r) {
+            const auto row = static_cast<size_t>(out.rows[r]);
+            if (want_logits)
+                std::memcpy(logits_.data() + row * hp.n_vocab, out.data.data() + r * hp.n_vocab, hp.n_vocab * sizeof(float));
+            if (params_.embeddings)
+                std::memcpy(embd_.data() + row * hp.n_embd, hidden + r * hp.n_embd, hp.n_embd * sizeof(float));
+        }
+    }
+    stage_outputs_.clear();
+}
+
 std::span<const float> Context::logits(int32_t i) const {
     const uint32_t n_vocab = model_.hparams().n_vocab;
     int32_t row = -1;
@@ -288,6 +381,9 @@ std::span<const float> Context::embeddings(int32_t i) const {
 
 void Context::set_capture_layers(std::vector<uint32_t> layers) {
     const uint32_t n_layer = model_.hparams().n_layer;
+    if (!layers.empty() && !model_.holds_all_layers())
+        throw Error("context: target features (EAGLE-3, MTP and DFlash drafters) are not captured across pipeline "
+                    "stages yet; use the draft model or n-gram drafters with a split model");
     for (uint32_t l : layers)
         if (l > n_layer)
             throw Error("context: capture layer " + std::to_string(l) + " is beyond the model's " +

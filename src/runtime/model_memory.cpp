@@ -8,7 +8,10 @@
 
 namespace cria::runtime {
 
-std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp, const ContextParams& params) {
+std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp, const ContextParams& params,
+                                                        model::LayerRange held) {
+    if (held.end == UINT32_MAX) held.end = hp.n_layer;
+    const auto here = [&](uint32_t l) { return l >= held.begin && l < held.end; };
     enum class Kind { Full, Window, Recurrent };
     // A layer's first place: its KV cache when it attends, else its state;
     // a recurrent layer that also attends (falcon-h1) has its state as a
@@ -18,8 +21,12 @@ std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp
         return hp.is_swa(l) && hp.n_swa < params.n_ctx ? Kind::Window : Kind::Full;
     };
     const auto has_second_place = [&](uint32_t l) { return hp.is_recurrent(l) && hp.has_attention(l); };
-    uint32_t count[3] = {0, 0, 0};
+    uint32_t count[3] = {0, 0, 0};  // layers held here, per kind (a second place counts too)
+    bool needed[3] = {false, false, false};  // kinds the whole model has
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
+        needed[static_cast<int>(kind(l))] = true;
+        if (has_second_place(l)) needed[static_cast<int>(Kind::Recurrent)] = true;
+        if (!here(l)) continue;
         ++count[static_cast<int>(kind(l))];
         if (has_second_place(l)) ++count[static_cast<int>(Kind::Recurrent)];
     }
@@ -36,20 +43,20 @@ std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp
     kp.rope_first = hp.n_lora_kv > 0 ? hp.head_dim - hp.n_rot : 0;  // MLA: rope on the last n_rot of each key head
     std::vector<std::unique_ptr<memory::Memory>> children;
     uint32_t child_of[3] = {0, 0, 0};
-    if (count[static_cast<int>(Kind::Full)] > 0) {
+    if (needed[static_cast<int>(Kind::Full)]) {
         kp.n_cells = params.n_ctx;
         kp.n_layer = count[static_cast<int>(Kind::Full)];
         child_of[static_cast<int>(Kind::Full)] = static_cast<uint32_t>(children.size());
         children.push_back(std::make_unique<memory::KvCache>(kp));
     }
-    if (count[static_cast<int>(Kind::Window)] > 0) {
+    if (needed[static_cast<int>(Kind::Window)]) {
         kp.n_layer = count[static_cast<int>(Kind::Window)];
         kp.n_swa = hp.n_swa;
         kp.n_cells = std::min(params.n_ctx, hp.n_swa * params.n_seq_max + params.n_ubatch);
         child_of[static_cast<int>(Kind::Window)] = static_cast<uint32_t>(children.size());
         children.push_back(std::make_unique<memory::KvCache>(kp));
     }
-    if (count[static_cast<int>(Kind::Recurrent)] > 0) {
+    if (needed[static_cast<int>(Kind::Recurrent)]) {
         if (hp.recurrent_conv_floats == 0 && hp.recurrent_state_floats == 0)
             throw Error("context: the recurrent layers of '" + hp.arch_name + "' keep no state");
         memory::RecurrentParams rp;
@@ -64,6 +71,10 @@ std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp
     uint32_t next_index[3] = {0, 0, 0};
     for (uint32_t l = 0; l < hp.n_layer; ++l) {
         const int k = static_cast<int>(kind(l));
+        if (!here(l)) {
+            layers.push_back({memory::HybridMemory::kHeldElsewhere, 0});
+            continue;
+        }
         memory::HybridMemory::LayerPlacement p{child_of[k], next_index[k]++};
         if (has_second_place(l)) {
             const int r = static_cast<int>(Kind::Recurrent);

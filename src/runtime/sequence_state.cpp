@@ -125,6 +125,8 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("save_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
+    // A pipeline's other stages hold the other layers: each writes its own file beside this one.
+    if (stage_ != nullptr && stage_->is_root()) stage_->save_sequence(seq, path);
     apply_pending_shifts();  // saved keys are rotated for the positions saved with them
     const model::HParams& hp = model_.hparams();
     memory::ByteWriter w;
@@ -158,6 +160,25 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
 
 std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions,
                                                std::vector<SavedMedia>* media_out) {
+    if (stage_ == nullptr || !stage_->is_root()) return restore_own_sequence(seq, path, max_positions, media_out);
+    if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
+        throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
+                    std::to_string(params_.n_seq_max - 1));
+    // Every stage restores its own part from its own file, all or nothing
+    // each; when one refuses, the others may have loaded theirs, so the
+    // sequence is emptied on every stage (the removal reaches them through
+    // the memory's observer) rather than left in parts of two states.
+    try {
+        stage_->restore_sequence(seq, path, max_positions);
+        return restore_own_sequence(seq, path, max_positions, media_out);
+    } catch (...) {
+        memory_->seq_rm(seq, -1, -1);
+        throw;
+    }
+}
+
+std::vector<TokenId> Context::restore_own_sequence(SeqId seq, const std::string& path, uint32_t max_positions,
+                                                   std::vector<SavedMedia>* media_out) {
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));

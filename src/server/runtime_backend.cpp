@@ -8,6 +8,7 @@
 #include "cria/gguf/file.h"
 #include "cria/media/eval_prompt.h"
 #include "cria/model/model.h"
+#include "cria/runtime/pipeline.h"
 #include "cria/runtime/context.h"
 #include "cria/spec/speculative.h"
 
@@ -16,7 +17,7 @@ namespace cria::server {
 RuntimeBackend::RuntimeBackend(const std::string& model_path, const RuntimeBackendParams& params) : params_(params) {
     if (params_.n_seq <= 0 || params_.n_seq > 64) throw Error("the number of slots must be 1..64");
     if (params_.n_batch <= 0) params_.n_batch = 512;
-    model_ = model::Model::load(model_path, params_.load_mode, params_.repack);
+    model_ = runtime::load_model(model_path, params_.load_mode, params_.repack);
     vocab_ = std::make_unique<vocab::Vocab>(vocab::Vocab::from_gguf(model_->file()));
     const auto& hp = model_->hparams();
     if (params_.n_ctx <= 0) params_.n_ctx = static_cast<int32_t>(hp.n_ctx_train) * params_.n_seq;

@@ -33,6 +33,7 @@
 #include "cria/cpu/peak_probe.h"
 #include "cria/gguf/file.h"
 #include "cria/model/model.h"
+#include "cria/runtime/pipeline.h"
 #include "cria/runtime/context.h"
 #include "cria/runtime/options.h"
 #include "cria/vocab/vocab.h"
@@ -222,7 +223,7 @@ std::function<int()> setup(CLI::App& cmd) {
         const auto threads = parse_list(opt->threads, "-t");
         const uint32_t n_ubatch = runtime::parse_count(opt->n_ubatch, "-ub");
 
-        auto model = model::Model::load(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode), !opt->no_repack);
+        auto model = runtime::load_model(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode), !opt->no_repack);
         const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
         const uint32_t n_vocab = model->hparams().n_vocab;
         const int32_t first_gen_token = vocab.add_bos() ? vocab.bos() : 0;

@@ -17,6 +17,7 @@
 
 #include "cria/core/error.h"
 #include "cria/model/model.h"
+#include "cria/runtime/pipeline.h"
 #include "cria/runtime/logits.h"
 #include "cria/runtime/options.h"
 #include "tools/command.h"
@@ -102,7 +103,7 @@ std::function<int()> setup(CLI::App& cmd) {
         lp.type_k = runtime::parse_cache_type(opt->cache_type_k);
         lp.type_v = runtime::parse_cache_type(opt->cache_type_v);
         const auto tokens = parse_token_list(opt->tokens);
-        auto model = model::Model::load(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode), !opt->no_repack);
+        auto model = runtime::load_model(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode), !opt->no_repack);
         const auto rows = runtime::sequence_logits(*model, tokens, lp);
         print_json(tokens, rows, model->hparams().n_vocab);
         return 0;

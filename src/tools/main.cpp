@@ -4,10 +4,19 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "cria/core/error.h"
 #include "cria/core/version.h"
 #include "tools/command.h"
+#include "tools/pipeline_flags.h"
+
+#ifdef CRIA_HAVE_MPI
+#include "cria/distributed/mpi_pipeline.h"
+#include "cria/distributed/mpi_world.h"
+#include "cria/runtime/pipeline.h"
+#endif
 
 namespace cria::tools {
 
@@ -25,7 +34,9 @@ CommandRegistrar::CommandRegistrar(CommandSpec spec) {
 
 }  // namespace cria::tools
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_command_line(int argc, char** argv) {
     using namespace cria::tools;
     CLI::App app{"cria: run large language models from GGUF files", "cria"};
     app.set_version_flag("--version",
@@ -59,4 +70,52 @@ int main(int argc, char** argv) {
         }
     }
     return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // --layer-split and --mpi-timeout may stand anywhere on the command line
+    // and apply to every subcommand: they are taken out before the
+    // subcommand's own parser sees it.
+    std::vector<char*> args(argv, argv + argc);
+    cria::tools::PipelineFlags flags;
+    try {
+        flags = cria::tools::take_pipeline_flags(args);
+    } catch (const cria::Error& e) {
+        std::fprintf(stderr, "cria: error: %s\n", e.what());
+        return 1;
+    }
+    int n_args = static_cast<int>(args.size());
+    char** arg_values = args.data();
+#ifdef CRIA_HAVE_MPI
+    if (cria::distributed::launched_with_several_ranks()) {
+        // Every rank runs this binary; rank 0 runs the subcommand with its
+        // stage of the model, the others serve rank 0 until it is done.
+        cria::distributed::World world(&n_args, &arg_values, flags.timeout_s);
+        if (world.rank() > 0) {
+            cria::distributed::run_worker(world);
+            return 0;
+        }
+        int status = 1;
+        {
+            cria::distributed::RootPipeline pipeline(world, flags.layer_split);
+            cria::runtime::install_pipeline(&pipeline);
+            status = run_command_line(n_args, arg_values);
+            cria::runtime::install_pipeline(nullptr);
+        }
+        return status;
+    }
+    if (!flags.layer_split.empty()) {
+        std::fprintf(stderr, "cria: error: --layer-split needs several processes: start cria with mpirun -np N\n");
+        return 1;
+    }
+#else
+    if (flags.given) {
+        std::fprintf(stderr, "cria: error: --layer-split and --mpi-timeout need MPI, which this cria was built without "
+                             "(install libopenmpi-dev and rebuild)\n");
+        return 1;
+    }
+#endif
+    return run_command_line(n_args, arg_values);
 }

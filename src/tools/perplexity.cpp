@@ -23,6 +23,7 @@
 #include "cria/gguf/file.h"
 #include "cria/model/model.h"
 #include "cria/runtime/kl_divergence.h"
+#include "cria/runtime/pipeline.h"
 #include "cria/runtime/options.h"
 #include "cria/runtime/perplexity.h"
 #include "cria/vocab/vocab.h"
@@ -179,7 +180,7 @@ std::function<int()> setup(CLI::App& cmd) {
         std::ostringstream ss;
         ss << in.rdbuf();
 
-        auto model = model::Model::load(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode), !opt->no_repack);
+        auto model = runtime::load_model(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode), !opt->no_repack);
         const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
         runtime::PerplexityParams pp;
         pp.n_ctx = opt->n_ctx;

@@ -39,6 +39,7 @@
 #include "cria/media/eval_prompt.h"
 #include "cria/media/media_prompt.h"
 #include "cria/model/model.h"
+#include "cria/runtime/pipeline.h"
 #include "cria/runtime/generate.h"
 #include "cria/runtime/options.h"
 #include "cria/runtime/reverse_prompt.h"
@@ -190,7 +191,7 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
     cp.type_k = runtime::parse_cache_type(opt.cache_type_k);
     cp.type_v = runtime::parse_cache_type(opt.cache_type_v);
 
-    auto model = model::Model::load(opt.model, mode, !opt.no_repack);
+    auto model = runtime::load_model(opt.model, mode, !opt.no_repack);
     for (const auto& w : model->file().warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());
     const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
     for (const auto& w : vocab.warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());

@@ -22,6 +22,7 @@
 
 #include "cria/core/error.h"
 #include "cria/model/model.h"
+#include "cria/runtime/pipeline.h"
 #include "cria/runtime/generate.h"
 #include "cria/runtime/options.h"
 #include "cria/sampling/params.h"
@@ -132,7 +133,7 @@ std::function<int()> setup(CLI::App& cmd) {
         if (opt->model.empty()) throw Error("no model given (-m FILE)");
         if (!md.empty()) spec::apply_option(opt->spec, "-md", md);
 
-        auto model = model::Model::load(opt->model, gguf::LoadMode::Auto, !opt->no_repack);
+        auto model = runtime::load_model(opt->model, gguf::LoadMode::Auto, !opt->no_repack);
         const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
         runtime::ContextParams cp;
         cp.n_ctx = opt->n_ctx;

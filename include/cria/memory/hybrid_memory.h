@@ -24,14 +24,19 @@
 #include "cria/memory/kv_cache.h"
 #include "cria/memory/memory.h"
 #include "cria/memory/recurrent_memory.h"
+#include "cria/memory/sequence_op.h"
 
 namespace cria::memory {
 
 class HybridMemory final : public Memory {
 public:
     static constexpr uint32_t kNoChild = UINT32_MAX;
+    // A layer that another process of a pipeline holds (its slot is empty:
+    // no memory, no cache); this memory still tracks the cells of every
+    // sequence, so its answers are the other processes'.
+    static constexpr uint32_t kHeldElsewhere = UINT32_MAX;
     struct LayerPlacement {
-        uint32_t child = 0;  // index into the children
+        uint32_t child = 0;  // index into the children, or kHeldElsewhere
         uint32_t index = 0;  // the layer's index inside that child
         // A layer that keeps a recurrent state beside its KV cache
         // (falcon-h1: attention and a Mamba-2 mixer in parallel) has a
@@ -57,6 +62,11 @@ public:
     size_t n_children() const { return children_.size(); }
     Memory& child(size_t i) { return *children_[i]; }
     const Memory& child(size_t i) const { return *children_[i]; }
+
+    // Told of every later mutating sequence operation (null: none). The
+    // observer must outlive the memory or be reset first.
+    void set_observer(SequenceObserver* observer) { observer_ = observer; }
+    SequenceObserver* observer() const { return observer_; }
 
     void clear() override;
     bool seq_rm(SeqId seq, int32_t p0, int32_t p1) override;
@@ -101,6 +111,12 @@ private:
     std::vector<LayerSlot> layers_;
     std::vector<std::vector<uint32_t>> model_layers_;  // per child: its layer index -> model layer
     Checkpoint checkpoints_[kMaxSequences];
+    SequenceObserver* observer_ = nullptr;
+    // Reports op (with the answer already computed) to the observer.
+    bool report(const SequenceOp& op, bool answer) {
+        if (observer_ != nullptr) observer_->applied(op);
+        return answer;
+    }
 };
 
 }  // namespace cria::memory

@@ -190,6 +190,18 @@ struct Weights {
     std::vector<LayerWeights> layers;
 };
 
+// The contiguous layers [begin, end) a model holds: all of them, or one
+// stage of a pipeline split over processes (cria/runtime/pipeline.h). The
+// first stage holds the embedding, the last the output head; a stage
+// between them reads the residual stream the previous stage left and hands
+// on its own.
+struct LayerRange {
+    uint32_t begin = 0;
+    uint32_t end = UINT32_MAX;  // UINT32_MAX: to the last layer
+
+    bool operator==(const LayerRange&) const = default;
+};
+
 // What one call of forward() computes.
 struct ForwardInput {
     int64_t n_tokens = 0;
@@ -217,6 +229,12 @@ struct ForwardInput {
     const uint32_t* capture_layers = nullptr;
     size_t n_capture = 0;
     float* features = nullptr;
+    // A pipeline stage after the first (Model::layers().begin > 0) starts
+    // from this residual stream ([n_embd, n_tokens]) instead of the tokens;
+    // a stage before the last leaves its stream in stream_out (same shape)
+    // instead of computing logits or hidden states.
+    const float* stream_in = nullptr;
+    float* stream_out = nullptr;
 };
 
 // Scratch space for the activations of up to n_max tokens, reused across
@@ -268,14 +286,23 @@ public:
     // multiply faster in a packed layout (matmul/packing.h) are copied into
     // it once here (llama.cpp's "repack"); the rest stay views into the file.
     // Throws cria::Error for an unsupported or malformed model.
+    // With a layer range (one stage of a pipeline), only the matrices of
+    // those layers (and the output head's on the last stage) are packed or
+    // read: the other layers' pages of the mapping are never touched, so a
+    // stage's resident memory is about its share of the weights. Throws
+    // cria::Error for an empty range or one beyond the model's layers.
     static std::unique_ptr<Model> load(const std::string& path, gguf::LoadMode mode = gguf::LoadMode::Auto,
-                                       bool pack_weights = true);
+                                       bool pack_weights = true, LayerRange layers = {});
     // Uses an already opened file (which must outlive the model).
-    static std::unique_ptr<Model> from_file(std::shared_ptr<const gguf::File> file, bool pack_weights = true);
+    static std::unique_ptr<Model> from_file(std::shared_ptr<const gguf::File> file, bool pack_weights = true,
+                                            LayerRange layers = {});
 
     const HParams& hparams() const { return hp_; }
     const gguf::File& file() const { return *file_; }
     const Weights& weights() const { return weights_; }
+    // The layers this model computes ([0, n_layer) unless loaded as a pipeline stage).
+    LayerRange layers() const { return layers_; }
+    bool holds_all_layers() const { return layers_.begin == 0 && layers_.end == hp_.n_layer; }
     uint64_t n_params() const;
     uint64_t size_bytes() const;   // bytes of all tensors
     uint64_t packed_bytes() const { return packed_bytes_; }  // bytes of weights copied into packed layouts
@@ -308,7 +335,11 @@ private:
     // Replaces the matrices of `table` that `isa`'s kernels read faster
     // packed by packed copies, joining the table's groups where possible.
     void pack_weights(const TensorTable& table, cpu::Isa isa);
+    // Whether a weight view belongs to a layer outside layers_ (or to the
+    // output head of an earlier stage): such weights are never read here.
+    bool held_elsewhere(const void* weight_field) const;
     std::shared_ptr<const gguf::File> file_;
+    LayerRange layers_;
     HParams hp_;
     Weights weights_;
     std::vector<std::shared_ptr<void>> packed_storage_;  // the packed copies the views point into

@@ -29,6 +29,7 @@
 #include "cria/ops/cpu_ops.h"
 #include "cria/runtime/batch.h"
 #include "cria/runtime/saved_media.h"
+#include "cria/runtime/pipeline.h"
 
 namespace cria::runtime {
 
@@ -48,6 +49,11 @@ struct ContextParams {
     // the stream after the last layer), for drafters that read the target's
     // hidden state. Captured during decode(), read with features().
     std::vector<uint32_t> capture_layers;
+    // The link to the other stages when the model holds only some of the
+    // layers (cria/runtime/pipeline.h). Null: the installed pipeline makes
+    // one for such a model; a whole model needs none. The context keeps it
+    // for itself: Context::params() returns it null.
+    std::shared_ptr<PipelineStage> stage;
 };
 
 struct Timings {
@@ -121,7 +127,10 @@ public:
     // from another model or cache type, is truncated or corrupt, or does not
     // fit this context. max_positions > 0 also refuses files with more
     // tokens or a cell position beyond it (a per-sequence limit). A file with
-    // media is refused unless `media` is given to receive them.
+    // media is refused unless `media` is given to receive them. A model
+    // split over pipeline stages (runtime/pipeline.h) keeps one file per
+    // stage (path, path + ".rank1", ...); a restore that one stage refuses
+    // leaves the sequence empty on every stage instead of unchanged.
     std::vector<TokenId> restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions = 0,
                                           std::vector<SavedMedia>* media = nullptr);
 
@@ -146,6 +155,15 @@ private:
     void gather_ubatch(const Batch& batch, const memory::Split& split, int64_t first, int64_t n);
     // Re-rotates the keys of shifted cells (before attention, and before a save).
     void apply_pending_shifts();
+    // restore_sequence of this process's own memory (a pipeline's root asks the other stages first).
+    std::vector<TokenId> restore_own_sequence(SeqId seq, const std::string& path, uint32_t max_positions,
+                                              std::vector<SavedMedia>* media);
+    // The forward pass of a micro-batch as one stage of a pipeline (the
+    // model holds some of the layers): the stream in from the previous
+    // stage, out to the next, the last stage's output rows to the root.
+    void forward_stage(model::ForwardInput& in, const memory::Split& split, int64_t first);
+    // Root: copies the output rows the last stage sent into their rows.
+    void place_stage_outputs();
 
     const model::Model& model_;
     ContextParams params_;
@@ -163,6 +181,18 @@ private:
     std::vector<int32_t> ub_pos_, ub_orders_;
     std::vector<uint64_t> ub_masks_;
     std::vector<int32_t> ub_rope_;  // M-RoPE positions of the micro-batch, [section][token]
+
+    // Pipeline stage (params_.stage): each micro-batch's stream and output
+    // rows in flight during one decode(), and where the root's output rows go.
+    std::shared_ptr<PipelineStage> owned_stage_;
+    PipelineStage* stage_ = nullptr;
+    std::vector<float> stream_in_;
+    std::vector<std::vector<float>> in_flight_;
+    struct StageOutputs {
+        std::vector<int32_t> rows;  // output row of each received row
+        std::vector<float> data;    // logits of every row, then hidden states of every row
+    };
+    std::vector<StageOutputs> stage_outputs_;
 
     // Outputs of the last decode().
     std::vector<float> logits_, embd_, pooled_, features_;

@@ -12,12 +12,18 @@
 
 #include "cria/memory/hybrid_memory.h"
 #include "cria/model/hparams.h"
+#include "cria/model/model.h"
 
 namespace cria::runtime {
 
 struct ContextParams;
 
-// Throws cria::Error when the model's recurrent layers keep no state.
-std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp, const ContextParams& params);
+// With a layer range (a pipeline stage, cria/runtime/pipeline.h) only those
+// layers get cache rows or states; the others are held elsewhere, but every
+// kind of memory the whole model needs is still there (perhaps with no
+// layers), so that every stage cuts batches and answers sequence operations
+// alike. Throws cria::Error when the model's recurrent layers keep no state.
+std::unique_ptr<memory::HybridMemory> make_model_memory(const model::HParams& hp, const ContextParams& params,
+                                                        model::LayerRange layers = {});
 
 }  // namespace cria::runtime

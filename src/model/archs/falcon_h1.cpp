@@ -55,7 +55,7 @@ void declare_tensors(const HParams& hp, TensorTable& t, Weights& w) {
 void forward(blocks::Step& s, float* logits, float* hidden) {
     blocks::embed(s, false);
     const ops::TensorView x = blocks::view(s.ws.x, s.hp.n_embd, s.n), o = blocks::view(s.ws.o, s.hp.n_embd, s.n);
-    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+    for (uint32_t l = s.layer_begin; l < s.layer_end; ++l) {
         blocks::capture(s, l);
         // attention_block leaves its normed input u in ws.h: the mixer reads
         // the same u, not the stream the attention output was added to.

@@ -305,7 +305,7 @@ void declare_kda_hybrid_tensors(const HParams& hp, TensorTable& t, Weights& w, c
 
 void kda_hybrid_forward(blocks::Step& s, float* logits, float* hidden) {
     blocks::embed(s, /*scale=*/false);
-    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+    for (uint32_t l = s.layer_begin; l < s.layer_end; ++l) {
         blocks::capture(s, l);
         if (s.hp.is_kda(l))
             blocks::kda_block(s, l);

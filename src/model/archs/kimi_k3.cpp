@@ -17,6 +17,8 @@
 #include <cstring>
 #include <vector>
 
+#include "cria/core/error.h"
+
 #include "model/archs/kda_hybrid.h"
 #include "model/blocks.h"
 #include "model/reference/families.h"
@@ -72,6 +74,11 @@ void forward(blocks::Step& s, float* logits, float* hidden) {
         kda_hybrid_forward(s, logits, hidden);
         return;
     }
+    // The banked layer inputs of the attention residuals live in this
+    // process: a pipeline stage would need them from the earlier stages.
+    if (!s.first_stage() || !s.last_stage())
+        throw Error("kimi-k3's attention residuals mix layer inputs across the whole stack: it cannot be split "
+                    "over pipeline stages (run it in one process)");
     const int64_t E = hp.n_embd, n = s.n, En = E * n;
     const float eps = hp.norm_rms_eps;
     Workspace& ws = s.ws;

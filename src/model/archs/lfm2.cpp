@@ -104,7 +104,7 @@ void forward(blocks::Step& s, float* logits, float* hidden) {
     blocks::AttentionOptions attention;
     attention.qk_norm = true;
     blocks::embed(s, false);
-    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+    for (uint32_t l = s.layer_begin; l < s.layer_end; ++l) {
         blocks::capture(s, l);
         if (s.hp.is_recurrent(l))
             blocks::shortconv_block(s, l);

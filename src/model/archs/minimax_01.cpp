@@ -84,7 +84,7 @@ void normed_input_residual(blocks::Step& s) {
 void forward(blocks::Step& s, float* logits, float* hidden) {
     blocks::embed(s, false);
     const ops::TensorView x = blocks::view(s.ws.x, s.hp.n_embd, s.n), h = blocks::view(s.ws.h, s.hp.n_embd, s.n);
-    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+    for (uint32_t l = s.layer_begin; l < s.layer_end; ++l) {
         blocks::capture(s, l);
         if (s.hp.is_recurrent(l)) {
             s.ops.rms_norm(x, s.w.layers[l].attn_norm.data(), s.hp.norm_rms_eps, h);

@@ -94,16 +94,17 @@ void declare_tensors(const HParams& hp, TensorTable& t, Weights& w) {
 }
 
 void forward(blocks::Step& s, float* logits, float* hidden) {
-    blocks::embed(s, /*scale=*/false);
-    const ops::TensorView x = blocks::view(s.ws.x, s.hp.n_embd, s.n);
-    s.ops.rms_norm(x, nullptr, s.hp.norm_rms_eps, x);  // the embeddings' own norm, without a weight
+    if (blocks::embed(s, /*scale=*/false)) {
+        const ops::TensorView x = blocks::view(s.ws.x, s.hp.n_embd, s.n);
+        s.ops.rms_norm(x, nullptr, s.hp.norm_rms_eps, x);  // the embeddings' own norm, without a weight
+    }
     blocks::AttentionOptions attention;
     attention.qk_norm = true;
     attention.post_norm = true;
     attention.output_gate = true;
     blocks::FfnOptions ffn;
     ffn.post_norm = true;
-    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+    for (uint32_t l = s.layer_begin; l < s.layer_end; ++l) {
         blocks::capture(s, l);
         blocks::attention_block(s, l, attention);
         blocks::ffn_block(s, l, ffn);

@@ -114,7 +114,7 @@ void declare_tensors(const HParams& hp, TensorTable& t, Weights& w) {
 
 void forward(blocks::Step& s, float* logits, float* hidden) {
     blocks::embed(s, false);
-    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+    for (uint32_t l = s.layer_begin; l < s.layer_end; ++l) {
         blocks::capture(s, l);
         if (s.hp.is_recurrent(l))
             blocks::mamba2_block(s, l);

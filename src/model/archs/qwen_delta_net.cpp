@@ -190,7 +190,7 @@ namespace cria::model::archs {
 
 void qwen_delta_net_forward(blocks::Step& s, float* logits, float* hidden) {
     blocks::embed(s, /*scale=*/false);
-    for (uint32_t l = 0; l < s.hp.n_layer; ++l) {
+    for (uint32_t l = s.layer_begin; l < s.layer_end; ++l) {
         blocks::capture(s, l);
         if (s.hp.is_delta_net(l))
             blocks::delta_net_block(s, l);

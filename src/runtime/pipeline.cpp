@@ -1,0 +1,31 @@
+// The process-wide pipeline hook (cria/runtime/pipeline.h).
+
+#include "cria/runtime/pipeline.h"
+
+#include "cria/core/error.h"
+
+namespace cria::runtime {
+namespace {
+
+Pipeline* g_pipeline = nullptr;
+
+}  // namespace
+
+void PipelineStage::save_sequence(SeqId, const std::string&) {
+    throw Error("save_sequence: this pipeline cannot save a sequence's state");
+}
+
+void PipelineStage::restore_sequence(SeqId, const std::string&, uint32_t) {
+    throw Error("restore_sequence: this pipeline cannot restore a sequence's state");
+}
+
+void install_pipeline(Pipeline* pipeline) { g_pipeline = pipeline; }
+
+Pipeline* installed_pipeline() { return g_pipeline; }
+
+std::unique_ptr<model::Model> load_model(const std::string& path, gguf::LoadMode mode, bool pack_weights) {
+    if (g_pipeline != nullptr) return g_pipeline->load_model(path, mode, pack_weights);
+    return model::Model::load(path, mode, pack_weights);
+}
+
+}  // namespace cria::runtime
