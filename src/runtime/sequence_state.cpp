@@ -1,14 +1,18 @@
 // Context::save_sequence / restore_sequence: one sequence's state in a file.
 //
 // Layout (little-endian, as the host writes it):
-//   "CRIASEQ" '\0'  u32 version (2)
+//   "CRIASEQ" '\0'  u32 version (3)
+//   model file: u32 name length, name (the file's name, for messages),
+//     u64 content fingerprint (gguf/fingerprint.h: the weights it was saved with)
 //   model: u32 n_layer, n_embd_k, n_embd_v, type_k, type_v, n_vocab; u64 hparams hash
 //   u32 n_tokens, i32 tokens[n_tokens]
 //   u32 n_sections, then per section (one per memory, memory/state_section.h):
 //     u32 tag, u32 version, u64 size, payload (the memory's own format:
 //     for a KV cache the positions and K/V rows of its cells)
 //   u64 FNV-1a checksum of every byte before it
-// Version 1 had a fixed list of one or two KV caches instead of sections.
+// Version 1 had a fixed list of one or two KV caches instead of sections;
+// version 2 had no model file name and fingerprint (a model with the same
+// hyperparameters but other weights was accepted).
 // The reader checks the header before it reads further, bounds every count by
 // what this context can hold (so a hostile file cannot make it allocate
 // much), lets every memory check its own section, and changes the memory
@@ -27,6 +31,7 @@
 #include <string>
 
 #include "cria/core/error.h"
+#include "cria/gguf/fingerprint.h"
 #include "cria/runtime/context.h"
 
 namespace cria::runtime {
@@ -61,7 +66,8 @@ void write_file_atomically(const std::string& path, const std::vector<uint8_t>& 
 }
 
 constexpr char kMagic[8] = {'C', 'R', 'I', 'A', 'S', 'E', 'Q', '\0'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kMaxModelNameBytes = 4096;
 
 struct Fnv1a {
     uint64_t h = 1469598103934665603ull;
@@ -98,6 +104,13 @@ uint64_t hparams_hash(const model::HParams& hp) {
     return f.h;
 }
 
+// A name read from a file, safe to put in a message.
+std::string printable(const std::string& s) {
+    std::string out;
+    for (char c : s) out += (c >= 0x20 && c <= 0x7e) ? c : '?';
+    return out;
+}
+
 struct Identity {
     uint32_t n_layer, n_embd_k, n_embd_v, type_k, type_v, n_vocab;
     uint64_t hash;
@@ -114,6 +127,11 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     memory::ByteWriter w;
     w.bytes(kMagic, sizeof kMagic);
     w.value(kVersion);
+    std::string model_name = gguf::file_base_name(model_.file());
+    if (model_name.size() > kMaxModelNameBytes) model_name.resize(kMaxModelNameBytes);
+    w.value(static_cast<uint32_t>(model_name.size()));
+    w.bytes(model_name.data(), model_name.size());
+    w.value(gguf::content_fingerprint(model_.file()));
     for (uint32_t v : {hp.n_layer, hp.n_embd_k(), hp.n_embd_v(), static_cast<uint32_t>(params_.type_k),
                        static_cast<uint32_t>(params_.type_v), hp.n_vocab})
         w.value(v);
@@ -142,7 +160,7 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
 
     // The most a file for this context can hold: a bigger one is refused unread.
     const uint64_t max_size =
-        sizeof kMagic + 4 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 + 16 * n_sections + max_payload + 8;
+        sizeof kMagic + 4 + 4 + kMaxModelNameBytes + 8 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 + 16 * n_sections + max_payload + 8;
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     if (ec) throw Error("cannot read the sequence file: " + ec.message());
@@ -160,6 +178,19 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
     if (version != kVersion)
         throw Error("the sequence file has version " + std::to_string(version) + "; this build reads version " +
                     std::to_string(kVersion));
+    const auto name_size = r.value<uint32_t>();
+    if (name_size > kMaxModelNameBytes) throw Error("the sequence file's model name is too long (corrupt file)");
+    std::string saved_name(name_size, '\0');
+    r.bytes(saved_name.data(), saved_name.size());
+    const auto saved_fingerprint = r.value<uint64_t>();
+    const uint64_t fingerprint = gguf::content_fingerprint(model_.file());
+    if (saved_fingerprint != fingerprint) {
+        char ids[64];
+        std::snprintf(ids, sizeof ids, "%016llx; this model: %016llx", static_cast<unsigned long long>(saved_fingerprint),
+                      static_cast<unsigned long long>(fingerprint));
+        throw Error("the sequence file was saved with another model (" + printable(saved_name) + ", fingerprint " +
+                    ids + ", " + gguf::file_base_name(model_.file()) + ")");
+    }
     Identity id{};
     id.n_layer = r.value<uint32_t>();
     id.n_embd_k = r.value<uint32_t>();

@@ -105,8 +105,9 @@ public:
     // One sequence's state in a file (llama.cpp's llama_state_seq_save_file /
     // _load_file): one section per memory (for a KV cache the sequence's
     // cells -- positions and the raw K and V rows of every layer) with `tokens` (what the caller knows those
-    // cells hold), under a versioned header naming the model (layers, K/V
-    // widths, cache types, vocabulary, a hash of the hyperparameters) and a
+    // cells hold), under a versioned header naming the model (its file name
+    // and content fingerprint, layers, K/V widths, cache types, vocabulary, a
+    // hash of the hyperparameters) and a
     // checksum. Written to a temporary file, then renamed. Returns the
     // number of positions saved (of the first memory: the full cache). Throws cria::Error when the file cannot be written.
     size_t save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path);
