@@ -118,7 +118,7 @@ struct Identity {
 
 }  // namespace
 
-size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path) {
+std::vector<uint8_t> Context::sequence_state(SeqId seq, std::span<const TokenId> tokens, size_t* n_positions) {
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("save_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
@@ -131,7 +131,7 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     if (model_name.size() > kMaxModelNameBytes) model_name.resize(kMaxModelNameBytes);
     w.value(static_cast<uint32_t>(model_name.size()));
     w.bytes(model_name.data(), model_name.size());
-    w.value(gguf::content_fingerprint(model_.file()));
+    w.value(model_fingerprint());
     for (uint32_t v : {hp.n_layer, hp.n_embd_k(), hp.n_embd_v(), static_cast<uint32_t>(params_.type_k),
                        static_cast<uint32_t>(params_.type_v), hp.n_vocab})
         w.value(v);
@@ -141,36 +141,61 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     std::vector<memory::Section> sections;
     memory_->save_seq(seq, sections);
     memory::write_sections(w, sections);
-    const size_t n_saved = sections.empty() ? 0 : sections.front().n_positions;
+    if (n_positions) *n_positions = sections.empty() ? 0 : sections.front().n_positions;
     Fnv1a sum;
     sum.add(w.buffer().data(), w.buffer().size());
     w.value(sum.h);
+    return std::move(w.buffer());
+}
 
-    write_file_atomically(path, w.buffer());
+size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path) {
+    size_t n_saved = 0;
+    const std::vector<uint8_t> bytes = sequence_state(seq, tokens, &n_saved);
+    write_file_atomically(path, bytes);
     return n_saved;
+}
+
+uint64_t Context::model_fingerprint() {
+    if (!fingerprint_known_) {
+        model_fingerprint_ = gguf::content_fingerprint(model_.file());
+        fingerprint_known_ = true;
+    }
+    return model_fingerprint_;
+}
+
+uint64_t Context::max_sequence_state_bytes() const {
+    const auto n_sections = static_cast<uint32_t>(memory_->n_sections());
+    return sizeof kMagic + 4 + 4 + kMaxModelNameBytes + 8 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 +
+           16 * n_sections + memory_->max_saved_bytes() + 8;
 }
 
 std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions) {
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
-    const model::HParams& hp = model_.hparams();
-    const auto n_sections = static_cast<uint32_t>(memory_->n_sections());
-    const uint64_t max_payload = memory_->max_saved_bytes();
-
     // The most a file for this context can hold: a bigger one is refused unread.
-    const uint64_t max_size =
-        sizeof kMagic + 4 + 4 + kMaxModelNameBytes + 8 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 + 16 * n_sections + max_payload + 8;
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     if (ec) throw Error("cannot read the sequence file: " + ec.message());
-    if (size > max_size) throw Error("the sequence file is larger than this context's cache could hold");
+    if (size > max_sequence_state_bytes()) throw Error("the sequence file is larger than this context's cache could hold");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot open the sequence file");
     const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad()) throw Error("reading the sequence file failed");
+    return load_sequence_state(seq, {reinterpret_cast<const uint8_t*>(data.data()), data.size()}, max_positions);
+}
 
-    memory::ByteReader r(reinterpret_cast<const uint8_t*>(data.data()), data.size(), "the sequence file");
+std::vector<TokenId> Context::load_sequence_state(SeqId seq, std::span<const uint8_t> data, uint32_t max_positions) {
+    if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
+        throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
+                    std::to_string(params_.n_seq_max - 1));
+    const model::HParams& hp = model_.hparams();
+    const auto n_sections = static_cast<uint32_t>(memory_->n_sections());
+    const uint64_t max_payload = memory_->max_saved_bytes();
+    if (data.size() > max_sequence_state_bytes())
+        throw Error("the sequence file is larger than this context's cache could hold");
+
+    memory::ByteReader r(data.data(), data.size(), "the sequence file");
     char magic[8];
     r.bytes(magic, sizeof magic);
     if (std::memcmp(magic, kMagic, sizeof magic) != 0) throw Error("not a cria sequence file");
@@ -183,7 +208,7 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
     std::string saved_name(name_size, '\0');
     r.bytes(saved_name.data(), saved_name.size());
     const auto saved_fingerprint = r.value<uint64_t>();
-    const uint64_t fingerprint = gguf::content_fingerprint(model_.file());
+    const uint64_t fingerprint = model_fingerprint();
     if (saved_fingerprint != fingerprint) {
         char ids[64];
         std::snprintf(ids, sizeof ids, "%016llx; this model: %016llx", static_cast<unsigned long long>(saved_fingerprint),

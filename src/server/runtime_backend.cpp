@@ -101,16 +101,37 @@ size_t RuntimeBackend::save_sequence(int32_t seq, std::span<const TokenId> token
     return n;
 }
 
-std::vector<TokenId> RuntimeBackend::restore_sequence(int32_t seq, const std::string& path) {
-    auto tokens = ctx_->restore_sequence(seq, path, static_cast<uint32_t>(n_ctx_per_seq_ - 1));
-    // A slot's tokens sit at positions 0..n-1. Only a hand-made file with a
-    // valid checksum can break that, and then the slot is emptied.
-    const auto n = static_cast<int32_t>(tokens.size());
-    if (ctx_->memory_seq_pos_min(seq) != (n > 0 ? 0 : -1) || ctx_->memory_seq_pos_max(seq) != n - 1) {
-        const bool cleared = ctx_->memory_seq_rm(seq, -1, -1);  // a whole sequence: no memory refuses that
+namespace {
+
+// A slot's tokens sit at positions 0..n-1. Only a hand-made file with a
+// valid checksum can break that, and then the slot is emptied.
+void check_restored_positions(runtime::Context& ctx, int32_t seq, size_t n_tokens) {
+    const auto n = static_cast<int32_t>(n_tokens);
+    if (ctx.memory_seq_pos_min(seq) != (n > 0 ? 0 : -1) || ctx.memory_seq_pos_max(seq) != n - 1) {
+        const bool cleared = ctx.memory_seq_rm(seq, -1, -1);  // a whole sequence: no memory refuses that
         throw Error("the slot file's cells are not its tokens' positions 0.." + std::to_string(n - 1) +
                     (cleared ? "" : " (and the slot could not be emptied)"));
     }
+}
+
+}  // namespace
+
+std::vector<TokenId> RuntimeBackend::restore_sequence(int32_t seq, const std::string& path) {
+    auto tokens = ctx_->restore_sequence(seq, path, static_cast<uint32_t>(n_ctx_per_seq_ - 1));
+    check_restored_positions(*ctx_, seq, tokens.size());
+    return tokens;
+}
+
+std::vector<uint8_t> RuntimeBackend::sequence_state(int32_t seq, std::span<const TokenId> tokens) {
+    size_t n = 0;
+    auto state = ctx_->sequence_state(seq, tokens, &n);
+    if (n != tokens.size()) throw Error("the slot's cache does not hold its tokens");
+    return state;
+}
+
+std::vector<TokenId> RuntimeBackend::load_sequence_state(int32_t seq, std::span<const uint8_t> state) {
+    auto tokens = ctx_->load_sequence_state(seq, state, static_cast<uint32_t>(n_ctx_per_seq_ - 1));
+    check_restored_positions(*ctx_, seq, tokens.size());
     return tokens;
 }
 

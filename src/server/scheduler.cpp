@@ -28,7 +28,8 @@ size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& 
 
 }  // namespace
 
-Scheduler::Scheduler(Backend& backend, SchedulerOptions options) : backend_(backend), options_(options) {
+Scheduler::Scheduler(Backend& backend, SchedulerOptions options)
+    : backend_(backend), options_(options), prompt_cache_(options.prompt_cache_bytes) {
     if (options_.n_slots <= 0) throw Error("the number of slots must be positive");
     if (options_.n_batch <= 0) options_.n_batch = 256;
     options_.n_batch = std::min(options_.n_batch, backend_.max_batch());
@@ -268,6 +269,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
     // Keep the longest common prefix, but always evaluate at least the last
     // prompt token: its logits are needed for the first sample.
     size_t keep = common_prefix(slot.cache, slot.request.prompt);
+    if (prompt_cache_.enabled()) keep = use_prompt_cache(slot, keep);
     if (keep == slot.request.prompt.size()) --keep;
     if (backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
         slot.cache.resize(keep);

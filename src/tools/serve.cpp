@@ -3,7 +3,7 @@
 //   cria serve -m MODEL [-c N] [-np N] [-t N] [--host H] [--port P] [--api-key K]
 //              [--chat-template JINJA | --chat-template-file FILE] [--slot-save-path DIR] [--metrics]
 //              [-a ALIAS] [-b N] [-ub N] [-ctk T] [-ctv T] [--load-mode M] [--no-repack] [-n N] [--max-tokens N]
-//              [--max-queue N] [--max-body BYTES] [--max-connections N] [--header-timeout S] [--timeout S] [--no-webui]
+//              [--max-queue N] [--cache-ram MIB] [--max-body BYTES] [--max-connections N] [--header-timeout S] [--timeout S] [--no-webui]
 //              [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ... (speculative decoding in every slot)
 #include <atomic>
 #include <chrono>
@@ -51,6 +51,7 @@ struct ServeOptions {
     int32_t n_predict = -1;
     int timeout = 600;
     int32_t max_queue = 64;
+    std::string cache_ram = "8192";  // MiB, llama-server's default
     int32_t max_tokens_cap = -1;
     size_t max_body = 8u << 20;
     int max_connections = 256;
@@ -91,6 +92,9 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--timeout", opt->timeout, "Seconds a request may take, queue included");
     cmd.add_option("--max-tokens", opt->max_tokens_cap, "Server-wide cap on tokens per reply, whatever a request asks (-1: the slot's context)");
     cmd.add_option("--max-queue", opt->max_queue, "Requests that may wait for a slot; more get 503");
+    cmd.add_option("--cache-ram", opt->cache_ram,
+                   "Prompt cache: MiB of RAM for the state of prompts that slots let go, reused by any slot whose "
+                   "prompt shares their prefix (default 8192, -1: no limit, 0: off); also -cram N");
     cmd.add_option("--max-body", opt->max_body, "Largest request body in bytes");
     cmd.add_option("--max-connections", opt->max_connections,
                    "Connections open at once (one thread each); more are answered 503 and closed");
@@ -108,7 +112,8 @@ std::function<int()> setup(CLI::App& cmd) {
                                                      {"-n", &n_predict},
                                                      {"-ub", &opt->n_ubatch},
                                                      {"-ctk", &opt->cache_type_k},
-                                                     {"-ctv", &opt->cache_type_v}});
+                                                     {"-ctv", &opt->cache_type_v},
+                                                     {"-cram", &opt->cache_ram}});
         if (opt->model.empty()) throw Error("no model given (-m FILE)");
         if (!draft_model.empty()) spec::apply_option(opt->spec, "-md", draft_model);
         if (!n_predict.empty()) opt->n_predict = n_predict == "-1" ? -1 : static_cast<int32_t>(runtime::parse_count(n_predict, "-n"));
@@ -148,6 +153,9 @@ std::function<int()> setup(CLI::App& cmd) {
         config.scheduler.max_queue = opt->max_queue;
         config.scheduler.max_tokens_cap = opt->max_tokens_cap;
         config.scheduler.speculative = opt->spec;
+        config.scheduler.prompt_cache_bytes = opt->cache_ram == "-1"
+                                                  ? UINT64_MAX
+                                                  : uint64_t{runtime::parse_count(opt->cache_ram, "--cache-ram")} << 20;
 
         server::RuntimeBackendParams bp;
         bp.n_seq = opt->n_parallel;

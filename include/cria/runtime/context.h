@@ -118,6 +118,14 @@ public:
     // fit this context. max_positions > 0 also refuses files with more
     // tokens or a cell position beyond it (a per-sequence limit).
     std::vector<TokenId> restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions = 0);
+    // The same state as bytes in memory (the server's prompt cache keeps
+    // them): sequence_state() is the file's image (n_positions: as
+    // save_sequence returns), load_sequence_state() checks and loads one as
+    // restore_sequence does. The most bytes such an image may have here:
+    // max_sequence_state_bytes().
+    std::vector<uint8_t> sequence_state(SeqId seq, std::span<const TokenId> tokens, size_t* n_positions = nullptr);
+    std::vector<TokenId> load_sequence_state(SeqId seq, std::span<const uint8_t> bytes, uint32_t max_positions = 0);
+    uint64_t max_sequence_state_bytes() const;
 
     const model::Model& model() const { return model_; }
     const ContextParams& params() const { return params_; }
@@ -140,6 +148,8 @@ private:
     void gather_ubatch(const Batch& batch, const memory::Split& split, int64_t first, int64_t n);
     // Re-rotates the keys of shifted cells (before attention, and before a save).
     void apply_pending_shifts();
+    // gguf::content_fingerprint of the model's file, computed on first use.
+    uint64_t model_fingerprint();
 
     const model::Model& model_;
     ContextParams params_;
@@ -163,6 +173,8 @@ private:
     int32_t n_outputs_ = 0;
     std::vector<int32_t> pooled_index_;  // seq -> row in pooled_, -1 when absent
     Timings timings_;
+    uint64_t model_fingerprint_ = 0;
+    bool fingerprint_known_ = false;
 };
 
 }  // namespace cria::runtime

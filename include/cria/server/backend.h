@@ -70,6 +70,10 @@ public:
     // sequence as it was.
     virtual size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path);
     virtual std::vector<TokenId> restore_sequence(int32_t seq, const std::string& path);
+    // The same state as bytes in memory (the prompt cache): what a slot file
+    // would hold, and loading such bytes back. Same errors and guarantees.
+    virtual std::vector<uint8_t> sequence_state(int32_t seq, std::span<const TokenId> tokens);
+    virtual std::vector<TokenId> load_sequence_state(int32_t seq, std::span<const uint8_t> state);
 
     // The drafters `params` asks for, for one slot (each slot calls it once).
     // Throws cria::Error (the default: the backend cannot draft).
