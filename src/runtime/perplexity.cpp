@@ -43,6 +43,7 @@ PerplexityResult perplexity(const model::Model& model, const vocab::Vocab& vocab
     cp.type_k = p.type_k;
     cp.type_v = p.type_v;
     Context ctx(model, cp);
+    if (p.lora) ctx.set_lora(*p.lora);
 
     PerplexityResult r;
     r.n_seq = n_seq;

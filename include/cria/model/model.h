@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cria/cpu/features.h"
@@ -172,6 +173,8 @@ struct Weights {
     std::vector<LayerWeights> layers;
 };
 
+class LoraSet;  // lora.h
+
 // What one call of forward() computes.
 struct ForwardInput {
     int64_t n_tokens = 0;
@@ -195,6 +198,10 @@ struct ForwardInput {
     const uint32_t* capture_layers = nullptr;
     size_t n_capture = 0;
     float* features = nullptr;
+    // LoRA adapters applied to the linear layers (lora.h); null: none. When
+    // set, lora_applied (if not null) receives each adapted layer reached.
+    const LoraSet* adapters = nullptr;
+    std::vector<const Linear*>* lora_applied = nullptr;
 };
 
 // Scratch space for the activations of up to n_max tokens, reused across
@@ -243,6 +250,10 @@ public:
 
     const HParams& hparams() const { return hp_; }
     const gguf::File& file() const { return *file_; }
+    // The linear layer whose matrix the file names `weight_name` (e.g.
+    // blk.0.attn_q.weight), or null when no linear layer reads it (LoRA
+    // adapters find their targets with it).
+    const Linear* find_linear(std::string_view weight_name) const;
     const Weights& weights() const { return weights_; }
     uint64_t n_params() const;
     uint64_t size_bytes() const;   // bytes of all tensors

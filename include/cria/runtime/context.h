@@ -25,6 +25,7 @@
 #include "cria/core/element_type.h"
 #include "cria/cpu/thread_pool.h"
 #include "cria/memory/hybrid_memory.h"
+#include "cria/model/lora.h"
 #include "cria/model/model.h"
 #include "cria/ops/cpu_ops.h"
 #include "cria/runtime/batch.h"
@@ -127,6 +128,12 @@ public:
     std::vector<TokenId> load_sequence_state(SeqId seq, std::span<const uint8_t> bytes, uint32_t max_positions = 0);
     uint64_t max_sequence_state_bytes() const;
 
+    // LoRA adapters applied from the next decode() on (model/lora.h; an
+    // empty set: the base model). The adapters must outlive their use here.
+    // A later decode() throws cria::Error when an adapted layer is one this
+    // architecture's forward pass never reaches (instead of ignoring it).
+    void set_lora(model::LoraSet adapters);
+
     const model::Model& model() const { return model_; }
     const ContextParams& params() const { return params_; }
     uint32_t n_ctx() const { return params_.n_ctx; }
@@ -148,6 +155,8 @@ private:
     void gather_ubatch(const Batch& batch, const memory::Split& split, int64_t first, int64_t n);
     // Re-rotates the keys of shifted cells (before attention, and before a save).
     void apply_pending_shifts();
+    // Throws unless every adapted layer of lora_ was reached (after a forward pass with logits).
+    void check_lora_reached();
     // gguf::content_fingerprint of the model's file, computed on first use.
     uint64_t model_fingerprint();
 
@@ -175,6 +184,10 @@ private:
     Timings timings_;
     uint64_t model_fingerprint_ = 0;
     bool fingerprint_known_ = false;
+    model::LoraSet lora_;
+    // The adapted layers the forward passes reached, until all were (then empty and unused).
+    std::vector<const model::Linear*> lora_reached_;
+    bool lora_checked_ = true;
 };
 
 }  // namespace cria::runtime

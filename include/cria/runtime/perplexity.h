@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cria/model/lora.h"
 #include "cria/model/model.h"
 #include "cria/runtime/context.h"
 #include "cria/vocab/vocab.h"
@@ -25,6 +26,7 @@ struct PerplexityParams {
     int n_threads = 0;
     ElementType type_k = ElementType::F16;
     ElementType type_v = ElementType::F16;
+    const model::LoraSet* lora = nullptr;  // LoRA adapters applied (null: none); must outlive the call
 };
 
 struct PerplexityResult {
