@@ -20,6 +20,10 @@ std::vector<TokenId> Backend::load_sequence_state(int32_t, std::span<const uint8
     throw Error("the prompt cache needs a backend with a KV cache (this one keeps no state to restore)");
 }
 
+void Backend::set_lora_scales(const std::vector<float>& scales) {
+    if (!scales.empty()) throw Error("this backend has no LoRA adapters");
+}
+
 std::vector<std::unique_ptr<spec::Drafter>> Backend::make_drafters(const spec::SpecParams&) {
     throw Error("speculative decoding needs a backend with a KV cache");
 }

@@ -6,6 +6,7 @@
 
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
+#include "cria/model/lora.h"
 #include "cria/model/model.h"
 #include "cria/runtime/context.h"
 #include "cria/spec/speculative.h"
@@ -30,6 +31,27 @@ RuntimeBackend::RuntimeBackend(const std::string& model_path, const RuntimeBacke
     cp.type_k = params_.type_k;
     cp.type_v = params_.type_v;
     ctx_ = std::make_unique<runtime::Context>(*model_, cp);
+    std::vector<float> scales;
+    for (const auto& [path, scale] : params_.lora) {
+        adapters_.push_back(model::LoraAdapter::load(path, *model_));
+        scales.push_back(scale);
+    }
+    set_lora_scales(scales);
+}
+
+std::vector<Backend::LoraAdapterInfo> RuntimeBackend::lora_adapters() const {
+    std::vector<LoraAdapterInfo> out;
+    for (size_t i = 0; i < adapters_.size(); ++i) out.push_back({adapters_[i]->path(), lora_scales_[i]});
+    return out;
+}
+
+void RuntimeBackend::set_lora_scales(const std::vector<float>& scales) {
+    if (scales.size() != adapters_.size())
+        throw Error("expected " + std::to_string(adapters_.size()) + " LoRA scales, got " + std::to_string(scales.size()));
+    model::LoraSet set;
+    for (size_t i = 0; i < adapters_.size(); ++i) set.add(*adapters_[i], scales[i]);
+    ctx_->set_lora(std::move(set));
+    lora_scales_ = scales;
 }
 
 RuntimeBackend::~RuntimeBackend() = default;

@@ -32,12 +32,14 @@
 #include "cria/spec/speculative.h"
 #include "cria/vocab/vocab.h"
 #include "tools/command.h"
+#include "tools/lora_flags.h"
 #include "tools/spec_flags.h"
 
 namespace {
 
 struct RunOptions {
     std::string model;
+    cria::tools::LoraFlags lora;  // --lora, --lora-scaled (cria run -p)
     std::string prompt;
     int n_predict = -1;
     float temp = 0.8f;
@@ -106,6 +108,9 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
     const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
     for (const auto& w : vocab.warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());
     runtime::Context ctx(*model, cp);
+    std::vector<std::unique_ptr<model::LoraAdapter>> adapters;
+    ctx.set_lora(tools::load_lora_flags(opt.lora, *model, adapters));
+    for (const auto& a : adapters) std::fprintf(stderr, "cria run: LoRA adapter %s\n", a->path().c_str());
     std::fprintf(stderr, "cria run: %s, %u layers, n_ctx = %u, %d threads, KV cache %s/%s (%.1f MiB), loaded with %s\n",
                  model->description().c_str(), model->hparams().n_layer, ctx.n_ctx(), ctx.n_threads(),
                  opt.cache_type_k.c_str(), opt.cache_type_v.c_str(), ctx.memory_bytes() / 1048576.0,
@@ -194,6 +199,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("-j,--json-schema", opt->grammar.json_schema, "JSON Schema the output must follow");
     cmd.add_option("--json-schema-file", opt->grammar.json_schema_file, "File with a JSON Schema");
     cria::tools::add_spec_flags(cmd, opt, &RunOptions::spec);
+    cria::tools::add_lora_flags(cmd, &opt->lora);
     return [opt, prompt, &cmd]() -> int {
         using namespace cria;
         std::string n_ctx, n_ubatch, draft_model;
@@ -211,6 +217,8 @@ std::function<int()> setup(CLI::App& cmd) {
         if (prompt->count() == 0) {
             // No prompt: chat in the terminal with the model's template, on
             // the server's scheduler (one slot, its speculative step).
+            if (!opt->lora.files.empty() || !opt->lora.scaled_files.empty())
+                throw Error("--lora / --lora-scaled are not supported in the terminal chat yet (use -p)");
             return run_chat(*opt, mode);
         }
         return run_completion(*opt, mode);

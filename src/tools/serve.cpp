@@ -19,6 +19,7 @@
 #include "cria/server/server.h"
 #include "cria/spec/options.h"
 #include "tools/command.h"
+#include "tools/lora_flags.h"
 #include "tools/spec_flags.h"
 
 namespace {
@@ -57,6 +58,7 @@ struct ServeOptions {
     int max_connections = 256;
     int header_timeout = 5;
     cria::spec::SpecParams spec;
+    cria::tools::LoraFlags lora;  // --lora, --lora-scaled
 };
 
 std::function<int()> setup(CLI::App& cmd) {
@@ -101,6 +103,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--header-timeout", opt->header_timeout,
                    "Seconds a request's line and headers may take to arrive (then 408 and the connection is closed)");
     cria::tools::add_spec_flags(cmd, opt, &ServeOptions::spec);
+    cria::tools::add_lora_flags(cmd, &opt->lora);
     cmd.allow_extras();  // -m, -md, -c, -np and -n, as llama-server spells them
     return [opt, &cmd]() -> int {
         using namespace cria;
@@ -167,6 +170,8 @@ std::function<int()> setup(CLI::App& cmd) {
         bp.type_v = runtime::parse_cache_type(opt->cache_type_v);
         bp.load_mode = runtime::parse_load_mode_or_throw(opt->load_mode);
         bp.repack = !opt->no_repack;
+        for (const auto& f : opt->lora.files) bp.lora.emplace_back(f, 1.0f);
+        for (const auto& fs : opt->lora.scaled_files) bp.lora.push_back(fs);
         std::fprintf(stderr, "cria serve: loading %s\n", opt->model.c_str());
         auto backend = std::make_unique<server::RuntimeBackend>(opt->model, bp);
         std::fprintf(stderr, "cria serve: %s\n", backend->describe_settings().c_str());

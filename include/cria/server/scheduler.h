@@ -183,6 +183,13 @@ public:
     size_t restore_slot(int32_t slot, const std::string& path);
     void erase_slot(int32_t slot);
 
+    // Sets the LoRA adapters' scales (Backend::set_lora_scales) between
+    // steps. Every slot's cached cells and the prompt cache were computed
+    // with the old scales, so they are dropped. Throws cria::Error while a
+    // slot is busy (every row of a batch uses the one set of scales, so they
+    // change only between requests) or for a wrong list.
+    void set_lora_scales(const std::vector<float>& scales);
+
 private:
     struct Slot;
     struct Pending {
