@@ -1,9 +1,11 @@
 #include "cria/model/lora.h"
 
+#include <bit>
 #include <map>
 
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
+#include "cria/gguf/fingerprint.h"
 #include "model/arch.h"
 #include "model/tensor_table.h"
 
@@ -52,6 +54,7 @@ std::unique_ptr<LoraAdapter> LoraAdapter::from_file(std::shared_ptr<const gguf::
     auto adapter = std::unique_ptr<LoraAdapter>(new LoraAdapter());
     adapter->file_ = std::move(file);
     adapter->path_ = path;
+    adapter->fingerprint_ = gguf::content_fingerprint(f);
     adapter->alpha_ = f.get_f32("adapter.lora.alpha", 0.0f);
     if (!(adapter->alpha_ >= 0.0f) || adapter->alpha_ > 1e6f) throw fail("adapter.lora.alpha is not a sensible value");
 
@@ -109,6 +112,12 @@ float LoraAdapter::scale_for(float user_scale, int64_t rank) const {
 
 void LoraSet::add(const LoraAdapter& adapter, float user_scale) {
     if (user_scale == 0.0f) return;
+    // FNV-1a over (fingerprint, scale) pairs.
+    uint64_t h = identity_ == 0 ? 1469598103934665603ull : identity_;
+    const uint32_t scale_bits = std::bit_cast<uint32_t>(user_scale);
+    for (int i = 0; i < 8; ++i) h = (h ^ (adapter.fingerprint() >> (8 * i) & 0xff)) * 1099511628211ull;
+    for (int i = 0; i < 4; ++i) h = (h ^ (scale_bits >> (8 * i) & 0xff)) * 1099511628211ull;
+    identity_ = h == 0 ? 1 : h;
     for (const LoraAdapter::Pair& p : adapter.pairs())
         terms_[p.target].push_back({p.a, p.b, p.rank, adapter.scale_for(user_scale, p.rank)});
 }

@@ -3,7 +3,8 @@
 // Layout (little-endian, as the host writes it):
 //   "CRIASEQ" '\0'  u32 version (3)
 //   model file: u32 name length, name (the file's name, for messages),
-//     u64 content fingerprint (gguf/fingerprint.h: the weights it was saved with)
+//     u64 content fingerprint (gguf/fingerprint.h: the weights it was saved with),
+//     u64 LoRA identity (model::LoraSet::identity: the adapters and scales; 0: none)
 //   model: u32 n_layer, n_embd_k, n_embd_v, type_k, type_v, n_vocab; u64 hparams hash
 //   u32 n_tokens, i32 tokens[n_tokens]
 //   u32 n_sections, then per section (one per memory, memory/state_section.h):
@@ -12,7 +13,7 @@
 //   u64 FNV-1a checksum of every byte before it
 // Version 1 had a fixed list of one or two KV caches instead of sections;
 // version 2 had no model file name and fingerprint (a model with the same
-// hyperparameters but other weights was accepted).
+// hyperparameters but other weights was accepted), version 3 no LoRA identity.
 // The reader checks the header before it reads further, bounds every count by
 // what this context can hold (so a hostile file cannot make it allocate
 // much), lets every memory check its own section, and changes the memory
@@ -66,7 +67,7 @@ void write_file_atomically(const std::string& path, const std::vector<uint8_t>& 
 }
 
 constexpr char kMagic[8] = {'C', 'R', 'I', 'A', 'S', 'E', 'Q', '\0'};
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kMaxModelNameBytes = 4096;
 
 struct Fnv1a {
@@ -132,6 +133,7 @@ std::vector<uint8_t> Context::sequence_state(SeqId seq, std::span<const TokenId>
     w.value(static_cast<uint32_t>(model_name.size()));
     w.bytes(model_name.data(), model_name.size());
     w.value(model_fingerprint());
+    w.value(lora_.identity());
     for (uint32_t v : {hp.n_layer, hp.n_embd_k(), hp.n_embd_v(), static_cast<uint32_t>(params_.type_k),
                        static_cast<uint32_t>(params_.type_v), hp.n_vocab})
         w.value(v);
@@ -165,7 +167,7 @@ uint64_t Context::model_fingerprint() {
 
 uint64_t Context::max_sequence_state_bytes() const {
     const auto n_sections = static_cast<uint32_t>(memory_->n_sections());
-    return sizeof kMagic + 4 + 4 + kMaxModelNameBytes + 8 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 +
+    return sizeof kMagic + 4 + 4 + kMaxModelNameBytes + 8 + 8 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 +
            16 * n_sections + memory_->max_saved_bytes() + 8;
 }
 
@@ -216,6 +218,8 @@ std::vector<TokenId> Context::load_sequence_state(SeqId seq, std::span<const uin
         throw Error("the sequence file was saved with another model (" + printable(saved_name) + ", fingerprint " +
                     ids + ", " + gguf::file_base_name(model_.file()) + ")");
     }
+    if (r.value<uint64_t>() != lora_.identity())
+        throw Error("the sequence file was saved with other LoRA adapters or scales than this context applies");
     Identity id{};
     id.n_layer = r.value<uint32_t>();
     id.n_embd_k = r.value<uint32_t>();

@@ -133,6 +133,33 @@ TEST_F(Lora, TwoAdaptersAddUp) {
     EXPECT_LT(max_abs_diff(logits(*base, &set), expected), 1e-4 * std::max(1.0, base_diff));
 }
 
+// Cells computed with adapters are not the base model's: a saved state
+// names the adapters and scales, and restores only under the same ones.
+TEST_F(Lora, SavedStatesNameTheirAdapters) {
+    auto base = model::Model::load(base_path_);
+    auto adapter = model::LoraAdapter::load(path("one.gguf"), *base);
+    model::LoraSet set;
+    set.add(*adapter, 0.5f);
+    Context with(*base, params());
+    with.set_lora(set);
+    Batch b;
+    for (size_t i = 0; i < 4; ++i) b.add(kTokens[i], static_cast<int32_t>(i), {0}, i == 3);
+    ASSERT_EQ(with.decode(b), 0);
+    const std::vector<TokenId> saved(kTokens.begin(), kTokens.begin() + 4);
+    with.save_sequence(0, saved, path("with-lora.seq"));
+    Context plain(*base, params());
+    EXPECT_THROW(plain.restore_sequence(0, path("with-lora.seq")), Error);
+    EXPECT_EQ(plain.memory_seq_pos_max(0), -1);
+    Context other_scale(*base, params());
+    model::LoraSet doubled;
+    doubled.add(*adapter, 1.0f);
+    other_scale.set_lora(doubled);
+    EXPECT_THROW(other_scale.restore_sequence(0, path("with-lora.seq")), Error);
+    Context same(*base, params());
+    same.set_lora(set);
+    EXPECT_EQ(same.restore_sequence(0, path("with-lora.seq")), saved);
+}
+
 TEST_F(Lora, HostileAdaptersAreRefused) {
     auto base = model::Model::load(base_path_);
     auto refused = [&](const AdapterSpec& spec, const std::string& why) {

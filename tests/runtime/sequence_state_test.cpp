@@ -178,13 +178,13 @@ TEST_F(SequenceState, ForeignSectionsAreRefusedEvenWithAValidChecksum) {
     ctx.save_sequence(0, prompt_, good.string());
     const std::string bytes = read_bytes(good);
     const int32_t n = static_cast<int32_t>(prompt_.size());
-    // magic, version, model file (u32 name length, name, u64 fingerprint), identity (6 x u32 + u64),
+    // magic, version, model file (u32 name length, name, u64 fingerprint), u64 LoRA identity, identity (6 x u32 + u64),
     // n_tokens, tokens, n_sections, then the first section's tag, version, size and payload (n_layer,
     // k/v cell bytes, n_swa, n_chunk, n_cells, positions, rows).
     uint32_t name_size = 0;
     std::memcpy(&name_size, bytes.data() + 12, 4);
     ASSERT_EQ(bytes.substr(16, name_size), "stories260K.gguf");
-    const size_t sections_at = 8 + 4 + 4 + name_size + 8 + 32 + 4 + 4 * prompt_.size();
+    const size_t sections_at = 8 + 4 + 4 + name_size + 8 + 8 + 32 + 4 + 4 * prompt_.size();
     const size_t tag_at = sections_at + 4;
     ASSERT_EQ(bytes.substr(tag_at, 4), "KVAT");
     auto with_checksum = [](std::string b) {

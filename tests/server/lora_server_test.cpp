@@ -104,13 +104,12 @@ TEST(ServerLora, SlotsDecodeWithTheServersScales) {
     EXPECT_EQ(backend.lora_adapters()[0].path, adapter_path);
     EXPECT_EQ(backend.lora_adapters()[0].scale, 0.5f);
     Scheduler s(backend, {.n_slots = 2, .prompt_cache_bytes = 16u << 20});
-    // Both slots at once: one batch, the server's scales for every row.
+    // Two requests at once (in one batch when both hold a slot): the server's scales for every row.
     auto r1 = s.submit(greedy(12));
     auto r2 = s.submit(greedy(12));
     const Outcome got1 = wait(r1), got2 = wait(r2);
     EXPECT_LT(logprob_gap(got1, expected), 1e-3);
     EXPECT_LT(logprob_gap(got2, expected), 1e-3);
-    EXPECT_NE(got1.done.slot, got2.done.slot);
 
     // Scale 0: the base model, and nothing cached under the old scale is reused.
     s.set_lora_scales({0.0f});

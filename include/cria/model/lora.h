@@ -42,6 +42,8 @@ public:
     static std::unique_ptr<LoraAdapter> from_file(std::shared_ptr<const gguf::File> file, const Model& base);
 
     const std::string& path() const { return path_; }
+    // gguf::content_fingerprint of the adapter's file (what saved states name it by).
+    uint64_t fingerprint() const { return fingerprint_; }
     float alpha() const { return alpha_; }
     const std::vector<Pair>& pairs() const { return pairs_; }
     // The multiplier of B (A x) for a pair of `rank` at the user's scale.
@@ -51,6 +53,7 @@ private:
     std::shared_ptr<const gguf::File> file_;
     std::string path_;
     float alpha_ = 0.0f;
+    uint64_t fingerprint_ = 0;
     std::vector<Pair> pairs_;
 };
 
@@ -69,9 +72,14 @@ public:
     std::span<const Term> terms(const Linear* lin) const;
     // The adapted layers (for checking that a forward pass reached each one).
     size_t n_layers() const { return terms_.size(); }
+    // What the set computes, as a number: the adapters' fingerprints and
+    // scales in the order added (0: no adapter). Saved sequence states carry
+    // it, so cells computed with other adapters are not restored.
+    uint64_t identity() const { return identity_; }
 
 private:
     std::unordered_map<const Linear*, std::vector<Term>> terms_;
+    uint64_t identity_ = 0;
 };
 
 }  // namespace cria::model
