@@ -1,5 +1,7 @@
 #include "model/blocks.h"
 
+#include "cria/model/lora.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -93,8 +95,28 @@ void finish_linear(Step& s, const Linear& lin, const TensorView& y) {
     if (lin.has_scale && lin.bias_before_scale) s.ops.scale(y, lin.scale, y);
 }
 
+void add_lora(Step& s, const Linear& lin, const TensorView& x, const TensorView& y) {
+    if (s.in.adapters == nullptr) return;
+    const std::span<const LoraSet::Term> terms = s.in.adapters->terms(&lin);
+    if (terms.empty()) return;
+    if (s.in.lora_applied) s.in.lora_applied->push_back(&lin);
+    // Scratch of this thread (a forward pass runs on one thread; the ops spread each product).
+    thread_local std::vector<float> low, delta;
+    const int64_t n_out = y.ne[0], n = y.ne[1];
+    for (const LoraSet::Term& t : terms) {
+        low.resize(static_cast<size_t>(t.rank * n));
+        delta.resize(static_cast<size_t>(n_out * n));
+        const TensorView l = view(low, t.rank, n), d = view(delta, n_out, n);
+        s.ops.matmul(t.a, x, l);
+        s.ops.matmul(t.b, l, d);
+        s.ops.scale(d, t.scale, d);
+        s.ops.add(y, d, y);
+    }
+}
+
 void linear(Step& s, const Linear& lin, const TensorView& x, const TensorView& y) {
     s.ops.matmul(lin.w, x, y);
+    add_lora(s, lin, x, y);
     finish_linear(s, lin, y);
 }
 
@@ -149,7 +171,10 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
         split_rows(ws.qkv.data(), total, 0, nq, n, ws.q.data());
         split_rows(ws.qkv.data(), total, nq, nk, n, ws.k.data());
         split_rows(ws.qkv.data(), total, nq + nk, nv, n, ws.v.data());
-        // A joined matrix leaves each part's own scale and bias to apply.
+        // A joined matrix leaves each part's own adapters, scale and bias to apply.
+        add_lora(s, lw.wq, h, q);
+        add_lora(s, lw.wk, h, k);
+        add_lora(s, lw.wv, h, v);
         finish_linear(s, lw.wq, q);
         finish_linear(s, lw.wk, k);
         finish_linear(s, lw.wv, v);
@@ -224,6 +249,8 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
         split_rows(ws.qkv.data(), 2 * n_ff, 0, n_ff, n, ws.gate.data());
         split_rows(ws.qkv.data(), 2 * n_ff, n_ff, n_ff, n, ws.up.data());
         if (lw.gate_up.present()) {
+            add_lora(s, lw.gate, h, gate);
+            add_lora(s, lw.up, h, up);
             finish_linear(s, lw.gate, gate);
             finish_linear(s, lw.up, up);
         }

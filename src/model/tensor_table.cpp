@@ -27,6 +27,7 @@ void TensorTable::lookup_matrix(std::string name, uint64_t cols, uint64_t rows, 
 void TensorTable::linear(const std::string& base, uint64_t cols, uint64_t rows, Linear* dst, Need need,
                          ScaleUse scale, bool use_bias) {
     matrix(base + ".weight", cols, rows, &dst->w, need);
+    entries_.back().linear = dst;  // the layer the matrix belongs to (LoRA targets)
     if (use_bias)
         entries_.push_back({base + ".bias", {rows}, Need::Optional, Kind::Bias, &dst->bias, nullptr, nullptr});
     else

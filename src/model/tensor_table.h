@@ -46,7 +46,7 @@ public:
         Kind kind = Kind::Vector;
         std::vector<float>* vector = nullptr;  // Vector, Bias
         ops::TensorView* view = nullptr;       // Matrix, LookupMatrix
-        Linear* linear = nullptr;              // Scale
+        Linear* linear = nullptr;              // Scale; Matrix: its layer when declared by linear()
         ops::TensorView* second_view = nullptr;  // ExpertGateUp: the up half (view: the gate half)
     };
     // Matrices that multiply the same input: packed as one matrix when the

@@ -228,6 +228,25 @@ void Context::gather_ubatch(const Batch& batch, const memory::Split& split, int6
     }
 }
 
+void Context::set_lora(model::LoraSet adapters) {
+    lora_ = std::move(adapters);
+    lora_reached_.clear();
+    lora_checked_ = lora_.empty();
+}
+
+void Context::check_lora_reached() {
+    std::sort(lora_reached_.begin(), lora_reached_.end());
+    lora_reached_.erase(std::unique(lora_reached_.begin(), lora_reached_.end()), lora_reached_.end());
+    if (lora_reached_.size() == lora_.n_layers()) {
+        lora_checked_ = true;
+        lora_reached_.clear();
+        return;
+    }
+    throw Error("a LoRA adapter adapts " + std::to_string(lora_.n_layers() - lora_reached_.size()) +
+                " layer(s) that the " + model_.hparams().arch_name +
+                " forward pass does not apply adapters to (not supported for this architecture)");
+}
+
 int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_t u) {
     const model::HParams& hp = model_.hparams();
     const int64_t first = split.bounds[u], n = split.bounds[u + 1] - first;
@@ -272,6 +291,8 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     in.long_rope = model_.long_rope_for_context(params_.n_ctx);
     in.capture_layers = params_.capture_layers.data();
     in.n_capture = params_.capture_layers.size();
+    in.adapters = lora_.empty() ? nullptr : &lora_;
+    in.lora_applied = lora_checked_ ? nullptr : &lora_reached_;
     const size_t n_feat = feature_floats();
     const bool any_out = first_out >= 0;
     if (stage_ != nullptr) {
@@ -285,6 +306,7 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
         float* hidden = in.want_hidden && any_out ? embd_.data() + out0 * hp.n_embd : nullptr;
         in.features = n_feat > 0 && any_out ? features_.data() + out0 * n_feat : nullptr;
         model_.forward(ops_, ws_, in, *this, logits, hidden);
+        if (!lora_checked_ && any_out && in.want_logits) check_lora_reached();
         return 0;
     }
     ub_logits_.resize(in.want_logits ? out_rows_.size() * hp.n_vocab : 0);
@@ -293,6 +315,7 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     in.features = n_feat > 0 && any_out ? ub_features_.data() : nullptr;
     model_.forward(ops_, ws_, in, *this, in.want_logits && any_out ? ub_logits_.data() : nullptr,
                    in.want_hidden && any_out ? ub_hidden_.data() : nullptr);
+    if (!lora_checked_ && any_out && in.want_logits) check_lora_reached();
     for (size_t r = 0; r < out_rows_.size(); ++r) {
         const auto row = static_cast<size_t>(output_index_[split.entry(first + out_rows_[r])]);
         if (in.want_logits)

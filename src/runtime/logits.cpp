@@ -21,6 +21,7 @@ std::vector<std::vector<float>> sequence_logits(const model::Model& model, std::
     // The prefill is one decode call and one micro-batch, as in the reference run.
     cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(std::max<size_t>(prefill, 1));
     Context ctx(model, cp);
+    if (params.lora) ctx.set_lora(*params.lora);
     if (n > ctx.n_ctx())
         throw Error("logits: " + std::to_string(n) + " tokens do not fit the context of " +
                     std::to_string(ctx.n_ctx()));

@@ -44,6 +44,7 @@ PerplexityResult perplexity(const model::Model& model, const vocab::Vocab& vocab
     cp.type_v = p.type_v;
     Context ctx(model, cp);
     if (p.on_tokens) p.on_tokens(static_cast<int32_t>(n_ctx), n_chunk, tokens);
+    if (p.lora) ctx.set_lora(*p.lora);
 
     PerplexityResult r;
     r.n_seq = n_seq;

@@ -1,7 +1,10 @@
 // Context::save_sequence / restore_sequence: one sequence's state in a file.
 //
 // Layout (little-endian, as the host writes it):
-//   "CRIASEQ" '\0'  u32 version (3)
+//   "CRIASEQ" '\0'  u32 version (5)
+//   model file: u32 name length, name (the file's name, for messages),
+//     u64 content fingerprint (gguf/fingerprint.h: the weights it was saved with),
+//     u64 LoRA identity (model::LoraSet::identity: the adapters and scales; 0: none)
 //   model: u32 n_layer, n_embd_k, n_embd_v, type_k, type_v, n_vocab; u64 hparams hash
 //   u32 n_tokens, i32 tokens[n_tokens]
 //   u32 n_media, per media (SavedMedia): u32 first, u32 n_tokens, i32 pos,
@@ -11,7 +14,12 @@
 //     for a KV cache the positions and K/V rows of its cells)
 //   u64 FNV-1a checksum of every byte before it
 // Version 1 had a fixed list of one or two KV caches instead of sections;
-// version 2 had no media list (it is read as an empty one).
+// Version 2 had no model file name, fingerprint or LoRA identity (a model
+// with the same hyperparameters but other weights was accepted) and no media
+// list; version 3 (images) no model file name, fingerprint or LoRA identity;
+// version 4 (fingerprint and LoRA) no media list. All are still read: what a
+// version lacks is read as empty (no media, no adapters), and a file without a
+// fingerprint is checked by the hyperparameters only, as before.
 // The reader checks the header before it reads further, bounds every count by
 // what this context can hold (so a hostile file cannot make it allocate
 // much), lets every memory check its own section, and changes the memory
@@ -30,6 +38,7 @@
 #include <string>
 
 #include "cria/core/error.h"
+#include "cria/gguf/fingerprint.h"
 #include "cria/runtime/context.h"
 
 namespace cria::runtime {
@@ -64,8 +73,12 @@ void write_file_atomically(const std::string& path, const std::vector<uint8_t>& 
 }
 
 constexpr char kMagic[8] = {'C', 'R', 'I', 'A', 'S', 'E', 'Q', '\0'};
-constexpr uint32_t kVersion = 3;
-constexpr uint32_t kFirstVersionWithMedia = 3;
+constexpr uint32_t kVersion = 5;
+constexpr uint32_t kMaxModelNameBytes = 4096;
+// Version 3 added the media list, version 4 (on another line) the model file
+// name, fingerprint and LoRA identity; version 5 has both.
+bool version_has_media(uint32_t v) { return v == 3 || v >= 5; }
+bool version_has_fingerprint(uint32_t v) { return v >= 4; }
 
 struct Fnv1a {
     uint64_t h = 1469598103934665603ull;
@@ -102,6 +115,13 @@ uint64_t hparams_hash(const model::HParams& hp) {
     return f.h;
 }
 
+// A name read from a file, safe to put in a message.
+std::string printable(const std::string& s) {
+    std::string out;
+    for (char c : s) out += (c >= 0x20 && c <= 0x7e) ? c : '?';
+    return out;
+}
+
 struct Identity {
     uint32_t n_layer, n_embd_k, n_embd_v, type_k, type_v, n_vocab;
     uint64_t hash;
@@ -119,19 +139,30 @@ void check_media(std::span<const SavedMedia> media, size_t n_tokens, const char*
     }
 }
 
-size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path,
-                              std::span<const SavedMedia> media) {
+std::vector<uint8_t> Context::sequence_state(SeqId seq, std::span<const TokenId> tokens,
+                                             std::span<const SavedMedia> media, size_t* n_positions) {
+    // A pipeline's other stages hold the other layers, which these bytes would not.
+    if (stage_ != nullptr) throw Error("sequence_state: a model split over pipeline stages keeps its state in files only");
+    return encode_sequence_state(seq, tokens, media, n_positions);
+}
+
+std::vector<uint8_t> Context::encode_sequence_state(SeqId seq, std::span<const TokenId> tokens,
+                                                    std::span<const SavedMedia> media, size_t* n_positions) {
     check_media(media, tokens.size(), "save_sequence");
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("save_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
-    // A pipeline's other stages hold the other layers: each writes its own file beside this one.
-    if (stage_ != nullptr && stage_->is_root()) stage_->save_sequence(seq, path);
     apply_pending_shifts();  // saved keys are rotated for the positions saved with them
     const model::HParams& hp = model_.hparams();
     memory::ByteWriter w;
     w.bytes(kMagic, sizeof kMagic);
     w.value(kVersion);
+    std::string model_name = gguf::file_base_name(model_.file());
+    if (model_name.size() > kMaxModelNameBytes) model_name.resize(kMaxModelNameBytes);
+    w.value(static_cast<uint32_t>(model_name.size()));
+    w.bytes(model_name.data(), model_name.size());
+    w.value(model_fingerprint());
+    w.value(lora_.identity());
     for (uint32_t v : {hp.n_layer, hp.n_embd_k(), hp.n_embd_v(), static_cast<uint32_t>(params_.type_k),
                        static_cast<uint32_t>(params_.type_v), hp.n_vocab})
         w.value(v);
@@ -149,12 +180,24 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     std::vector<memory::Section> sections;
     memory_->save_seq(seq, sections);
     memory::write_sections(w, sections);
-    const size_t n_saved = sections.empty() ? 0 : sections.front().n_positions;
+    if (n_positions) *n_positions = sections.empty() ? 0 : sections.front().n_positions;
     Fnv1a sum;
     sum.add(w.buffer().data(), w.buffer().size());
     w.value(sum.h);
+    return std::move(w.buffer());
+}
 
-    write_file_atomically(path, w.buffer());
+size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path,
+                              std::span<const SavedMedia> media) {
+    check_media(media, tokens.size(), "save_sequence");
+    if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
+        throw Error("save_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
+                    std::to_string(params_.n_seq_max - 1));
+    // A pipeline's other stages hold the other layers: each writes its own file beside this one.
+    if (stage_ != nullptr && stage_->is_root()) stage_->save_sequence(seq, path);
+    size_t n_saved = 0;
+    const std::vector<uint8_t> bytes = encode_sequence_state(seq, tokens, media, &n_saved);
+    write_file_atomically(path, bytes);
     return n_saved;
 }
 
@@ -177,36 +220,85 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
     }
 }
 
+uint64_t Context::model_fingerprint() {
+    if (!fingerprint_known_) {
+        model_fingerprint_ = gguf::content_fingerprint(model_.file());
+        fingerprint_known_ = true;
+    }
+    return model_fingerprint_;
+}
+
+uint64_t Context::max_sequence_state_bytes() const {
+    const auto n_sections = static_cast<uint32_t>(memory_->n_sections());
+    return sizeof kMagic + 4 + 4 + kMaxModelNameBytes + 8 + 8 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 +
+           uint64_t{params_.n_ctx} * 24 + 4 + 16 * n_sections + memory_->max_saved_bytes() + 8;
+}
+
 std::vector<TokenId> Context::restore_own_sequence(SeqId seq, const std::string& path, uint32_t max_positions,
                                                    std::vector<SavedMedia>* media_out) {
+    if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
+        throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
+                    std::to_string(params_.n_seq_max - 1));
+    // The most a file for this context can hold: a bigger one is refused unread.
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) throw Error("cannot read the sequence file: " + ec.message());
+    if (size > max_sequence_state_bytes()) throw Error("the sequence file is larger than this context's cache could hold");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("cannot open the sequence file");
+    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw Error("reading the sequence file failed");
+    return decode_sequence_state(seq, {reinterpret_cast<const uint8_t*>(data.data()), data.size()}, max_positions,
+                                 media_out);
+}
+
+std::vector<TokenId> Context::load_sequence_state(SeqId seq, std::span<const uint8_t> data, uint32_t max_positions,
+                                                  std::vector<SavedMedia>* media_out) {
+    if (stage_ != nullptr)
+        throw Error("load_sequence_state: a model split over pipeline stages keeps its state in files only");
+    return decode_sequence_state(seq, data, max_positions, media_out);
+}
+
+std::vector<TokenId> Context::decode_sequence_state(SeqId seq, std::span<const uint8_t> data, uint32_t max_positions,
+                                                    std::vector<SavedMedia>* media_out) {
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
     const model::HParams& hp = model_.hparams();
     const auto n_sections = static_cast<uint32_t>(memory_->n_sections());
     const uint64_t max_payload = memory_->max_saved_bytes();
+    if (data.size() > max_sequence_state_bytes())
+        throw Error("the sequence file is larger than this context's cache could hold");
 
-    // The most a file for this context can hold: a bigger one is refused unread.
-    const uint64_t max_size =
-        sizeof kMagic + 4 + 6 * 4 + 8 + 4 + uint64_t{params_.n_ctx} * 4 + 4 + uint64_t{params_.n_ctx} * 24 + 4 +
-        16 * n_sections + max_payload + 8;
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(path, ec);
-    if (ec) throw Error("cannot read the sequence file: " + ec.message());
-    if (size > max_size) throw Error("the sequence file is larger than this context's cache could hold");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cannot open the sequence file");
-    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw Error("reading the sequence file failed");
-
-    memory::ByteReader r(reinterpret_cast<const uint8_t*>(data.data()), data.size(), "the sequence file");
+    memory::ByteReader r(data.data(), data.size(), "the sequence file");
     char magic[8];
     r.bytes(magic, sizeof magic);
     if (std::memcmp(magic, kMagic, sizeof magic) != 0) throw Error("not a cria sequence file");
     const auto version = r.value<uint32_t>();
-    if (version != kVersion && version != kFirstVersionWithMedia - 1)
-        throw Error("the sequence file has version " + std::to_string(version) + "; this build reads version " +
+    if (version < 2 || version > kVersion)
+        throw Error("the sequence file has version " + std::to_string(version) + "; this build reads versions 2 to " +
                     std::to_string(kVersion));
+    if (!version_has_fingerprint(version)) {
+        // Saved before adapters existed: only a context without them may load it.
+        if (lora_.identity() != 0)
+            throw Error("the sequence file was saved with other LoRA adapters or scales than this context applies");
+    } else {
+    const auto name_size = r.value<uint32_t>();
+    if (name_size > kMaxModelNameBytes) throw Error("the sequence file's model name is too long (corrupt file)");
+    std::string saved_name(name_size, '\0');
+    r.bytes(saved_name.data(), saved_name.size());
+    const auto saved_fingerprint = r.value<uint64_t>();
+    const uint64_t fingerprint = model_fingerprint();
+    if (saved_fingerprint != fingerprint) {
+        char ids[64];
+        std::snprintf(ids, sizeof ids, "%016llx; this model: %016llx", static_cast<unsigned long long>(saved_fingerprint),
+                      static_cast<unsigned long long>(fingerprint));
+        throw Error("the sequence file was saved with another model (" + printable(saved_name) + ", fingerprint " +
+                    ids + ", " + gguf::file_base_name(model_.file()) + ")");
+    }
+    if (r.value<uint64_t>() != lora_.identity())
+        throw Error("the sequence file was saved with other LoRA adapters or scales than this context applies");
+    }
     Identity id{};
     id.n_layer = r.value<uint32_t>();
     id.n_embd_k = r.value<uint32_t>();
@@ -233,7 +325,7 @@ std::vector<TokenId> Context::restore_own_sequence(SeqId seq, const std::string&
     std::vector<TokenId> tokens(n_tokens);
     r.bytes(tokens.data(), tokens.size() * sizeof(TokenId));
     std::vector<SavedMedia> media;
-    if (version >= kFirstVersionWithMedia) {
+    if (version_has_media(version)) {
         const auto n_media = r.value<uint32_t>();
         if (n_media > n_tokens) throw Error("the sequence file lists more media than tokens");
         media.resize(n_media);

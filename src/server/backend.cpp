@@ -28,6 +28,18 @@ std::vector<TokenId> Backend::restore_sequence(int32_t, const std::string&) {
     throw Error("slot files need a backend with a KV cache (this one keeps no state to restore)");
 }
 
+std::vector<uint8_t> Backend::sequence_state(int32_t, std::span<const TokenId>) {
+    throw Error("the prompt cache needs a backend with a KV cache (this one keeps no state to save)");
+}
+
+std::vector<TokenId> Backend::load_sequence_state(int32_t, std::span<const uint8_t>) {
+    throw Error("the prompt cache needs a backend with a KV cache (this one keeps no state to restore)");
+}
+
+void Backend::set_lora_scales(const std::vector<float>& scales) {
+    if (!scales.empty()) throw Error("this backend has no LoRA adapters");
+}
+
 std::vector<std::unique_ptr<spec::Drafter>> Backend::make_drafters(const spec::SpecParams&) {
     throw Error("speculative decoding needs a backend with a KV cache");
 }

@@ -41,6 +41,12 @@ std::string metrics_text(const SchedulerStats& s, uint64_t http_requests) {
     metric(out, "requests_processing", "gauge", "Slots busy.", s.slots_busy);
     metric(out, "requests_deferred", "gauge", "Requests waiting in the queue.", s.queue_size);
     metric(out, "slots_total", "gauge", "Slots.", s.slots_total);
+    metric(out, "prompt_cache_entries", "gauge", "Prompt cache (--cache-ram): prompts kept.", static_cast<double>(s.prompt_cache_entries));
+    metric(out, "prompt_cache_bytes", "gauge", "Prompt cache: bytes of state kept.", static_cast<double>(s.prompt_cache_bytes));
+    metric(out, "prompt_cache_hits_total", "counter", "Prompt cache: requests that loaded a kept prompt.",
+           static_cast<double>(s.prompt_cache_hits));
+    metric(out, "prompt_cache_tokens_total", "counter", "Prompt cache: prompt tokens loaded instead of evaluated.",
+           static_cast<double>(s.prompt_cache_tokens));
     return out.str();
 }
 

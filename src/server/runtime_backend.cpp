@@ -7,6 +7,7 @@
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
 #include "cria/media/eval_prompt.h"
+#include "cria/model/lora.h"
 #include "cria/model/model.h"
 #include "cria/runtime/pipeline.h"
 #include "cria/runtime/context.h"
@@ -32,6 +33,27 @@ RuntimeBackend::RuntimeBackend(const std::string& model_path, const RuntimeBacke
     cp.type_k = params_.type_k;
     cp.type_v = params_.type_v;
     ctx_ = std::make_unique<runtime::Context>(*model_, cp);
+    std::vector<float> scales;
+    for (const auto& [path, scale] : params_.lora) {
+        adapters_.push_back(model::LoraAdapter::load(path, *model_));
+        scales.push_back(scale);
+    }
+    set_lora_scales(scales);
+}
+
+std::vector<Backend::LoraAdapterInfo> RuntimeBackend::lora_adapters() const {
+    std::vector<LoraAdapterInfo> out;
+    for (size_t i = 0; i < adapters_.size(); ++i) out.push_back({adapters_[i]->path(), lora_scales_[i]});
+    return out;
+}
+
+void RuntimeBackend::set_lora_scales(const std::vector<float>& scales) {
+    if (scales.size() != adapters_.size())
+        throw Error("expected " + std::to_string(adapters_.size()) + " LoRA scales, got " + std::to_string(scales.size()));
+    model::LoraSet set;
+    for (size_t i = 0; i < adapters_.size(); ++i) set.add(*adapters_[i], scales[i]);
+    ctx_->set_lora(std::move(set));
+    lora_scales_ = scales;
 }
 
 RuntimeBackend::~RuntimeBackend() = default;
@@ -139,17 +161,38 @@ size_t RuntimeBackend::save_sequence_with_media(int32_t seq, std::span<const Tok
     return n;
 }
 
-std::vector<TokenId> RuntimeBackend::restore_sequence_with_media(int32_t seq, const std::string& path,
-                                                                 std::vector<runtime::SavedMedia>& media) {
-    auto tokens = ctx_->restore_sequence(seq, path, static_cast<uint32_t>(n_ctx_per_seq_ - 1), &media);
-    // A slot's tokens sit at positions 0..n-1. Only a hand-made file with a
-    // valid checksum can break that, and then the slot is emptied.
-    const auto n = static_cast<int32_t>(tokens.size());
-    if (ctx_->memory_seq_pos_min(seq) != (n > 0 ? 0 : -1) || ctx_->memory_seq_pos_max(seq) != n - 1) {
-        const bool cleared = ctx_->memory_seq_rm(seq, -1, -1);  // a whole sequence: no memory refuses that
+namespace {
+
+// A slot's tokens sit at positions 0..n-1. Only a hand-made file with a
+// valid checksum can break that, and then the slot is emptied.
+void check_restored_positions(runtime::Context& ctx, int32_t seq, size_t n_tokens) {
+    const auto n = static_cast<int32_t>(n_tokens);
+    if (ctx.memory_seq_pos_min(seq) != (n > 0 ? 0 : -1) || ctx.memory_seq_pos_max(seq) != n - 1) {
+        const bool cleared = ctx.memory_seq_rm(seq, -1, -1);  // a whole sequence: no memory refuses that
         throw Error("the slot file's cells are not its tokens' positions 0.." + std::to_string(n - 1) +
                     (cleared ? "" : " (and the slot could not be emptied)"));
     }
+}
+
+}  // namespace
+
+std::vector<TokenId> RuntimeBackend::restore_sequence_with_media(int32_t seq, const std::string& path,
+                                                                 std::vector<runtime::SavedMedia>& media) {
+    auto tokens = ctx_->restore_sequence(seq, path, static_cast<uint32_t>(n_ctx_per_seq_ - 1), &media);
+    check_restored_positions(*ctx_, seq, tokens.size());
+    return tokens;
+}
+
+std::vector<uint8_t> RuntimeBackend::sequence_state(int32_t seq, std::span<const TokenId> tokens) {
+    size_t n = 0;
+    auto state = ctx_->sequence_state(seq, tokens, {}, &n);
+    if (n != tokens.size()) throw Error("the slot's cache does not hold its tokens");
+    return state;
+}
+
+std::vector<TokenId> RuntimeBackend::load_sequence_state(int32_t seq, std::span<const uint8_t> state) {
+    auto tokens = ctx_->load_sequence_state(seq, state, static_cast<uint32_t>(n_ctx_per_seq_ - 1));
+    check_restored_positions(*ctx_, seq, tokens.size());
     return tokens;
 }
 

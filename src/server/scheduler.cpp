@@ -47,7 +47,8 @@ size_t reusable_prefix(const std::vector<TokenId>& cache, const std::vector<Prom
 
 TokenId image_placeholder(uint64_t hash) { return -2 - static_cast<TokenId>(hash & 0x3fffffff); }
 
-Scheduler::Scheduler(Backend& backend, SchedulerOptions options) : backend_(backend), options_(options) {
+Scheduler::Scheduler(Backend& backend, SchedulerOptions options)
+    : backend_(backend), options_(options), prompt_cache_(options.prompt_cache_bytes) {
     if (options_.n_slots <= 0) throw Error("the number of slots must be positive");
     if (options_.n_batch <= 0) options_.n_batch = 256;
     options_.n_batch = std::min(options_.n_batch, backend_.max_batch());
@@ -306,6 +307,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
     // Keep the longest common prefix, but always evaluate at least the last
     // prompt token: its logits are needed for the first sample.
     size_t keep = reusable_prefix(slot.cache, slot.cache_images, slot.request);
+    if (prompt_cache_.enabled()) keep = use_prompt_cache(slot, keep);
     if (keep == slot.request.prompt.size()) --keep;  // text: the prompt never ends with an image
     // Another slot holding more of the prompt lends its cells (n > 1 choices
     // of one prompt, started once the first has evaluated it); images count

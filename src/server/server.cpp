@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 
 #include "api.h"
@@ -341,6 +342,7 @@ struct Server::Impl {
     void handle_chat(const httplib::Request& req, httplib::Response& res, Dialect dialect) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
+            check_request_lora(body);
             ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body, config.default_sampling)
                                                          : parse_openai_chat(body, config.default_sampling);
             encode_images(job);
@@ -433,7 +435,9 @@ struct Server::Impl {
 
     void handle_completions(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            CompletionJob job = parse_openai_completion(parse_body(req.body), backend->vocab(), config.default_sampling);
+            const json request_body = parse_body(req.body);
+            check_request_lora(request_body);
+            CompletionJob job = parse_openai_completion(request_body, backend->vocab(), config.default_sampling);
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
             if (job.n_choices > 1) {
@@ -613,6 +617,30 @@ struct Server::Impl {
     void api_routes();
     void tool_routes();
     void slot_routes();
+    void lora_routes();
+
+    // llama-server's per-request "lora": [{"id", "scale"}]. A batch row
+    // carries no adapter settings of its own here: every request uses the
+    // server's scales (POST /lora-adapters), so a request may name them
+    // only as they are; other scales are a 400, never silently ignored.
+    void check_request_lora(const json& body) const {
+        if (!body.is_object() || !body.contains("lora")) return;
+        const json& list = body["lora"];
+        if (!list.is_array()) throw bad_request("'lora' must be an array of {\"id\", \"scale\"}", "lora");
+        const auto adapters = backend->lora_adapters();
+        for (const json& e : list) {
+            if (!e.is_object() || !e.contains("id") || !e["id"].is_number_integer() || !e.contains("scale") ||
+                !e["scale"].is_number())
+                throw bad_request("'lora' entries must be {\"id\": integer, \"scale\": number}", "lora");
+            const auto id = e["id"].get<int64_t>();
+            if (id < 0 || id >= static_cast<int64_t>(adapters.size()))
+                throw bad_request("'lora': no adapter with id " + std::to_string(id), "lora");
+            if (e["scale"].get<double>() != static_cast<double>(adapters[static_cast<size_t>(id)].scale))
+                throw bad_request("per-request LoRA scales are not supported: every request uses the server's scales "
+                                  "(GET /lora-adapters; change them with POST /lora-adapters)",
+                                  "lora");
+        }
+    }
 };
 
 void Server::Impl::routes() {
@@ -620,6 +648,7 @@ void Server::Impl::routes() {
     api_routes();
     tool_routes();
     slot_routes();
+    lora_routes();
 }
 
 // The request checks before routing (request_guard.h), and the API's error shape for HTTP errors and escaped exceptions.
@@ -792,6 +821,48 @@ void Server::Impl::slot_routes() {
         http->Get("/", page);
         http->Get("/index.html", page);
     }
+}
+
+// LoRA adapters (llama-server's routes): the list with the scales in force,
+// and new scales for every request to come (refused while a slot is busy).
+void Server::Impl::lora_routes() {
+    auto list = [this] {
+        json out = json::array();
+        const auto adapters = backend->lora_adapters();
+        for (size_t i = 0; i < adapters.size(); ++i)
+            out.push_back({{"id", i}, {"path", adapters[i].path}, {"scale", adapters[i].scale}});
+        return out;
+    };
+    http->Get("/lora-adapters", [this, list](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] { send_json(res, 200, list()); });
+    });
+    http->Post("/lora-adapters", [this, list](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            // llama-server's body is an array, which parse_body (objects only) refuses.
+            const json body = json::parse(req.body, nullptr, false);
+            if (body.is_discarded() || !body.is_array()) throw bad_request("the body must be an array of {\"id\", \"scale\"}");
+            const auto adapters = backend->lora_adapters();
+            std::vector<float> scales;
+            for (const auto& a : adapters) scales.push_back(a.scale);  // adapters not listed keep their scale
+            for (const json& e : body) {
+                if (!e.is_object() || !e.contains("id") || !e["id"].is_number_integer() || !e.contains("scale") ||
+                    !e["scale"].is_number())
+                    throw bad_request("entries must be {\"id\": integer, \"scale\": number}");
+                const auto id = e["id"].get<int64_t>();
+                if (id < 0 || id >= static_cast<int64_t>(adapters.size()))
+                    throw bad_request("no adapter with id " + std::to_string(id), "id");
+                const double scale = e["scale"].get<double>();
+                if (!std::isfinite(scale) || std::fabs(scale) > 1e6) throw bad_request("the scale must be a finite number", "scale");
+                scales[static_cast<size_t>(id)] = static_cast<float>(scale);
+            }
+            try {
+                scheduler->set_lora_scales(scales);
+            } catch (const Error& e) {
+                throw ApiError(409, "invalid_request_error", e.what());
+            }
+            send_json(res, 200, list());
+        });
+    });
 }
 
 Server::Server(std::unique_ptr<Backend> backend, ServerConfig config) : impl_(std::make_unique<Impl>()) {

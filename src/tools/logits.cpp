@@ -2,6 +2,7 @@
 // for comparing with another engine (llama.cpp's architecture fixtures).
 //
 //   cria logits -m MODEL --tokens 5,17,3,... [--prefill N] [-t T] [-c N] [-ctk T] [-ctv T]
+//               [--lora FILE] [--lora-scaled FILE SCALE] (LoRA adapters, repeatable)
 //
 // stdout: {"n_vocab": V, "tokens": [...], "logits": [[V floats] per token]}.
 // The first N tokens (default: all) are decoded in one call with logits for
@@ -21,6 +22,7 @@
 #include "cria/runtime/logits.h"
 #include "cria/runtime/options.h"
 #include "tools/command.h"
+#include "tools/lora_flags.h"
 
 namespace {
 
@@ -33,6 +35,7 @@ struct LogitsOptions {
     std::string cache_type_v = "f32";
     std::string load_mode = "auto";
     bool no_repack = false;
+    cria::tools::LoraFlags lora;
 };
 
 // "5,17,3" (spaces allowed around the commas) -> ids.
@@ -90,6 +93,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--load-mode", opt->load_mode, "auto, none, mmap, mlock, mmap+mlock or dio");
     cmd.add_flag("--no-repack", opt->no_repack,
                  "Multiply the weights as the file stores them (no packed copies for the SIMD kernels)");
+    cria::tools::add_lora_flags(cmd, &opt->lora);
     cmd.allow_extras();  // -c, -ctk, -ctv: see runtime::take_dash_options
     return [opt, &cmd]() -> int {
         using namespace cria;
@@ -104,6 +108,9 @@ std::function<int()> setup(CLI::App& cmd) {
         lp.type_v = runtime::parse_cache_type(opt->cache_type_v);
         const auto tokens = parse_token_list(opt->tokens);
         auto model = runtime::load_model(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode), !opt->no_repack);
+        std::vector<std::unique_ptr<model::LoraAdapter>> adapters;
+        const model::LoraSet lora = tools::load_lora_flags(opt->lora, *model, adapters);
+        lp.lora = &lora;
         const auto rows = runtime::sequence_logits(*model, tokens, lp);
         print_json(tokens, rows, model->hparams().n_vocab);
         return 0;

@@ -28,10 +28,12 @@
 #include "cria/runtime/perplexity.h"
 #include "cria/vocab/vocab.h"
 #include "tools/command.h"
+#include "tools/lora_flags.h"
 
 namespace {
 
 struct PerplexityOptions {
+    cria::tools::LoraFlags lora;  // --lora, --lora-scaled
     std::string model;
     std::string file;
     uint32_t n_ctx = 512;
@@ -150,6 +152,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--load-mode", opt->load_mode, "auto, none, mmap, mlock, mmap+mlock or dio");
     cmd.add_flag("--no-repack", opt->no_repack,
                  "Multiply the weights as the file stores them (no packed copies for the SIMD kernels)");
+    cria::tools::add_lora_flags(cmd, &opt->lora);
     cmd.allow_extras();  // -c, -ctk, -ctv: see runtime::take_dash_options
     return [opt, &cmd]() -> int {
         using namespace cria;
@@ -186,6 +189,9 @@ std::function<int()> setup(CLI::App& cmd) {
         pp.n_ctx = opt->n_ctx;
         pp.n_batch = opt->n_batch;
         pp.n_chunks = opt->chunks;
+        std::vector<std::unique_ptr<model::LoraAdapter>> adapters;
+        const model::LoraSet lora = tools::load_lora_flags(opt->lora, *model, adapters);
+        pp.lora = &lora;
         pp.n_threads = opt->threads > 0 ? opt->threads : static_cast<int>(std::thread::hardware_concurrency());
         pp.type_k = runtime::parse_cache_type(opt->cache_type_k);
         pp.type_v = runtime::parse_cache_type(opt->cache_type_v);

@@ -54,12 +54,14 @@
 #include "cria/vocab/vocab.h"
 #include "tools/command.h"
 #include "tools/sampling_flags.h"
+#include "tools/lora_flags.h"
 #include "tools/spec_flags.h"
 
 namespace {
 
 struct RunOptions {
     std::string model;
+    cria::tools::LoraFlags lora;  // --lora, --lora-scaled (cria run -p)
     std::string prompt;
     std::string prompt_file;                  // -f: the prompt from a file
     std::string system_prompt;                // -sys: the chat's system message
@@ -196,6 +198,9 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
     const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
     for (const auto& w : vocab.warnings()) std::fprintf(stderr, "cria run: warning: %s\n", w.c_str());
     runtime::Context ctx(*model, cp);
+    std::vector<std::unique_ptr<model::LoraAdapter>> adapters;
+    ctx.set_lora(tools::load_lora_flags(opt.lora, *model, adapters));
+    for (const auto& a : adapters) std::fprintf(stderr, "cria run: LoRA adapter %s\n", a->path().c_str());
     std::fprintf(stderr, "cria run: %s, %u layers, n_ctx = %u, %d threads, KV cache %s/%s (%.1f MiB), loaded with %s\n",
                  model->description().c_str(), model->hparams().n_layer, ctx.n_ctx(), ctx.n_threads(),
                  opt.cache_type_k.c_str(), opt.cache_type_v.c_str(), ctx.memory_bytes() / 1048576.0,
@@ -307,6 +312,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--media-marker", opt->media_marker, "The text in the prompt that an image replaces");
     cmd.add_option("--image-min-tokens", opt->image_min_tokens, "Dynamic-size projectors: fewest image tokens (0: default)");
     cmd.add_option("--image-max-tokens", opt->image_max_tokens, "Dynamic-size projectors: most image tokens (0: default)");
+    cria::tools::add_lora_flags(cmd, &opt->lora);
     return [opt, prompt, file, &cmd]() -> int {
         using namespace cria;
         std::string n_ctx, n_ubatch, draft_model, seed, system_prompt;
@@ -361,6 +367,8 @@ std::function<int()> setup(CLI::App& cmd) {
         if (!completion) {
             // No prompt: chat in the terminal with the model's template, on
             // the server's scheduler (one slot, its speculative step).
+            if (!opt->lora.files.empty() || !opt->lora.scaled_files.empty())
+                throw Error("--lora / --lora-scaled are not supported in the terminal chat yet (use -p)");
             return run_chat(*opt, mode);
         }
         return run_completion(*opt, mode);

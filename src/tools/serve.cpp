@@ -3,7 +3,7 @@
 //   cria serve -m MODEL [-c N] [-np N] [-t N] [--host H] [--port P] [--api-key K]
 //              [--chat-template JINJA | --chat-template-file FILE] [--slot-save-path DIR] [--metrics]
 //              [-a ALIAS] [-b N] [-ub N] [-ctk T] [-ctv T] [--load-mode M] [--no-repack] [-n N] [--max-tokens N]
-//              [--max-queue N] [--max-body BYTES] [--max-connections N] [--header-timeout S] [--timeout S] [--no-webui]
+//              [--max-queue N] [--cache-ram MIB] [--max-body BYTES] [--max-connections N] [--header-timeout S] [--timeout S] [--no-webui]
 //              [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ... (speculative decoding in every slot)
 //              [--temp T] [--top-k K] [--repeat-last-n N] [--dry-*] [--xtc-*] [--mirostat*] [-l ID(+/-)BIAS] ...
 //              (llama-server's sampling flags: the defaults of every request, which may set its own)
@@ -26,6 +26,7 @@
 #include "cria/spec/options.h"
 #include "tools/command.h"
 #include "tools/sampling_flags.h"
+#include "tools/lora_flags.h"
 #include "tools/spec_flags.h"
 
 namespace {
@@ -70,6 +71,7 @@ struct ServeOptions {
     int32_t n_predict = -1;
     int timeout = 600;
     int32_t max_queue = 64;
+    std::string cache_ram = "8192";  // MiB, llama-server's default
     int32_t max_tokens_cap = -1;
     size_t max_body = 8u << 20;
     int max_connections = 256;
@@ -78,6 +80,7 @@ struct ServeOptions {
     cria::sampling::SamplingFlagState sampling;
     bool jinja = false;
     int32_t keep = 0;
+    cria::tools::LoraFlags lora;  // --lora, --lora-scaled
 };
 
 std::function<int()> setup(CLI::App& cmd) {
@@ -117,6 +120,9 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--timeout", opt->timeout, "Seconds a request may take, queue included");
     cmd.add_option("--max-tokens", opt->max_tokens_cap, "Server-wide cap on tokens per reply, whatever a request asks (-1: the slot's context)");
     cmd.add_option("--max-queue", opt->max_queue, "Requests that may wait for a slot; more get 503");
+    cmd.add_option("--cache-ram", opt->cache_ram,
+                   "Prompt cache: MiB of RAM for the state of prompts that slots let go, reused by any slot whose "
+                   "prompt shares their prefix (default 8192, -1: no limit, 0: off); also -cram N");
     cmd.add_option("--max-body", opt->max_body, "Largest request body in bytes");
     cmd.add_option("--max-connections", opt->max_connections,
                    "Connections open at once (one thread each); more are answered 503 and closed");
@@ -129,6 +135,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--keep", opt->keep,
                    "Default n_keep of requests (default: 0, -1 = all): tokens a context shift keeps; cria, like "
                    "llama-server without --context-shift, never shifts, so it has no effect");
+    cria::tools::add_lora_flags(cmd, &opt->lora);
     cmd.allow_extras();  // -m, -md, -c, -np and -n, as llama-server spells them
     return [opt, &cmd]() -> int {
         using namespace cria;
@@ -141,7 +148,8 @@ std::function<int()> setup(CLI::App& cmd) {
                                                      {"-n", &n_predict},
                                                      {"-ub", &opt->n_ubatch},
                                                      {"-ctk", &opt->cache_type_k},
-                                                     {"-ctv", &opt->cache_type_v}});
+                                                     {"-ctv", &opt->cache_type_v},
+                                                     {"-cram", &opt->cache_ram}});
         if (opt->model.empty()) throw Error("no model given (-m FILE)");
         if (!draft_model.empty()) spec::apply_option(opt->spec, "-md", draft_model);
         if (!seed.empty()) sampling::apply_option(opt->sampling, "-s", seed);
@@ -187,6 +195,9 @@ std::function<int()> setup(CLI::App& cmd) {
         config.scheduler.max_tokens_cap = opt->max_tokens_cap;
         config.scheduler.speculative = opt->spec;
         config.default_sampling = opt->sampling.params;
+        config.scheduler.prompt_cache_bytes = opt->cache_ram == "-1"
+                                                  ? UINT64_MAX
+                                                  : uint64_t{runtime::parse_count(opt->cache_ram, "--cache-ram")} << 20;
 
         server::RuntimeBackendParams bp;
         bp.n_seq = opt->n_parallel;
@@ -198,6 +209,8 @@ std::function<int()> setup(CLI::App& cmd) {
         bp.type_v = runtime::parse_cache_type(opt->cache_type_v);
         bp.load_mode = runtime::parse_load_mode_or_throw(opt->load_mode);
         bp.repack = !opt->no_repack;
+        for (const auto& f : opt->lora.files) bp.lora.emplace_back(f, 1.0f);
+        for (const auto& fs : opt->lora.scaled_files) bp.lora.push_back(fs);
         std::fprintf(stderr, "cria serve: loading %s\n", opt->model.c_str());
         auto backend = std::make_unique<server::RuntimeBackend>(opt->model, bp);
         std::fprintf(stderr, "cria serve: %s\n", backend->describe_settings().c_str());

@@ -12,6 +12,7 @@
 #include <iterator>
 
 #include "cria/core/error.h"
+#include "cria/gguf/file.h"
 #include "cria/model/model.h"
 #include "cria/runtime/context.h"
 #include "cria/vocab/vocab.h"
@@ -177,9 +178,13 @@ TEST_F(SequenceState, ForeignSectionsAreRefusedEvenWithAValidChecksum) {
     ctx.save_sequence(0, prompt_, good.string());
     const std::string bytes = read_bytes(good);
     const int32_t n = static_cast<int32_t>(prompt_.size());
-    // magic, version, identity (6 x u32 + u64), n_tokens, tokens, n_media (0), n_sections, then the first
-    // section's tag, version, size and payload (n_layer, k/v cell bytes, n_swa, n_chunk, n_cells, positions, rows).
-    const size_t sections_at = 8 + 4 + 32 + 4 + 4 * prompt_.size() + 4;
+    // magic, version, model file (u32 name length, name, u64 fingerprint), u64 LoRA identity, identity (6 x u32 + u64),
+    // n_tokens, tokens, n_media (0), n_sections, then the first section's tag, version, size and payload (n_layer,
+    // k/v cell bytes, n_swa, n_chunk, n_cells, positions, rows).
+    uint32_t name_size = 0;
+    std::memcpy(&name_size, bytes.data() + 12, 4);
+    ASSERT_EQ(bytes.substr(16, name_size), "stories260K.gguf");
+    const size_t sections_at = 8 + 4 + 4 + name_size + 8 + 8 + 32 + 4 + 4 * prompt_.size() + 4;
     const size_t tag_at = sections_at + 4;
     ASSERT_EQ(bytes.substr(tag_at, 4), "KVAT");
     auto with_checksum = [](std::string b) {
@@ -281,6 +286,69 @@ TEST_F(SequenceState, MediaRunsAreSavedAndRestored) {
     ctx.save_sequence(0, tokens, bad.string(), std::vector<SavedMedia>{{2, 2, 2, 2, 1}});  // token 4 is left out
     EXPECT_THROW(other.restore_sequence(1, bad.string(), 0, &back), Error);
     EXPECT_EQ(other.restore_sequence(1, file.string(), 0, &back), tokens);  // the good file still loads
+}
+
+}  // namespace
+}  // namespace cria::runtime
+
+namespace cria::runtime {
+namespace {
+
+// A copy of stories260K with one byte of `tensor`'s data changed at `at`
+// (a fraction of its size): same hyperparameters, other weights.
+std::filesystem::path altered_copy(const model::Model& m, const std::string& tensor, double at, const std::string& name) {
+    std::string bytes = read_bytes(m.file().path());
+    const gguf::TensorInfo* t = m.file().find_tensor(tensor);
+    EXPECT_NE(t, nullptr);
+    const size_t offset = m.file().data_offset() + t->offset + static_cast<size_t>(static_cast<double>(t->n_bytes - 1) * at);
+    bytes[offset] = static_cast<char>(bytes[offset] ^ 0x01);
+    const auto path = test::temp_dir() / name;
+    write_bytes(path, bytes);
+    return path;
+}
+
+// The header names the model file by its content: a model with the same
+// hyperparameters but other weights (a fine-tune) is another model, while a
+// renamed copy of the same file is the same one.
+TEST_F(SequenceState, AModelWithOtherWeightsIsAnotherModel) {
+    Context ctx(*model_, params());
+    prefill(ctx, 0, prompt_);
+    const auto dir = test::temp_dir();
+    const auto saved = dir / "seq-weights.bin";
+    ctx.save_sequence(0, prompt_, saved.string());
+    ctx.memory_seq_rm(0, -1, -1);
+    prefill(ctx, 0, std::vector<TokenId>(prompt_.begin(), prompt_.begin() + 3));
+
+    for (double at : {0.0, 0.5, 1.0}) {
+        SCOPED_TRACE(at);
+        const auto tuned_path = altered_copy(*model_, "token_embd.weight", at, "stories-tuned.gguf");
+        auto tuned = model::Model::load(tuned_path.string());
+        Context other(*tuned, params());
+        try {
+            other.restore_sequence(0, saved.string());
+            ADD_FAILURE() << "accepted";
+        } catch (const Error& e) {
+            const std::string what = e.what();
+            EXPECT_NE(what.find("another model (stories260K.gguf, fingerprint"), std::string::npos) << what;
+            EXPECT_NE(what.find("stories-tuned.gguf"), std::string::npos) << what;
+        }
+        EXPECT_EQ(other.memory_seq_pos_max(0), -1);
+        // And the other way round: its file does not load here, and the sequence keeps its 3 positions.
+        Batch b;
+        b.add(prompt_[0], 0, {0}, true);
+        ASSERT_EQ(other.decode(b), 0);
+        const auto foreign = dir / "seq-tuned.bin";
+        other.save_sequence(0, std::vector<TokenId>{prompt_[0]}, foreign.string());
+        EXPECT_THROW(ctx.restore_sequence(0, foreign.string()), Error);
+        EXPECT_EQ(ctx.memory_seq_pos_max(0), 2);
+    }
+
+    // A renamed copy of the same bytes restores the file.
+    const auto copy = dir / "stories-renamed.gguf";
+    std::filesystem::copy_file(model_->file().path(), copy, std::filesystem::copy_options::overwrite_existing);
+    auto same = model::Model::load(copy.string());
+    Context renamed(*same, params());
+    EXPECT_EQ(renamed.restore_sequence(0, saved.string()), prompt_);
 }
 
 }  // namespace

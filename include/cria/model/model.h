@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cria/cpu/features.h"
@@ -201,6 +202,7 @@ struct LayerRange {
 
     bool operator==(const LayerRange&) const = default;
 };
+class LoraSet;  // lora.h
 
 // What one call of forward() computes.
 struct ForwardInput {
@@ -235,6 +237,10 @@ struct ForwardInput {
     // instead of computing logits or hidden states.
     const float* stream_in = nullptr;
     float* stream_out = nullptr;
+    // LoRA adapters applied to the linear layers (lora.h); null: none. When
+    // set, lora_applied (if not null) receives each adapted layer reached.
+    const LoraSet* adapters = nullptr;
+    std::vector<const Linear*>* lora_applied = nullptr;
 };
 
 // Scratch space for the activations of up to n_max tokens, reused across
@@ -299,6 +305,10 @@ public:
 
     const HParams& hparams() const { return hp_; }
     const gguf::File& file() const { return *file_; }
+    // The linear layer whose matrix the file names `weight_name` (e.g.
+    // blk.0.attn_q.weight), or null when no linear layer reads it (LoRA
+    // adapters find their targets with it).
+    const Linear* find_linear(std::string_view weight_name) const;
     const Weights& weights() const { return weights_; }
     // The layers this model computes ([0, n_layer) unless loaded as a pipeline stage).
     LayerRange layers() const { return layers_; }

@@ -25,6 +25,7 @@
 #include "cria/core/element_type.h"
 #include "cria/cpu/thread_pool.h"
 #include "cria/memory/hybrid_memory.h"
+#include "cria/model/lora.h"
 #include "cria/model/model.h"
 #include "cria/ops/cpu_ops.h"
 #include "cria/runtime/batch.h"
@@ -112,8 +113,9 @@ public:
     // One sequence's state in a file (llama.cpp's llama_state_seq_save_file /
     // _load_file): one section per memory (for a KV cache the sequence's
     // cells -- positions and the raw K and V rows of every layer) with `tokens` (what the caller knows those
-    // cells hold), under a versioned header naming the model (layers, K/V
-    // widths, cache types, vocabulary, a hash of the hyperparameters) and a
+    // cells hold), under a versioned header naming the model (its file name
+    // and content fingerprint, layers, K/V widths, cache types, vocabulary, a
+    // hash of the hyperparameters) and a
     // checksum. Written to a temporary file, then renamed. Returns the
     // number of positions saved (of the first memory: the full cache). Throws cria::Error when the file cannot be written.
     // media: the runs of `tokens` that are no vocabulary ids but embeddings
@@ -133,6 +135,23 @@ public:
     // leaves the sequence empty on every stage instead of unchanged.
     std::vector<TokenId> restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions = 0,
                                           std::vector<SavedMedia>* media = nullptr);
+    // The same state as bytes in memory (the server's prompt cache keeps
+    // them): sequence_state() is the file's image (n_positions: as
+    // save_sequence returns), load_sequence_state() checks and loads one as
+    // restore_sequence does. The most bytes such an image may have here:
+    // max_sequence_state_bytes(). Both throw for a model split over pipeline
+    // stages (the other stages' layers are in their own files only).
+    std::vector<uint8_t> sequence_state(SeqId seq, std::span<const TokenId> tokens,
+                                        std::span<const SavedMedia> media = {}, size_t* n_positions = nullptr);
+    std::vector<TokenId> load_sequence_state(SeqId seq, std::span<const uint8_t> bytes, uint32_t max_positions = 0,
+                                             std::vector<SavedMedia>* media = nullptr);
+    uint64_t max_sequence_state_bytes() const;
+
+    // LoRA adapters applied from the next decode() on (model/lora.h; an
+    // empty set: the base model). The adapters must outlive their use here.
+    // A later decode() throws cria::Error when an adapted layer is one this
+    // architecture's forward pass never reaches (instead of ignoring it).
+    void set_lora(model::LoraSet adapters);
 
     const model::Model& model() const { return model_; }
     const ContextParams& params() const { return params_; }
@@ -164,6 +183,15 @@ private:
     void forward_stage(model::ForwardInput& in, const memory::Split& split, int64_t first);
     // Root: copies the output rows the last stage sent into their rows.
     void place_stage_outputs();
+    // Throws unless every adapted layer of lora_ was reached (after a forward pass with logits).
+    void check_lora_reached();
+    // gguf::content_fingerprint of the model's file, computed on first use.
+    uint64_t model_fingerprint();
+    // sequence_state / load_sequence_state of this process's own memory.
+    std::vector<uint8_t> encode_sequence_state(SeqId seq, std::span<const TokenId> tokens,
+                                               std::span<const SavedMedia> media, size_t* n_positions);
+    std::vector<TokenId> decode_sequence_state(SeqId seq, std::span<const uint8_t> bytes, uint32_t max_positions,
+                                               std::vector<SavedMedia>* media);
 
     const model::Model& model_;
     ContextParams params_;
@@ -200,6 +228,12 @@ private:
     int32_t n_outputs_ = 0;
     std::vector<int32_t> pooled_index_;  // seq -> row in pooled_, -1 when absent
     Timings timings_;
+    uint64_t model_fingerprint_ = 0;
+    bool fingerprint_known_ = false;
+    model::LoraSet lora_;
+    // The adapted layers the forward passes reached, until all were (then empty and unused).
+    std::vector<const model::Linear*> lora_reached_;
+    bool lora_checked_ = true;
 };
 
 }  // namespace cria::runtime

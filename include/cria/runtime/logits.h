@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cria/core/element_type.h"
+#include "cria/model/lora.h"
 #include "cria/model/model.h"
 #include "cria/runtime/batch.h"
 
@@ -23,6 +24,7 @@ struct LogitsParams {
     // The reference ran with an F32 cache; F16 (llama.cpp's default) lands ~1e-6 away.
     ElementType type_k = ElementType::F32;
     ElementType type_v = ElementType::F32;
+    const model::LoraSet* lora = nullptr;  // adapters applied (null: none); must outlive the call
 };
 
 // One row of n_vocab logits per token. Throws cria::Error for an empty token

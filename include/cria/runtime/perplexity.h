@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cria/model/lora.h"
 #include "cria/model/model.h"
 #include "cria/runtime/context.h"
 #include "cria/vocab/vocab.h"
@@ -31,6 +32,7 @@ struct PerplexityParams {
     // position order (one chunk per batch then, so that rows come in order).
     std::function<void(int32_t n_ctx, int32_t n_chunk, const std::vector<int32_t>& tokens)> on_tokens;
     std::function<void(std::span<const float> logits, int32_t next)> on_row;
+    const model::LoraSet* lora = nullptr;  // LoRA adapters applied (null: none); must outlive the call
 };
 
 struct PerplexityResult {

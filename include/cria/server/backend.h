@@ -88,6 +88,22 @@ public:
                                             std::span<const runtime::SavedMedia> media);
     virtual std::vector<TokenId> restore_sequence_with_media(int32_t seq, const std::string& path,
                                                              std::vector<runtime::SavedMedia>& media);
+    // The same state as bytes in memory (the prompt cache): what a slot file
+    // would hold, and loading such bytes back. Same errors and guarantees.
+    virtual std::vector<uint8_t> sequence_state(int32_t seq, std::span<const TokenId> tokens);
+    virtual std::vector<TokenId> load_sequence_state(int32_t seq, std::span<const uint8_t> state);
+
+    // LoRA adapters loaded with the model (--lora, --lora-scaled): their
+    // files and the scales in force, in load order (llama-server's ids).
+    // set_lora_scales() sets every adapter's scale, one value per adapter;
+    // the caller makes sure no cached state outlives the old scales. The
+    // default backend has none and refuses any list but an empty one.
+    struct LoraAdapterInfo {
+        std::string path;
+        float scale = 0.0f;
+    };
+    virtual std::vector<LoraAdapterInfo> lora_adapters() const { return {}; }
+    virtual void set_lora_scales(const std::vector<float>& scales);
 
     // The drafters `params` asks for, for one slot (each slot calls it once).
     // Throws cria::Error (the default: the backend cannot draft).

@@ -4,6 +4,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cria/core/element_type.h"
 #include "cria/gguf/load_mode.h"
@@ -12,6 +14,7 @@
 
 namespace cria::model {
 class Model;
+class LoraAdapter;
 }
 namespace cria::runtime {
 class Context;
@@ -29,6 +32,8 @@ struct RuntimeBackendParams {
     ElementType type_v = ElementType::F16;
     gguf::LoadMode load_mode = gguf::LoadMode::Auto;
     bool repack = true;       // false: --no-repack (weights as the file stores them)
+    // LoRA adapters (GGUF files) and their initial scales, applied to every slot alike.
+    std::vector<std::pair<std::string, float>> lora;
 };
 
 class RuntimeBackend : public Backend {
@@ -61,6 +66,11 @@ public:
                                     std::span<const runtime::SavedMedia> media) override;
     std::vector<TokenId> restore_sequence_with_media(int32_t seq, const std::string& path,
                                                      std::vector<runtime::SavedMedia>& media) override;
+    std::vector<uint8_t> sequence_state(int32_t seq, std::span<const TokenId> tokens) override;
+    std::vector<TokenId> load_sequence_state(int32_t seq, std::span<const uint8_t> state) override;
+    // The adapters of params.lora (model/lora.h), applied to every decode of the slots' context.
+    std::vector<LoraAdapterInfo> lora_adapters() const override;
+    void set_lora_scales(const std::vector<float>& scales) override;
     // spec::make_drafters with one ngram-mod pool shared by the slots; the
     // draft model is loaded once and shared, each slot drafting in a context
     // of its own the size of a slot.
@@ -74,6 +84,8 @@ public:
 private:
     RuntimeBackendParams params_;
     std::unique_ptr<model::Model> model_;
+    std::vector<std::unique_ptr<model::LoraAdapter>> adapters_;
+    std::vector<float> lora_scales_;
     std::unique_ptr<vocab::Vocab> vocab_;
     std::unique_ptr<runtime::Context> ctx_;
     std::vector<int32_t> output_entries_;  // batch entry of each logit row of the last decode()

@@ -29,6 +29,7 @@
 #include "cria/sampling/chain.h"
 #include "cria/sampling/params.h"
 #include "cria/server/backend.h"
+#include "cria/server/prompt_cache.h"
 #include "cria/spec/params.h"
 #include "cria/spec/step.h"
 
@@ -145,6 +146,9 @@ struct SchedulerOptions {
     // the drafts; draft.n_min and draft.p_min are the defaults requests may
     // override.
     spec::SpecParams speculative;
+    // The prompt cache (llama-server's --cache-ram): state bytes of prompts
+    // that slots let go, kept for any slot (0: off). See prompt_cache.h.
+    uint64_t prompt_cache_bytes = 0;
 };
 
 struct SlotInfo {
@@ -162,6 +166,8 @@ struct SchedulerStats {
     uint64_t decode_calls = 0;
     uint64_t spec_drafted_total = 0, spec_accepted_total = 0, spec_verify_steps = 0;
     int32_t queue_size = 0, slots_busy = 0, slots_total = 0;
+    // The prompt cache: entries and bytes held, requests that loaded an entry, tokens those loads saved.
+    uint64_t prompt_cache_entries = 0, prompt_cache_bytes = 0, prompt_cache_hits = 0, prompt_cache_tokens = 0;
 };
 
 // Thrown by submit() when the queue is full (HTTP 503).
@@ -194,6 +200,13 @@ public:
     size_t save_slot(int32_t slot, const std::string& path);
     size_t restore_slot(int32_t slot, const std::string& path);
     void erase_slot(int32_t slot);
+
+    // Sets the LoRA adapters' scales (Backend::set_lora_scales) between
+    // steps. Every slot's cached cells and the prompt cache were computed
+    // with the old scales, so they are dropped. Throws cria::Error while a
+    // slot is busy (every row of a batch uses the one set of scales, so they
+    // change only between requests) or for a wrong list.
+    void set_lora_scales(const std::vector<float>& scales);
 
 private:
     struct Slot;
@@ -243,6 +256,11 @@ private:
     void sync_spec_stats(Slot& slot);
     // Slot files (scheduler_slot_files.cpp).
     void run_on_loop(const std::function<void()>& task);
+    // The prompt cache (scheduler_prompt_cache.cpp): before the slot drops
+    // cells past `keep` (the prefix its cache shares with the new prompt),
+    // keeps its state in the cache; then loads the cached entry sharing a
+    // longer prefix with the prompt, if any. Returns the tokens now kept.
+    size_t use_prompt_cache(Slot& slot, size_t keep);
 
     Backend& backend_;
     SchedulerOptions options_;
@@ -259,6 +277,7 @@ private:
     SchedulerStats stats_;
     std::vector<SlotInfo> slot_snapshot_;
     std::vector<float> logits_;
+    PromptCache prompt_cache_;  // used by the loop's thread only
     std::thread thread_;
 };
 

@@ -1,0 +1,60 @@
+#pragma once
+// The prompt cache (llama-server's --cache-ram): the saved state of prompts
+// that slots have let go, kept in RAM up to a byte budget, so that a later
+// request on any slot whose prompt shares a prefix with one of them loads
+// those cells instead of evaluating them again.
+//
+// An entry is a token list and its sequence state as bytes
+// (Backend::sequence_state: the KV cells and any other memory's sections).
+// The least recently used entries go first when the budget is reached. An
+// entry whose tokens are a prefix of a new one is dropped (the new one
+// serves every prompt the old one did, and more), and a new one that is a
+// prefix of an entry already kept is not stored.
+#include <cstdint>
+#include <list>
+#include <span>
+#include <vector>
+
+#include "cria/vocab/vocab.h"
+
+namespace cria::server {
+
+using vocab::TokenId;
+
+class PromptCache {
+public:
+    struct Entry {
+        std::vector<TokenId> tokens;
+        std::vector<uint8_t> state;
+    };
+    struct Match {
+        const Entry* entry = nullptr;  // null: no entry shares more than asked
+        size_t n_common = 0;           // tokens its list shares with the prompt
+    };
+
+    // budget_bytes: the most state bytes kept (0: the cache is off).
+    explicit PromptCache(uint64_t budget_bytes) : budget_(budget_bytes) {}
+
+    bool enabled() const { return budget_ > 0; }
+    // Keeps `state` for `tokens`, evicting least recently used entries to make
+    // room. False (nothing stored) when the cache is off, the state alone is
+    // over the budget, or an entry already holds `tokens` or more of them.
+    bool insert(std::vector<TokenId> tokens, std::vector<uint8_t> state);
+    // Whether insert() would store an entry for `tokens` (the caller can skip
+    // saving a state that would be refused).
+    bool would_keep(std::span<const TokenId> tokens, uint64_t state_bytes) const;
+    // The entry sharing the longest prefix with `prompt`, if it shares more
+    // than `more_than` tokens; it becomes the most recently used.
+    Match best_match(std::span<const TokenId> prompt, size_t more_than);
+
+    size_t size() const { return entries_.size(); }
+    uint64_t bytes() const { return bytes_; }
+    uint64_t budget() const { return budget_; }
+
+private:
+    uint64_t budget_;
+    uint64_t bytes_ = 0;
+    std::list<Entry> entries_;  // most recently used first
+};
+
+}  // namespace cria::server

@@ -1,0 +1,56 @@
+#include "cria/server/prompt_cache.h"
+
+#include <algorithm>
+
+namespace cria::server {
+namespace {
+
+size_t common_prefix(std::span<const TokenId> a, std::span<const TokenId> b) {
+    const size_t n = std::min(a.size(), b.size());
+    size_t i = 0;
+    while (i < n && a[i] == b[i]) ++i;
+    return i;
+}
+
+}  // namespace
+
+bool PromptCache::would_keep(std::span<const TokenId> tokens, uint64_t state_bytes) const {
+    if (!enabled() || tokens.empty() || state_bytes > budget_) return false;
+    for (const Entry& e : entries_)
+        if (common_prefix(e.tokens, tokens) == tokens.size()) return false;  // already held, with as much or more
+    return true;
+}
+
+bool PromptCache::insert(std::vector<TokenId> tokens, std::vector<uint8_t> state) {
+    if (!would_keep(tokens, state.size())) return false;
+    // Entries the new one extends are of no more use.
+    for (auto it = entries_.begin(); it != entries_.end();) {
+        if (common_prefix(it->tokens, tokens) == it->tokens.size()) {
+            bytes_ -= it->state.size();
+            it = entries_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    while (!entries_.empty() && bytes_ + state.size() > budget_) {
+        bytes_ -= entries_.back().state.size();
+        entries_.pop_back();
+    }
+    bytes_ += state.size();
+    entries_.push_front(Entry{std::move(tokens), std::move(state)});
+    return true;
+}
+
+PromptCache::Match PromptCache::best_match(std::span<const TokenId> prompt, size_t more_than) {
+    auto best = entries_.end();
+    size_t best_len = more_than;
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        const size_t len = common_prefix(it->tokens, prompt);
+        if (len > best_len) best = it, best_len = len;
+    }
+    if (best == entries_.end()) return {};
+    entries_.splice(entries_.begin(), entries_, best);  // now the most recently used
+    return {&entries_.front(), best_len};
+}
+
+}  // namespace cria::server

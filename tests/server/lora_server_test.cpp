@@ -1,0 +1,188 @@
+// LoRA adapters in the server: every slot decodes with the server's scales
+// (a synthetic base + adapter gives the merged model's tokens and
+// log-probabilities), scale 0 gives the base, new scales drop the cached
+// cells computed with the old ones, and they change only between requests.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+
+#include <cmath>
+#include <csignal>
+#include <nlohmann/json.hpp>
+
+#include "cria/core/error.h"
+#include "cria/model/synthetic_model.h"
+#include "cria/server/runtime_backend.h"
+#include "cria/server/scheduler.h"
+#include "cria/server/server.h"
+#include "support/lora_files.h"
+#include "support/test_paths.h"
+
+using namespace cria::server;
+
+namespace {
+
+struct Outcome {
+    std::vector<TokenLogprob> tokens;
+    GenerationEvent done;
+};
+
+Outcome wait(const std::shared_ptr<RequestHandle>& h) {
+    Outcome r;
+    for (int i = 0; i < 600; ++i) {  // bounded: 60 s
+        auto ev = h->pop(std::chrono::milliseconds(100));
+        if (!ev) continue;
+        if (ev->kind == GenerationEvent::Kind::Text) {
+            r.tokens.insert(r.tokens.end(), ev->logprobs.begin(), ev->logprobs.end());
+            continue;
+        }
+        r.done = *ev;
+        return r;
+    }
+    ADD_FAILURE() << "no result within 60 s";
+    return r;
+}
+
+GenerationRequest greedy(int n) {
+    GenerationRequest g;
+    g.prompt = {1, 17, 250, 3, 99, 311, 8, 42};
+    g.sampling.temp = 0.0f;
+    g.sampling.ignore_eos = true;
+    g.max_tokens = n;
+    g.top_logprobs = 0;
+    return g;
+}
+
+RuntimeBackendParams params(std::vector<std::pair<std::string, float>> lora = {}) {
+    RuntimeBackendParams p;
+    p.n_seq = 2;
+    p.n_ctx = 512;
+    p.n_batch = 64;
+    p.n_threads = 2;
+    p.lora = std::move(lora);
+    return p;
+}
+
+// Largest difference of the chosen tokens' log-probabilities (the ids must agree).
+double logprob_gap(const Outcome& a, const Outcome& b) {
+    EXPECT_EQ(a.tokens.size(), b.tokens.size());
+    double gap = 0;
+    for (size_t i = 0; i < a.tokens.size() && i < b.tokens.size(); ++i) {
+        EXPECT_EQ(a.tokens[i].id, b.tokens[i].id) << "token " << i;
+        gap = std::max(gap, std::fabs(static_cast<double>(a.tokens[i].logprob) - b.tokens[i].logprob));
+    }
+    return gap;
+}
+
+TEST(ServerLora, SlotsDecodeWithTheServersScales) {
+    const auto dir = cria::test::temp_dir() / "lora-server";
+    std::filesystem::create_directories(dir);
+    const std::string base_path = (dir / "base.gguf").string();
+    cria::model::SyntheticModelSpec spec = cria::model::SyntheticModelSpec::tiny("llama");
+    spec.weight_type = cria::ElementType::F32;
+    cria::model::write_synthetic_model(spec, base_path);
+    const auto base_file = cria::gguf::File::open(base_path);
+    cria::test::AdapterSpec adapter;
+    adapter.alpha = 4.0f;
+    adapter.tensors = {cria::test::random_pair(*base_file, "blk.0.attn_q.weight", 4, 11),
+                       cria::test::random_pair(*base_file, "blk.1.ffn_down.weight", 4, 12),
+                       cria::test::random_pair(*base_file, "blk.1.attn_k.weight", 2, 13)};
+    const std::string adapter_path = (dir / "adapter.gguf").string();
+    const std::string merged_path = (dir / "merged.gguf").string();
+    cria::test::write_adapter(adapter, adapter_path);
+    cria::test::write_merged(*base_file, {{&adapter, 0.5f}}, merged_path);
+
+    RuntimeBackend merged_backend(merged_path, params());
+    Scheduler merged(merged_backend, {.n_slots = 2});
+    const Outcome expected = wait(merged.submit(greedy(12)));
+    RuntimeBackend base_backend(base_path, params());
+    Scheduler base(base_backend, {.n_slots = 2});
+    const Outcome plain = wait(base.submit(greedy(12)));
+
+    RuntimeBackend backend(base_path, params({{adapter_path, 0.5f}}));
+    ASSERT_EQ(backend.lora_adapters().size(), 1u);
+    EXPECT_EQ(backend.lora_adapters()[0].path, adapter_path);
+    EXPECT_EQ(backend.lora_adapters()[0].scale, 0.5f);
+    Scheduler s(backend, {.n_slots = 2, .prompt_cache_bytes = 16u << 20});
+    // Two requests at once (in one batch when both hold a slot): the server's scales for every row.
+    auto r1 = s.submit(greedy(12));
+    auto r2 = s.submit(greedy(12));
+    const Outcome got1 = wait(r1), got2 = wait(r2);
+    EXPECT_LT(logprob_gap(got1, expected), 1e-3);
+    EXPECT_LT(logprob_gap(got2, expected), 1e-3);
+
+    // Scale 0: the base model, and nothing cached under the old scale is reused.
+    s.set_lora_scales({0.0f});
+    EXPECT_EQ(backend.lora_adapters()[0].scale, 0.0f);
+    const Outcome zero = wait(s.submit(greedy(12)));
+    EXPECT_EQ(zero.done.n_cached, 0);
+    EXPECT_LT(logprob_gap(zero, plain), 1e-5);
+    double adapter_effect = 0;
+    for (size_t i = 0; i < plain.tokens.size() && i < expected.tokens.size(); ++i)
+        adapter_effect = std::max(adapter_effect, std::fabs(static_cast<double>(plain.tokens[i].logprob) - expected.tokens[i].logprob));
+    EXPECT_GT(adapter_effect, 1e-2);  // (or the ids differ, which logprob_gap would not allow either)
+
+    EXPECT_THROW(s.set_lora_scales({1.0f, 2.0f}), cria::Error);
+    // Busy slots: the scales change only between requests.
+    auto busy = s.submit(greedy(400));
+    bool started = false;
+    for (int i = 0; i < 100 && !started; ++i) {
+        auto ev = busy->pop(std::chrono::milliseconds(100));
+        started = ev && ev->kind == GenerationEvent::Kind::Text;
+    }
+    ASSERT_TRUE(started);
+    EXPECT_THROW(s.set_lora_scales({1.0f}), cria::Error);
+    busy->cancel();
+}
+
+// The routes: the list, new scales (kept by adapters not named), bad ids and
+// scales, and a request's "lora" only as the scales in force.
+TEST(ServerLora, Routes) {
+    using json = nlohmann::json;
+    std::signal(SIGPIPE, SIG_IGN);
+    const auto dir = cria::test::temp_dir() / "lora-routes";
+    std::filesystem::create_directories(dir);
+    const std::string base_path = (dir / "base.gguf").string();
+    cria::model::SyntheticModelSpec spec = cria::model::SyntheticModelSpec::tiny("llama");
+    spec.weight_type = cria::ElementType::F32;
+    cria::model::write_synthetic_model(spec, base_path);
+    const auto base_file = cria::gguf::File::open(base_path);
+    cria::test::AdapterSpec a, b;
+    a.tensors = {cria::test::random_pair(*base_file, "blk.0.attn_v.weight", 2, 21)};
+    b.tensors = {cria::test::random_pair(*base_file, "blk.1.ffn_up.weight", 2, 22)};
+    const std::string a_path = (dir / "a.gguf").string(), b_path = (dir / "b.gguf").string();
+    cria::test::write_adapter(a, a_path);
+    cria::test::write_adapter(b, b_path);
+
+    ServerConfig config;
+    config.port = 0;
+    config.model_path = base_path;
+    config.scheduler.n_slots = 1;
+    Server server(std::make_unique<RuntimeBackend>(base_path, params({{a_path, 1.0f}, {b_path, 0.25f}})), config);
+    server.start();
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(30, 0);
+    const json listed = json::parse(c.Get("/lora-adapters")->body);
+    EXPECT_EQ(listed, json::parse(R"([{"id":0,"path":")" + a_path + R"(","scale":1.0},{"id":1,"path":")" + b_path +
+                                  R"(","scale":0.25}])"));
+    auto post = [&](const std::string& path, const std::string& body) { return c.Post(path.c_str(), body, "application/json"); };
+    auto r = post("/lora-adapters", R"([{"id":1,"scale":-0.5}])");
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(json::parse(r->body)[0]["scale"], 1.0);
+    EXPECT_EQ(json::parse(r->body)[1]["scale"], -0.5);
+    EXPECT_EQ(post("/lora-adapters", R"([{"id":2,"scale":1}])")->status, 400);
+    EXPECT_EQ(post("/lora-adapters", R"([{"id":0,"scale":"big"}])")->status, 400);
+    EXPECT_EQ(post("/lora-adapters", R"({"id":0,"scale":1})")->status, 400);
+    EXPECT_EQ(json::parse(c.Get("/lora-adapters")->body)[1]["scale"], -0.5);  // refused posts changed nothing
+
+    const std::string prompt = R"("prompt":[1,17,250],"max_tokens":2,"temperature":0)";
+    EXPECT_EQ(post("/v1/completions", "{" + prompt + R"(,"lora":[{"id":1,"scale":-0.5}]})")->status, 200);
+    auto other = post("/v1/completions", "{" + prompt + R"(,"lora":[{"id":0,"scale":0.5}]})");
+    EXPECT_EQ(other->status, 400);
+    EXPECT_NE(other->body.find("per-request LoRA scales"), std::string::npos) << other->body;
+    EXPECT_EQ(post("/v1/completions", "{" + prompt + R"(,"lora":[{"id":7,"scale":1}]})")->status, 400);
+    server.stop();
+    server.wait();
+}
+
+}  // namespace
