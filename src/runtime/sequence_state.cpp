@@ -106,6 +106,13 @@ struct Identity {
 }  // namespace
 
 size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const std::string& path) {
+    size_t n_saved = 0;
+    const std::vector<uint8_t> bytes = sequence_state(seq, tokens, &n_saved);
+    write_file_atomically(path, bytes);
+    return n_saved;
+}
+
+std::vector<uint8_t> Context::sequence_state(SeqId seq, std::span<const TokenId> tokens, size_t* n_saved) {
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("save_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
@@ -123,20 +130,17 @@ size_t Context::save_sequence(SeqId seq, std::span<const TokenId> tokens, const 
     std::vector<memory::Section> sections;
     memory_->save_seq(seq, sections);
     memory::write_sections(w, sections);
-    const size_t n_saved = sections.empty() ? 0 : sections.front().n_positions;
+    if (n_saved) *n_saved = sections.empty() ? 0 : sections.front().n_positions;
     Fnv1a sum;
     sum.add(w.buffer().data(), w.buffer().size());
     w.value(sum.h);
-
-    write_file_atomically(path, w.buffer());
-    return n_saved;
+    return std::move(w.buffer());
 }
 
 std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions) {
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
         throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
                     std::to_string(params_.n_seq_max - 1));
-    const model::HParams& hp = model_.hparams();
     const auto n_sections = static_cast<uint32_t>(memory_->n_sections());
     const uint64_t max_payload = memory_->max_saved_bytes();
 
@@ -151,8 +155,18 @@ std::vector<TokenId> Context::restore_sequence(SeqId seq, const std::string& pat
     if (!in) throw Error("cannot open the sequence file");
     const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad()) throw Error("reading the sequence file failed");
+    return load_sequence_state(seq, {reinterpret_cast<const uint8_t*>(data.data()), data.size()}, max_positions);
+}
 
-    memory::ByteReader r(reinterpret_cast<const uint8_t*>(data.data()), data.size(), "the sequence file");
+std::vector<TokenId> Context::load_sequence_state(SeqId seq, std::span<const uint8_t> data, uint32_t max_positions) {
+    if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
+        throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
+                    std::to_string(params_.n_seq_max - 1));
+    const model::HParams& hp = model_.hparams();
+    const auto n_sections = static_cast<uint32_t>(memory_->n_sections());
+    const uint64_t max_payload = memory_->max_saved_bytes();
+
+    memory::ByteReader r(data.data(), data.size(), "the sequence file");
     char magic[8];
     r.bytes(magic, sizeof magic);
     if (std::memcmp(magic, kMagic, sizeof magic) != 0) throw Error("not a cria sequence file");

@@ -40,6 +40,8 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options) : backend_(back
         slots_.push_back(std::move(slot));
     }
     stats_.slots_total = options_.n_slots;
+    if (options_.turn_checkpoint_bytes > 0 && backend_.wants_turn_checkpoints())
+        checkpoints_ = std::make_unique<StateCheckpoints>(options_.turn_checkpoint_bytes);
     if (options_.speculative.enabled()) {
         if (options_.speculative.n_max < 0) throw Error("speculative: n_max must not be negative");
         for (auto& slot : slots_) slot->drafters = backend_.make_drafters(options_.speculative);
@@ -269,10 +271,18 @@ void Scheduler::start(Slot& slot, Pending pending) {
     // prompt token: its logits are needed for the first sample.
     size_t keep = common_prefix(slot.cache, slot.request.prompt);
     if (keep == slot.request.prompt.size()) --keep;
-    if (backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
+    // A memory that cannot drop part of a history (a recurrent state) keeps
+    // only a slot's whole cache; a turn checkpoint that covers more of the
+    // prompt than that is loaded instead.
+    const StateCheckpoints::Checkpoint* checkpoint =
+        checkpoints_ ? checkpoints_->longest_prefix_of(slot.request.prompt) : nullptr;
+    const bool checkpoint_first = checkpoint && checkpoint->tokens.size() > keep;
+    if (!checkpoint_first && backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
         slot.cache.resize(keep);
+    } else if (checkpoint && resume_from_checkpoint(slot, *checkpoint)) {
+        keep = slot.cache.size();
     } else {
-        // The memory cannot drop part of a history (a recurrent state): the prompt is evaluated in full.
+        // Neither: the prompt is evaluated in full.
         keep = 0;
         try {
             clear_sequence(slot);

@@ -117,6 +117,12 @@ public:
     // fit this context. max_positions > 0 also refuses files with more
     // tokens or a cell position beyond it (a per-sequence limit).
     std::vector<TokenId> restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions = 0);
+    // The same state as bytes in memory, in the file's layout (the server's
+    // turn checkpoints keep these). n_saved, when given, gets what
+    // save_sequence returns. load_sequence_state checks the bytes exactly as
+    // restore_sequence checks a file, and throws the same errors.
+    std::vector<uint8_t> sequence_state(SeqId seq, std::span<const TokenId> tokens, size_t* n_saved = nullptr);
+    std::vector<TokenId> load_sequence_state(SeqId seq, std::span<const uint8_t> bytes, uint32_t max_positions = 0);
 
     const model::Model& model() const { return model_; }
     const ContextParams& params() const { return params_; }

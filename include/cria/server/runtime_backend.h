@@ -54,6 +54,9 @@ public:
     // The KV cells themselves (runtime::Context::save_sequence).
     size_t save_sequence(int32_t seq, std::span<const TokenId> tokens, const std::string& path) override;
     std::vector<TokenId> restore_sequence(int32_t seq, const std::string& path) override;
+    bool wants_turn_checkpoints() const override;
+    std::vector<uint8_t> snapshot_sequence(int32_t seq, std::span<const TokenId> tokens) override;
+    std::vector<TokenId> restore_snapshot(int32_t seq, std::span<const uint8_t> state) override;
     // spec::make_drafters with one ngram-mod pool shared by the slots; the
     // draft model is loaded once and shared, each slot drafting in a context
     // of its own the size of a slot.
