@@ -99,7 +99,7 @@ TEST(TurnCheckpoints, TheNextTurnEvaluatesOnlyTheNewTokens) {
     EXPECT_EQ(second.done.n_cached, checkpoint);
     EXPECT_EQ(second.done.n_prompt - second.done.n_cached, static_cast<int32_t>(user2.size()) + 1);
     EXPECT_EQ(s.stats().turn_checkpoint_hits_total, 1u);
-    EXPECT_GE(s.stats().turn_checkpoints, 2u);
+    EXPECT_GE(s.stats().turn_checkpoints, 3u);  // after turn 1's prompt, turn 1, the other conversation...
     EXPECT_GT(s.stats().turn_checkpoint_bytes, 0u);
 
     // A cold run of turn 2 gives the same tokens.
@@ -108,6 +108,25 @@ TEST(TurnCheckpoints, TheNextTurnEvaluatesOnlyTheNewTokens) {
     const Turn reference = run(cold, prompt2, 8);
     EXPECT_EQ(reference.done.n_cached, 0);
     EXPECT_EQ(second.generated, reference.generated);
+}
+
+TEST(TurnCheckpoints, AReplyRenderedWithOtherTokensResumesAfterThePrompt) {
+    // The next turn's history holds the reply as other tokens than were
+    // generated (a template that rewrites it, a text that tokenizes another
+    // way): the checkpoint at the end of turn 1's prompt still applies.
+    const std::vector<TokenId> user1 = tokens(200, 24), reply = tokens(150, 6), user2 = tokens(40, 9);
+    RuntimeBackend backend(hybrid_model(), params(1));
+    Scheduler s(backend, {.n_slots = 1});
+    const Turn first = run(s, user1, 8);
+    ASSERT_NE(first.generated, reply);
+    const std::vector<TokenId> prompt2 = concat(concat(user1, reply), user2);
+    const Turn second = run(s, prompt2, 8);
+    EXPECT_EQ(second.done.n_cached, static_cast<int32_t>(user1.size()));
+    EXPECT_EQ(second.done.n_prompt - second.done.n_cached, static_cast<int32_t>(reply.size() + user2.size()));
+
+    RuntimeBackend cold_backend(hybrid_model(), params(1));
+    Scheduler cold(cold_backend, {.n_slots = 1});
+    EXPECT_EQ(run(cold, prompt2, 8).generated, second.generated);
 }
 
 TEST(TurnCheckpoints, WithoutThemAHybridModelEvaluatesTheWholeHistory) {

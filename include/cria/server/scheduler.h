@@ -225,7 +225,7 @@ private:
     void fail_sampling(Slot& slot, const std::exception& e);
     void release(Slot& slot);
     // Turn checkpoints (scheduler_turn_checkpoints.cpp). keep: saves the
-    // slot's state with its tokens (a finished request). resume: loads the
+    // slot's state with its tokens (a prompt evaluated, a request finished). resume: loads the
     // checkpoint into the slot; false (the slot as it was) when the backend refuses it.
     void keep_turn_checkpoint(Slot& slot);
     bool resume_from_checkpoint(Slot& slot, const StateCheckpoints::Checkpoint& checkpoint);

@@ -1,8 +1,9 @@
 #pragma once
 // Turn checkpoints for models whose memory cannot drop a suffix (recurrent
-// and hybrid models: a state holds its whole history). When a request ends,
-// the scheduler keeps the slot's saved state (Backend::snapshot_sequence:
-// the recurrent states and the KV cells) with the tokens it holds; the next
+// and hybrid models: a state holds its whole history). When a prompt has
+// been evaluated and when a request ends, the scheduler keeps the slot's
+// saved state (Backend::snapshot_sequence: the recurrent states and the KV
+// cells) with the tokens it holds; the next
 // request whose prompt starts with those tokens -- the next turn of the same
 // conversation, whichever slot it lands in -- restores the state and
 // evaluates only the tokens after it, as prefix reuse does with a KV cache.
