@@ -3,7 +3,8 @@
 //
 //   bench_runtime_decode                         Google Benchmark: pp/tg on a small llama
 //   bench_runtime_decode --make-models DIR [NAME...]  writes llama-1b-{f16,q4_0,q8_0,q4_k_m}.gguf
-//                                                and qwen3-0.6b-q4_0.gguf (random weights, real
+//                                                qwen3-0.6b-q4_0.gguf and qwen35-hybrid-q4_0.gguf
+//                                                (a Qwen3.5-style hybrid; random weights, real
 //                                                shapes, llama-quantize's type mix: see
 //                                                speed_models.h) into DIR for `cria bench`.
 //                                                The files are never committed.

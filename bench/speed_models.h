@@ -30,6 +30,7 @@ inline const std::vector<SpeedModel>& speed_models() {
         {"llama-1b-q8_0.gguf", "llama-1b-f16.gguf", quantizer::FileType::MOSTLY_Q8_0},
         {"llama-1b-q4_k_m.gguf", "llama-1b-f16.gguf", quantizer::FileType::MOSTLY_Q4_K_M},
         {"qwen3-0.6b-q4_0.gguf", "qwen3-0.6b-f16.gguf", quantizer::FileType::MOSTLY_Q4_0},
+        {"qwen35-hybrid-q4_0.gguf", "qwen35-hybrid-f16.gguf", quantizer::FileType::MOSTLY_Q4_0},
     };
     return models;
 }
@@ -38,8 +39,9 @@ inline const std::vector<SpeedModel>& speed_models() {
 inline void write_speed_source(const std::filesystem::path& dir, const std::string& name) {
     const std::filesystem::path path = dir / name;
     if (std::filesystem::exists(path)) return;
-    const auto spec = name.rfind("qwen3", 0) == 0 ? model::SyntheticModelSpec::qwen3_0_6b(ElementType::F16)
-                                                  : model::SyntheticModelSpec::llama_1b(ElementType::F16);
+    const auto spec = name.rfind("qwen35", 0) == 0 ? model::SyntheticModelSpec::qwen35_hybrid(ElementType::F16)
+                      : name.rfind("qwen3", 0) == 0 ? model::SyntheticModelSpec::qwen3_0_6b(ElementType::F16)
+                                                     : model::SyntheticModelSpec::llama_1b(ElementType::F16);
     std::fprintf(stderr, "writing %s\n", path.string().c_str());
     model::write_synthetic_model(spec, path.string());
 }

@@ -107,9 +107,9 @@ private:
     uint64_t counter_ = 0;
 };
 
-// qwen3next / qwen35 / qwen35moe: gated delta-net layers (the even ones)
-// and gated attention layers (the odd ones: full_attention_interval 2),
-// delta nets of 2 key heads and 4 value heads of head_dim (conv kernel 4);
+// qwen3next / qwen35 / qwen35moe: gated delta-net layers and every
+// full_attention_interval-th a gated attention layer (tiny: interval 2,
+// delta nets of 2 key heads and 4 value heads of head_dim; conv kernel 4);
 // qwen35moe's experts stored as one merged gate_up tensor, qwen3next's as two.
 void write_delta_net_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
@@ -118,9 +118,13 @@ void write_delta_net_model(const SyntheticModelSpec& spec, const std::string& pa
     if (spec.n_nextn) throw Error("synthetic model: MTP layers are written for exaone4 only");
     gguf::Writer w;
     auto key = [&](const char* suffix) { return arch + "." + suffix; };
+    if (spec.full_attention_interval < 1 || spec.ssm_n_k_heads == 0 || spec.ssm_n_v_heads % spec.ssm_n_k_heads != 0)
+        throw Error("synthetic model: bad delta-net layout (interval >= 1, value heads a multiple of the key heads)");
     const uint64_t d = spec.n_embd, q = uint64_t{spec.n_head} * spec.head_dim,
-                   kv = uint64_t{spec.n_head_kv} * spec.head_dim, ff = spec.n_ff, hd = spec.head_dim;
-    const uint64_t n_k = 2, n_v = 4, kd = n_k * hd, vd = n_v * hd, conv = 2 * kd + vd;
+                   kv = uint64_t{spec.n_head_kv} * spec.head_dim, ff = spec.n_ff, ahd = spec.head_dim;
+    const uint64_t hd = spec.ssm_head_dim ? spec.ssm_head_dim : spec.head_dim;  // the delta nets' head size
+    const uint64_t n_k = spec.ssm_n_k_heads, n_v = spec.ssm_n_v_heads, kd = n_k * hd, vd = n_v * hd,
+                   conv = 2 * kd + vd;
     w.add_metadata("general.architecture", Value::string(arch));
     w.add_metadata("general.name", Value::string(spec.name));
     w.add_metadata(key("context_length"), Value::u32(spec.n_ctx));
@@ -139,9 +143,9 @@ void write_delta_net_model(const SyntheticModelSpec& spec, const std::string& pa
                        Value::array(ValueType::U32, std::vector<uint32_t>{pairs, pairs, pairs, 0}));
     }
     w.add_metadata(key("attention.layer_norm_rms_epsilon"), Value::f32(1e-6f));
-    w.add_metadata(key("full_attention_interval"), Value::u32(2));
+    w.add_metadata(key("full_attention_interval"), Value::u32(spec.full_attention_interval));
     w.add_metadata(key("ssm.conv_kernel"), Value::u32(4));
-    w.add_metadata(key("ssm.state_size"), Value::u32(spec.head_dim));
+    w.add_metadata(key("ssm.state_size"), Value::u32(static_cast<uint32_t>(hd)));
     w.add_metadata(key("ssm.group_count"), Value::u32(static_cast<uint32_t>(n_k)));
     w.add_metadata(key("ssm.time_step_rank"), Value::u32(static_cast<uint32_t>(n_v)));
     w.add_metadata(key("ssm.inner_size"), Value::u32(static_cast<uint32_t>(vd)));
@@ -159,7 +163,7 @@ void write_delta_net_model(const SyntheticModelSpec& spec, const std::string& pa
         const std::string p = "blk." + std::to_string(l) + ".";
         t.add(p + "attn_norm.weight", ElementType::F32, {d}, 1.0f);
         t.add(p + "post_attention_norm.weight", ElementType::F32, {d}, 1.0f);
-        if (l % 2 == 0) {
+        if ((l + 1) % spec.full_attention_interval != 0) {  // a delta-net layer
             t.add(p + "attn_qkv.weight", spec.weight_type, {d, conv});
             t.add(p + "attn_gate.weight", spec.weight_type, {d, vd});
             if (next) {
@@ -178,8 +182,8 @@ void write_delta_net_model(const SyntheticModelSpec& spec, const std::string& pa
             t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
             t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
             t.add(p + "attn_output.weight", spec.weight_type, {q, d});
-            t.add(p + "attn_q_norm.weight", ElementType::F32, {hd}, 1.0f);
-            t.add(p + "attn_k_norm.weight", ElementType::F32, {hd}, 1.0f);
+            t.add(p + "attn_q_norm.weight", ElementType::F32, {ahd}, 1.0f);
+            t.add(p + "attn_k_norm.weight", ElementType::F32, {ahd}, 1.0f);
         }
         if (moe) {
             const uint64_t x = spec.n_expert, fe = spec.n_ff_exp, fs = spec.n_ff_shexp;
@@ -319,6 +323,28 @@ SyntheticModelSpec SyntheticModelSpec::qwen3_0_6b(ElementType type) {
     s.n_ff = 3072;
     s.n_ctx = 4096;
     s.rope_freq_base = 1000000.0f;
+    s.weight_type = type;
+    s.embd_type = type;
+    return s;
+}
+
+SyntheticModelSpec SyntheticModelSpec::qwen35_hybrid(ElementType type) {
+    SyntheticModelSpec s;
+    s.arch = "qwen35";
+    s.name = "random-qwen35-hybrid";
+    s.n_vocab = 151936;
+    s.n_embd = 1024;
+    s.n_layer = 24;
+    s.n_head = 8;
+    s.n_head_kv = 2;
+    s.head_dim = 256;
+    s.n_ff = 3584;
+    s.n_ctx = 4096;
+    s.rope_freq_base = 10000000.0f;
+    s.full_attention_interval = 4;
+    s.ssm_n_k_heads = 16;
+    s.ssm_n_v_heads = 16;
+    s.ssm_head_dim = 128;
     s.weight_type = type;
     s.embd_type = type;
     return s;

@@ -28,6 +28,14 @@ std::vector<TokenId> Backend::restore_sequence(int32_t, const std::string&) {
     throw Error("slot files need a backend with a KV cache (this one keeps no state to restore)");
 }
 
+std::vector<uint8_t> Backend::snapshot_sequence(int32_t, std::span<const TokenId>) {
+    throw Error("turn checkpoints need a backend with a memory (this one keeps no state to save)");
+}
+
+std::vector<TokenId> Backend::restore_snapshot(int32_t, std::span<const uint8_t>) {
+    throw Error("turn checkpoints need a backend with a memory (this one keeps no state to restore)");
+}
+
 std::vector<uint8_t> Backend::sequence_state(int32_t, std::span<const TokenId>) {
     throw Error("the prompt cache needs a backend with a KV cache (this one keeps no state to save)");
 }

@@ -38,6 +38,12 @@ std::string metrics_text(const SchedulerStats& s, uint64_t http_requests) {
            s.spec_drafted_total > 0 ? static_cast<double>(s.spec_accepted_total) / static_cast<double>(s.spec_drafted_total) : 0.0);
     metric(out, "spec_verify_steps_total", "counter", "Speculative decoding: slot steps that verified a draft.",
            static_cast<double>(s.spec_verify_steps));
+    metric(out, "turn_checkpoints", "gauge", "Recurrent and hybrid models: saved turn-end states kept.",
+           static_cast<double>(s.turn_checkpoints));
+    metric(out, "turn_checkpoint_bytes", "gauge", "Recurrent and hybrid models: bytes of the kept turn-end states.",
+           static_cast<double>(s.turn_checkpoint_bytes));
+    metric(out, "turn_checkpoint_hits_total", "counter", "Recurrent and hybrid models: prompts resumed from a turn-end state.",
+           static_cast<double>(s.turn_checkpoint_hits_total));
     metric(out, "requests_processing", "gauge", "Slots busy.", s.slots_busy);
     metric(out, "requests_deferred", "gauge", "Requests waiting in the queue.", s.queue_size);
     metric(out, "slots_total", "gauge", "Slots.", s.slots_total);

@@ -196,6 +196,25 @@ std::vector<TokenId> RuntimeBackend::load_sequence_state(int32_t seq, std::span<
     return tokens;
 }
 
+bool RuntimeBackend::wants_turn_checkpoints() const {
+    // Any layer with a recurrent state makes the whole memory refuse to drop a suffix.
+    const memory::HybridMemory& m = ctx_->memory();
+    for (uint32_t l = 0; l < m.n_layer(); ++l)
+        if (m.layer(l).recurrent) return true;
+    return false;
+}
+
+std::vector<uint8_t> RuntimeBackend::snapshot_sequence(int32_t seq, std::span<const TokenId> tokens) {
+    size_t n_saved = 0;
+    auto state = ctx_->sequence_state(seq, tokens, {}, &n_saved);
+    if (n_saved != tokens.size()) throw Error("the slot's cache does not hold its tokens");
+    return state;
+}
+
+std::vector<TokenId> RuntimeBackend::restore_snapshot(int32_t seq, std::span<const uint8_t> state) {
+    return ctx_->load_sequence_state(seq, state, static_cast<uint32_t>(n_ctx_per_seq_ - 1));
+}
+
 std::vector<std::unique_ptr<spec::Drafter>> RuntimeBackend::make_drafters(const spec::SpecParams& params) {
     // One ngram-mod pool and one loaded draft model for every slot; each
     // slot's draft model drafts in a context of its own, the size of a slot.

@@ -60,6 +60,8 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options)
         slots_.push_back(std::move(slot));
     }
     stats_.slots_total = options_.n_slots;
+    if (options_.turn_checkpoint_bytes > 0 && backend_.wants_turn_checkpoints())
+        checkpoints_ = std::make_unique<StateCheckpoints>(options_.turn_checkpoint_bytes);
     if (options_.speculative.enabled()) {
         if (options_.speculative.n_max < 0) throw Error("speculative: n_max must not be negative");
         for (auto& slot : slots_) slot->drafters = backend_.make_drafters(options_.speculative);
@@ -333,12 +335,21 @@ void Scheduler::start(Slot& slot, Pending pending) {
             keep = 0;
         }
     }
-    if (backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
+    // A memory that cannot drop part of a history (a recurrent state) keeps
+    // only a slot's whole cache; a turn checkpoint that covers more of the
+    // prompt than that is loaded instead.
+    const StateCheckpoints::Checkpoint* checkpoint =
+        checkpoints_ ? checkpoints_->longest_prefix_of(slot.request.prompt) : nullptr;
+    const bool checkpoint_first = checkpoint && checkpoint->tokens.size() > keep;
+    if (!checkpoint_first && backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
         slot.cache.resize(keep);
         std::erase_if(slot.cache_images,
                       [&](const PromptImage& c) { return c.first + static_cast<size_t>(c.image->n_tokens) > keep; });
+    } else if (checkpoint && resume_from_checkpoint(slot, *checkpoint)) {
+        keep = slot.cache.size();
+        slot.cache_images.clear();  // checkpoints hold text only
     } else {
-        // The memory cannot drop part of a history (a recurrent state): the prompt is evaluated in full.
+        // Neither: the prompt is evaluated in full.
         keep = 0;
         try {
             clear_sequence(slot);

@@ -165,6 +165,9 @@ void Scheduler::take_prompt_chunks(const StepPlan& plan, size_t row) {
             stats_.cached_tokens_total += static_cast<uint64_t>(s.n_cached);
             stats_.prompt_seconds_total += ms_between(s.t_start, s.t_prompt_done) / 1000.0;
         }
+        // The state after the prompt also resumes a next turn whose history
+        // renders this reply with other tokens than were generated.
+        keep_turn_checkpoint(s);
         if (!s.busy) continue;
         try {
             s.speculation->begin(s.id, s.cache, s.spec_request);

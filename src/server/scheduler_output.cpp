@@ -99,6 +99,7 @@ void Scheduler::finish(Slot& slot, const std::string& reason) {
     }
     slot.handle->push(std::move(e));
     release(slot);
+    keep_turn_checkpoint(slot);
 }
 
 void Scheduler::fail_sampling(Slot& slot, const std::exception& e) {

@@ -73,6 +73,7 @@ struct ServeOptions {
     int32_t max_queue = 64;
     std::string cache_ram = "8192";  // MiB, llama-server's default
     int32_t max_tokens_cap = -1;
+    size_t turn_checkpoint_mib = 256;
     size_t max_body = 8u << 20;
     int max_connections = 256;
     int header_timeout = 5;
@@ -118,6 +119,9 @@ std::function<int()> setup(CLI::App& cmd) {
                  "default: contents are plain text, so users cannot forge turns)");
     cmd.add_option("--n-predict", opt->n_predict, "Default most tokens per reply (-1: until the context ends); also -n N");
     cmd.add_option("--timeout", opt->timeout, "Seconds a request may take, queue included");
+    cmd.add_option("--turn-checkpoint-mib", opt->turn_checkpoint_mib,
+                   "Recurrent and hybrid models: MiB of saved states kept at turn ends, so the next turn evaluates only "
+                   "its new tokens (least recently used dropped; 0: none)");
     cmd.add_option("--max-tokens", opt->max_tokens_cap, "Server-wide cap on tokens per reply, whatever a request asks (-1: the slot's context)");
     cmd.add_option("--max-queue", opt->max_queue, "Requests that may wait for a slot; more get 503");
     cmd.add_option("--cache-ram", opt->cache_ram,
@@ -193,6 +197,7 @@ std::function<int()> setup(CLI::App& cmd) {
         config.scheduler.n_batch = opt->n_batch;
         config.scheduler.max_queue = opt->max_queue;
         config.scheduler.max_tokens_cap = opt->max_tokens_cap;
+        config.scheduler.turn_checkpoint_bytes = opt->turn_checkpoint_mib << 20;
         config.scheduler.speculative = opt->spec;
         config.default_sampling = opt->sampling.params;
         config.scheduler.prompt_cache_bytes = opt->cache_ram == "-1"

@@ -59,6 +59,14 @@ struct SyntheticModelSpec {
     uint32_t n_lora_q = 64;
     bool mla_plain = false;
 
+    // qwen35 / qwen35moe / qwen3next: every full_attention_interval-th layer
+    // is gated attention, the others gated delta nets of ssm_n_k_heads key
+    // and ssm_n_v_heads value heads of ssm_head_dim (0: head_dim).
+    uint32_t full_attention_interval = 2;
+    uint32_t ssm_n_k_heads = 2;
+    uint32_t ssm_n_v_heads = 4;
+    uint32_t ssm_head_dim = 0;
+
     ElementType weight_type = ElementType::F32;  // 2-D projection matrices
     // The stacked expert matrices (*_exps); unset: weight_type. (Real
     // gpt-oss files keep MXFP4 experts beside other types.)
@@ -74,6 +82,10 @@ struct SyntheticModelSpec {
     static SyntheticModelSpec llama_1b(ElementType type);
     // Qwen3-0.6B shapes: 1024 wide, 28 layers, 16/8 heads of 128, ffn 3072, vocab 151936, tied.
     static SyntheticModelSpec qwen3_0_6b(ElementType type);
+    // Qwen3.5-style hybrid: 1024 wide, 24 layers (3 gated delta-net layers to
+    // 1 gated attention layer), attention 8/2 heads of 256, delta nets of 16
+    // key and 16 value heads of 128, ffn 3584, vocab 151936, tied.
+    static SyntheticModelSpec qwen35_hybrid(ElementType type);
 };
 
 // Writes the model to `path`. Throws cria::Error for an unknown architecture,

@@ -105,6 +105,17 @@ public:
     virtual std::vector<LoraAdapterInfo> lora_adapters() const { return {}; }
     virtual void set_lora_scales(const std::vector<float>& scales);
 
+    // Turn checkpoints (server/state_checkpoints.h) for a memory that cannot
+    // drop a suffix (recurrent states): true when the scheduler should keep
+    // them (the default: false, a KV cache reuses any prefix in place).
+    // snapshot_sequence() is save_sequence() into memory;
+    // restore_snapshot() loads such bytes into seq and returns their tokens.
+    // Both throw cria::Error (the default: no state to snapshot); a refused
+    // restore leaves the sequence as it was.
+    virtual bool wants_turn_checkpoints() const { return false; }
+    virtual std::vector<uint8_t> snapshot_sequence(int32_t seq, std::span<const TokenId> tokens);
+    virtual std::vector<TokenId> restore_snapshot(int32_t seq, std::span<const uint8_t> state);
+
     // The drafters `params` asks for, for one slot (each slot calls it once).
     // Throws cria::Error (the default: the backend cannot draft).
     virtual std::vector<std::unique_ptr<spec::Drafter>> make_drafters(const spec::SpecParams& params);

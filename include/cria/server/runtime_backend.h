@@ -71,6 +71,9 @@ public:
     // The adapters of params.lora (model/lora.h), applied to every decode of the slots' context.
     std::vector<LoraAdapterInfo> lora_adapters() const override;
     void set_lora_scales(const std::vector<float>& scales) override;
+    bool wants_turn_checkpoints() const override;
+    std::vector<uint8_t> snapshot_sequence(int32_t seq, std::span<const TokenId> tokens) override;
+    std::vector<TokenId> restore_snapshot(int32_t seq, std::span<const uint8_t> state) override;
     // spec::make_drafters with one ngram-mod pool shared by the slots; the
     // draft model is loaded once and shared, each slot drafting in a context
     // of its own the size of a slot.

@@ -30,6 +30,7 @@
 #include "cria/sampling/params.h"
 #include "cria/server/backend.h"
 #include "cria/server/prompt_cache.h"
+#include "cria/server/state_checkpoints.h"
 #include "cria/spec/params.h"
 #include "cria/spec/step.h"
 
@@ -149,6 +150,10 @@ struct SchedulerOptions {
     // The prompt cache (llama-server's --cache-ram): state bytes of prompts
     // that slots let go, kept for any slot (0: off). See prompt_cache.h.
     uint64_t prompt_cache_bytes = 0;
+    // Turn checkpoints (server/state_checkpoints.h), kept only when the
+    // backend asks for them (a recurrent or hybrid model): at most this many
+    // bytes of saved states; 0 keeps none.
+    size_t turn_checkpoint_bytes = size_t{256} << 20;
 };
 
 struct SlotInfo {
@@ -165,6 +170,8 @@ struct SchedulerStats {
     double prompt_seconds_total = 0, generation_seconds_total = 0;
     uint64_t decode_calls = 0;
     uint64_t spec_drafted_total = 0, spec_accepted_total = 0, spec_verify_steps = 0;
+    // Turn checkpoints: how many are kept, their bytes, and the prompts that resumed from one.
+    uint64_t turn_checkpoints = 0, turn_checkpoint_bytes = 0, turn_checkpoint_hits_total = 0;
     int32_t queue_size = 0, slots_busy = 0, slots_total = 0;
     // The prompt cache: entries and bytes held, requests that loaded an entry, tokens those loads saved.
     uint64_t prompt_cache_entries = 0, prompt_cache_bytes = 0, prompt_cache_hits = 0, prompt_cache_tokens = 0;
@@ -250,6 +257,11 @@ private:
     // A sampler's failure: a cria::Error comes from the request's settings (400).
     void fail_sampling(Slot& slot, const std::exception& e);
     void release(Slot& slot);
+    // Turn checkpoints (scheduler_turn_checkpoints.cpp). keep: saves the
+    // slot's state with its tokens (a prompt evaluated, a request finished). resume: loads the
+    // checkpoint into the slot; false (the slot as it was) when the backend refuses it.
+    void keep_turn_checkpoint(Slot& slot);
+    bool resume_from_checkpoint(Slot& slot, const StateCheckpoints::Checkpoint& checkpoint);
     // The speculative step of each slot (scheduler_speculation.cpp).
     void check_speculative(const SpeculativeRequest& request) const;
     void verify(Slot& slot, const float* rows, size_t first_row, double decode_ms);
@@ -266,6 +278,7 @@ private:
     SchedulerOptions options_;
     std::shared_ptr<const grammar::VocabIndex> vocab_index_;
     std::vector<std::unique_ptr<Slot>> slots_;
+    std::unique_ptr<StateCheckpoints> checkpoints_;  // null: the backend reuses prefixes in place
     std::vector<std::string> spec_types_;  // the drafters' types (spec_type_name spelling), in order
     bool spec_has_model_ = false;
 
