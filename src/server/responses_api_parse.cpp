@@ -138,6 +138,9 @@ ResponsesJob parse_openai_responses(const json& body, const ConversationLookup& 
     json chat = body;
     for (const char* key : kResponsesOnlyFields) chat.erase(key);
     if (body.contains("n")) throw bad_request("'n' is not a Responses API field", "n");
+    // Background responses are polled later by id; nothing here can serve that.
+    if (const json* bg = present(body, "background"); bg && *bg != json(false))
+        throw bad_request("'background' responses are not supported", "background");
 
     const json* input = present(body, "input");
     if (!input) throw bad_request("'input' is required", "input");

@@ -117,6 +117,8 @@ TEST(ResponsesRequest, BadRequestsAreRefused) {
     EXPECT_EQ(parse(R"({"input": "x", "tools": [{"type": "web_search"}]})"), 400);
     EXPECT_EQ(parse(R"({"input": "x", "store": "yes"})"), 400);
     EXPECT_EQ(parse(R"({"input": "x", "n": 2})"), 400);
+    EXPECT_EQ(parse(R"({"input": "x", "background": true})"), 400);
+    EXPECT_EQ(parse(R"({"input": "x", "background": false})"), 200);
     EXPECT_EQ(parse(R"({"input": "x", "text": {"format": {"type": "json_schema"}}})"), 400);
     EXPECT_EQ(parse(R"({"input": [], "instructions": ""})"), 400);  // nothing to answer
     EXPECT_EQ(parse(R"({"input": "x", "max_output_tokens": -3})"), 400);
