@@ -69,6 +69,8 @@ struct ServeOptions {
     int32_t max_queue = 64;
     int32_t max_tokens_cap = -1;
     size_t max_body = 8u << 20;
+    size_t responses_max = 1024;
+    size_t responses_max_bytes = 64u << 20;
     int max_connections = 256;
     int header_timeout = 5;
     cria::spec::SpecParams spec;
@@ -114,6 +116,10 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--max-tokens", opt->max_tokens_cap, "Server-wide cap on tokens per reply, whatever a request asks (-1: the slot's context)");
     cmd.add_option("--max-queue", opt->max_queue, "Requests that may wait for a slot; more get 503");
     cmd.add_option("--max-body", opt->max_body, "Largest request body in bytes");
+    cmd.add_option("--responses-max", opt->responses_max,
+                   "Responses API conversations kept for previous_response_id (least recently used go first; 0: none)");
+    cmd.add_option("--responses-max-bytes", opt->responses_max_bytes,
+                   "Bytes of messages those conversations may take in all");
     cmd.add_option("--max-connections", opt->max_connections,
                    "Connections open at once (one thread each); more are answered 503 and closed");
     cmd.add_option("--header-timeout", opt->header_timeout,
@@ -175,6 +181,8 @@ std::function<int()> setup(CLI::App& cmd) {
         config.request_timeout_s = opt->timeout;
         config.default_max_tokens = opt->n_predict;
         config.max_body_bytes = opt->max_body;
+        config.responses_max_count = opt->responses_max;
+        config.responses_max_bytes = opt->responses_max_bytes;
         config.max_connections = opt->max_connections;
         config.header_timeout_s = opt->header_timeout;
         config.scheduler.n_slots = opt->n_parallel;
