@@ -19,7 +19,9 @@
 #include "cria/server/slot_files.h"
 #include "memory_stream.h"
 #include "metrics.h"
+#include "response_store.h"
 #include "responses.h"
+#include "responses_api.h"
 #include "server/request_guard.h"
 #include "sse.h"
 #include "webui.h"
@@ -49,6 +51,7 @@ struct Server::Impl {
     long long created = unix_now();
     std::atomic<uint64_t> http_requests{0};
     std::atomic<bool> stopped{false};
+    std::unique_ptr<ResponseStore> response_store;  // made by Server(), from the config
 
     void send_json(httplib::Response& res, int status, const json& body) {
         res.status = status;
@@ -409,6 +412,48 @@ struct Server::Impl {
         });
     }
 
+    // POST /v1/responses: a chat completion underneath; the reply is kept
+    // (unless store is false) so that a later request can continue it.
+    void handle_responses(const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            ResponsesJob job = parse_openai_responses(
+                parse_body(req.body), [this](const std::string& id) { return response_store->get(id); },
+                config.default_sampling);
+            const chat::OutputParserOptions popt = formatter->prepare(job.chat);
+            finish_request(job.chat.gen);
+            auto handle = scheduler->submit(std::move(job.chat.gen));
+            const ResponseIds ids{random_id("resp_"), unix_now(), model_id};
+            auto keep = [this, ids, store = job.store, conversation = job.conversation](const Collected& c) mutable {
+                if (!store) return;
+                conversation.push_back(response_reply_message(c));
+                response_store->put(ids.id, conversation);
+            };
+            if (!job.chat.stream) {
+                const ClientWatch watch = watch_client(req, handle);
+                Collected c;
+                GenerationEvent err;
+                if (!collect(handle, popt, c, err)) throw ApiError(err.http_status, "server_error", err.error);
+                name_tool_calls(c.calls);
+                keep(c);
+                send_json(res, 200, response_object(ids, job.echo, response_status(c), response_output_items(c), &c.usage));
+                return;
+            }
+            auto parser = std::make_shared<chat::StreamingOutputParser>(popt);
+            auto collected = std::make_shared<Collected>();
+            auto w = std::make_shared<ResponsesStream>(ids, job.echo);
+            stream(res, handle, w->start(), [w, parser, collected, keep](GenerationEvent& ev, bool& done) mutable {
+                if (ev.kind == GenerationEvent::Kind::Text) return w->delta(parser->push(ev.text), *collected);
+                done = true;
+                if (ev.kind == GenerationEvent::Kind::Error) return w->error(ev.http_status, ev.error);
+                std::string out = w->delta(parser->finish(), *collected);
+                collected->finish_reason = ev.finish_reason;
+                collected->usage = usage_of(ev);
+                keep(*collected);
+                return out + w->finish(*collected);
+            });
+        });
+    }
+
     // Waits for the raw text of a generation (completions are not parsed
     // for reasoning or tools); throws ApiError for an error or the timeout.
     std::string collect_text(const std::shared_ptr<RequestHandle>& handle, Collected& c) {
@@ -708,6 +753,8 @@ void Server::Impl::api_routes() {
             send_json(res, 200, {{"input_tokens", job.gen.prompt.size()}});
         });
     });
+    http->Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) { handle_responses(req, res); });
+    http->Post("/responses", [this](const httplib::Request& req, httplib::Response& res) { handle_responses(req, res); });
     http->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
     http->Post("/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
     http->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
@@ -889,6 +936,7 @@ Server::Server(std::unique_ptr<Backend> backend, ServerConfig config) : impl_(st
     limits.body_timeout = std::chrono::seconds(m.config.read_timeout_s);
     limits.write_timeout = std::chrono::seconds(m.config.write_timeout_s);
     limits.max_connections = m.config.max_connections;
+    m.response_store = std::make_unique<ResponseStore>(m.config.responses_max_count, m.config.responses_max_bytes);
     m.http = std::make_unique<BoundedHttpServer>(limits);
     m.http->set_payload_max_length(m.config.max_body_bytes);
     m.http->set_read_timeout(m.config.read_timeout_s, 0);

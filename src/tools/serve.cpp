@@ -75,6 +75,8 @@ struct ServeOptions {
     int32_t max_tokens_cap = -1;
     size_t turn_checkpoint_mib = 256;
     size_t max_body = 8u << 20;
+    size_t responses_max = 1024;
+    size_t responses_max_bytes = 64u << 20;
     int max_connections = 256;
     int header_timeout = 5;
     cria::spec::SpecParams spec;
@@ -128,6 +130,10 @@ std::function<int()> setup(CLI::App& cmd) {
                    "Prompt cache: MiB of RAM for the state of prompts that slots let go, reused by any slot whose "
                    "prompt shares their prefix (default 8192, -1: no limit, 0: off); also -cram N");
     cmd.add_option("--max-body", opt->max_body, "Largest request body in bytes");
+    cmd.add_option("--responses-max", opt->responses_max,
+                   "Responses API conversations kept for previous_response_id (least recently used go first; 0: none)");
+    cmd.add_option("--responses-max-bytes", opt->responses_max_bytes,
+                   "Bytes of messages those conversations may take in all");
     cmd.add_option("--max-connections", opt->max_connections,
                    "Connections open at once (one thread each); more are answered 503 and closed");
     cmd.add_option("--header-timeout", opt->header_timeout,
@@ -191,6 +197,8 @@ std::function<int()> setup(CLI::App& cmd) {
         config.request_timeout_s = opt->timeout;
         config.default_max_tokens = opt->n_predict;
         config.max_body_bytes = opt->max_body;
+        config.responses_max_count = opt->responses_max;
+        config.responses_max_bytes = opt->responses_max_bytes;
         config.max_connections = opt->max_connections;
         config.header_timeout_s = opt->header_timeout;
         config.scheduler.n_slots = opt->n_parallel;

@@ -137,6 +137,71 @@ test("openai: errors map to the SDK's error classes", async () => {
   await assert.rejects(wrong.models.list(), (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
 });
 
+test("openai: responses.create, a conversation by previous_response_id, tool call items", async () => {
+  const first = await openai.responses.create({
+    model: "gpt-4.1", instructions: "You are a helpful assistant.", input: "Tell me about Emma.", max_output_tokens: 16, temperature: 0,
+  });
+  assert.equal(first.object, "response");
+  assert.equal(first.status, "incomplete");
+  assert.equal(first.incomplete_details.reason, "max_output_tokens");
+  assert.ok(first.output_text.length > 0);
+  assert.equal(first.usage.output_tokens, 16);
+  const second = await openai.responses.create({
+    model: "gpt-4.1", previous_response_id: first.id, input: "And Bath?", max_output_tokens: 8, temperature: 0,
+  });
+  assert.equal(second.previous_response_id, first.id);
+  assert.ok(second.usage.input_tokens > first.usage.output_tokens);  // "And Bath?" alone is fewer tokens: the first exchange is in the prompt
+  const tools = [{ type: "function", name: "get_weather", description: "Weather in a city",
+    parameters: weatherTool.function.parameters }];
+  const call = await openai.responses.create({
+    model, input: "What is the weather in Bath?", tools, tool_choice: "required", max_output_tokens: 300, temperature: 0,
+  });
+  const fc = call.output.find((o) => o.type === "function_call");
+  assert.equal(fc.name, "get_weather");
+  assert.ok(["Bath", "London"].includes(JSON.parse(fc.arguments).city));
+  const answer = await openai.responses.create({
+    model, previous_response_id: call.id, tools, max_output_tokens: 8, temperature: 0,
+    input: [{ type: "function_call_output", call_id: fc.call_id, output: JSON.stringify({ forecast: "rain" }) }],
+  });
+  assert.equal(answer.output[0].type, "message");
+  await assert.rejects(openai.responses.create({ model, input: "x", previous_response_id: "resp_missing" }),
+    (e) => e instanceof OpenAI.NotFoundError);
+});
+
+test("openai: responses.stream events equal responses.create", async () => {
+  const params = { model, input: "Describe Bath.", max_output_tokens: 20, temperature: 0 };
+  const whole = await openai.responses.create(params);
+  const stream = openai.responses.stream(params);
+  const types = [];
+  let text = "", last = -1, lastEvent = null;
+  for await (const ev of stream) {
+    types.push(ev.type);
+    lastEvent = ev;
+    assert.equal(ev.sequence_number, last + 1);
+    last = ev.sequence_number;
+    if (ev.type === "response.output_text.delta") text += ev.delta;
+  }
+  const final = await stream.finalResponse();
+  assert.equal(text, whole.output_text);
+  // This SDK's finalResponse() leaves output_text out, and takes the final
+  // object only from response.completed (an incomplete one keeps the
+  // accumulated snapshot): read the message item, and the status from the event.
+  assert.equal(final.output[0].content[0].text, whole.output_text);
+  assert.equal(lastEvent.response.status, "incomplete");
+  assert.equal(lastEvent.response.usage.output_tokens, 20);
+  assert.deepEqual(types.slice(0, 4), ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"]);
+  assert.deepEqual(types.slice(-4), ["response.output_text.done", "response.content_part.done", "response.output_item.done", "response.incomplete"]);
+});
+
+test("openai: responses.stream that completes gives finalResponse the completed object", async () => {
+  // "stop" is llama-server's extra field (passed through by the SDK): the reply ends at the first "e".
+  const stream = openai.responses.stream({ model, input: "Describe Bath.", max_output_tokens: 64, temperature: 0, stop: ["e"] });
+  const final = await stream.finalResponse();
+  assert.equal(final.status, "completed");
+  assert.ok(final.usage.output_tokens < 64);
+  assert.equal(final.output[0].type, "message");
+});
+
 test("anthropic: message", async () => {
   const m = await anthropic.messages.create({ model, max_tokens: 10, system: "You write like Austen.", messages: [{ role: "user", content: "Begin." }] });
   assert.equal(m.type, "message");

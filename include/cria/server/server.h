@@ -43,6 +43,10 @@ struct ServerConfig {
     int max_connections = 256;          // open at once (one thread each); more are answered 503
     int request_timeout_s = 600;        // a generation (queue included) is stopped after this
     int32_t default_max_tokens = -1;    // when a request gives none (-1: until the context ends)
+    // Responses API conversations kept for previous_response_id: at most this
+    // many, and this many bytes of messages (least recently used go first).
+    size_t responses_max_count = 1024;
+    size_t responses_max_bytes = 64u << 20;
     // What a request does not set (temperature, top_k, penalties, DRY, ...):
     // llama.cpp's defaults, or `cria serve`'s sampling flags (as llama-server).
     sampling::SamplingParams default_sampling;
