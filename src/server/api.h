@@ -71,7 +71,7 @@ struct CompletionJob {
     bool stream = false;
     bool include_usage = false;
 };
-CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab);
+CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab, int32_t n_vocab);
 
 // POST /v1/embeddings: one or more inputs (text or token ids of a vocabulary of n_vocab).
 struct EmbeddingJob {

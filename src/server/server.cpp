@@ -264,7 +264,7 @@ struct Server::Impl {
 
     void handle_completions(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            CompletionJob job = parse_openai_completion(parse_body(req.body), backend->vocab());
+            CompletionJob job = parse_openai_completion(parse_body(req.body), backend->vocab(), backend->n_vocab());
             check_model(job.model, Dialect::OpenAI);
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
