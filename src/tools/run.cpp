@@ -5,6 +5,9 @@
 //            [-b N] [-ub N] [-ctk T] [-ctv T] [--no-display-prompt] [--load-mode M]
 //            [--grammar G | --grammar-file F | -j SCHEMA | --json-schema-file F]
 //            [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ...
+//   cria run -m MODEL --tokens 5,17,3 ...   (the prompt as token ids, e.g. for a
+//                                 model without a tokenizer; such a model's
+//                                 output is its token ids, one space before each)
 //   cria run -m MODEL            (no -p: interactive chat in the terminal; the same
 //                                 model, cache, sampling, grammar and speculative
 //                                 decoding flags)
@@ -33,12 +36,14 @@
 #include "cria/vocab/vocab.h"
 #include "tools/command.h"
 #include "tools/spec_flags.h"
+#include "tools/token_list.h"
 
 namespace {
 
 struct RunOptions {
     std::string model;
     std::string prompt;
+    std::string prompt_tokens;  // --tokens: the prompt as comma-separated token ids
     int n_predict = -1;
     float temp = 0.8f;
     int top_k = 40;
@@ -126,16 +131,27 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
     if (auto grammar = sampling::make_grammar_sampler(vocab, opt.grammar)) chain.set_grammar(std::move(grammar));
     std::fprintf(stderr, "cria run: sampler chain: %s\n", chain.describe().c_str());
 
-    const auto tokens = vocab.tokenize(opt.prompt, true, true);
+    const uint32_t n_vocab = model->hparams().n_vocab;
+    const auto tokens = opt.prompt_tokens.empty() ? vocab.tokenize(opt.prompt, true, true)
+                                                  : tools::parse_token_list(opt.prompt_tokens);
     if (tokens.empty()) throw Error("the prompt gives no tokens");
+    for (auto t : tokens)
+        if (static_cast<uint32_t>(t) >= n_vocab)
+            throw Error("--tokens: token id " + std::to_string(t) + " is outside the model's vocabulary of " +
+                        std::to_string(n_vocab));
+    // A model without a tokenizer has no text to show: its tokens are shown as ids.
+    const bool show_ids = vocab.type() == vocab::VocabType::None;
+    const auto shown = [&](runtime::TokenId t) {
+        return show_ids ? " " + std::to_string(t) : vocab.token_to_piece(t, false);
+    };
     if (!opt.no_display_prompt) {
-        std::string shown;
-        for (auto t : tokens) shown += vocab.token_to_piece(t, false);
-        std::fwrite(shown.data(), 1, shown.size(), stdout);
+        std::string text;
+        for (auto t : tokens) text += shown(t);
+        std::fwrite(text.data(), 1, text.size(), stdout);
         std::fflush(stdout);
     }
     const auto print = [&](runtime::TokenId t) {
-        const std::string piece = vocab.token_to_piece(t, false);
+        const std::string piece = shown(t);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
         return true;
@@ -171,6 +187,9 @@ std::function<int()> setup(CLI::App& cmd) {
     // -m is read with the other one-dash flags: CLI11 would take "-md FILE" as "-m d".
     cmd.add_option("--model", opt->model, "GGUF model file; also -m FILE");
     auto* prompt = cmd.add_option("-p,--prompt", opt->prompt, "Prompt to continue (without -p: a chat in the terminal, with the same flags)");
+    auto* prompt_tokens = cmd.add_option("--tokens", opt->prompt_tokens,
+                                         "Prompt as comma-separated token ids instead of -p (e.g. 5,17,3)")
+                              ->excludes(prompt);
     cmd.add_option("-n,--n-predict", opt->n_predict, "Tokens to generate (-1: until end of generation or a full context)");
     cmd.add_option("--temp", opt->temp, "Temperature (0: greedy)");
     cmd.add_option("--top-k", opt->top_k, "Top-k (0: off)");
@@ -194,7 +213,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("-j,--json-schema", opt->grammar.json_schema, "JSON Schema the output must follow");
     cmd.add_option("--json-schema-file", opt->grammar.json_schema_file, "File with a JSON Schema");
     cria::tools::add_spec_flags(cmd, opt, &RunOptions::spec);
-    return [opt, prompt, &cmd]() -> int {
+    return [opt, prompt, prompt_tokens, &cmd]() -> int {
         using namespace cria;
         std::string n_ctx, n_ubatch, draft_model;
         runtime::take_dash_options(cmd.remaining(), {{"-m", &opt->model},
@@ -208,7 +227,7 @@ std::function<int()> setup(CLI::App& cmd) {
         if (!n_ctx.empty()) opt->n_ctx = runtime::parse_count(n_ctx, "-c");
         if (!n_ubatch.empty()) opt->n_ubatch = runtime::parse_count(n_ubatch, "-ub");
         const gguf::LoadMode mode = runtime::parse_load_mode_or_throw(opt->load_mode);
-        if (prompt->count() == 0) {
+        if (prompt->count() == 0 && prompt_tokens->count() == 0) {
             // No prompt: chat in the terminal with the model's template, on
             // the server's scheduler (one slot, its speculative step).
             return run_chat(*opt, mode);
