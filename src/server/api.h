@@ -85,7 +85,7 @@ struct CompletionJob {
     bool include_usage = false;
     int32_t n_choices = 1;  // "n"
 };
-CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab,
+CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab, int32_t n_vocab,
                                       const sampling::SamplingParams& defaults = {});
 
 // POST /v1/embeddings: one or more inputs (text or token ids of a vocabulary of n_vocab).

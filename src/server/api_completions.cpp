@@ -23,13 +23,15 @@ bool flag(const json& body, const char* name) {
     return body[name].get<bool>();
 }
 
-std::vector<TokenId> completion_prompt(const json& prompt, const vocab::Vocab& vocab) {
+// Token ids are checked against the model's logit rows (n_vocab), not the
+// tokenizer's size: a model without a vocabulary ("no_vocab") takes ids only.
+std::vector<TokenId> completion_prompt(const json& prompt, const vocab::Vocab& vocab, int32_t n_vocab) {
     auto tokens_of = [&](const json& arr) {
         std::vector<TokenId> ids;
         for (const auto& t : arr) {
             // Range-checked before narrowing: 4294967301 must not become token 5.
-            if (!t.is_number_integer() || t.get<int64_t>() < 0 || static_cast<uint64_t>(t.get<int64_t>()) >= vocab.size())
-                throw bad_request("'prompt' token ids must be integers in 0.." + std::to_string(vocab.size() - 1),
+            if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
+                throw bad_request("'prompt' token ids must be integers in 0.." + std::to_string(n_vocab - 1),
                                   "prompt");
             ids.push_back(static_cast<TokenId>(t.get<int64_t>()));
         }
@@ -73,14 +75,14 @@ std::string base64_encode(const std::string& in) {
     return out;
 }
 
-CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab,
+CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& vocab, int32_t n_vocab,
                                       const sampling::SamplingParams& defaults) {
     CompletionJob job;
     job.model = requested_model(body, true);
     job.gen.max_tokens = 16;  // OpenAI's default for completions
     parse_openai_sampling(body, job.gen, false, defaults, &job.n_choices);
     if (!body.contains("prompt")) throw bad_request("'prompt' is required", "prompt");
-    job.gen.prompt = completion_prompt(body["prompt"], vocab);
+    job.gen.prompt = completion_prompt(body["prompt"], vocab, n_vocab);
     if (body.contains("echo") && body["echo"].is_boolean() && body["echo"].get<bool>())
         throw bad_request("'echo' is not supported", "echo");
     job.stream = flag(body, "stream");

@@ -482,7 +482,8 @@ struct Server::Impl {
         guarded(req, res, [&] {
             const json request_body = parse_body(req.body);
             check_request_lora(request_body);
-            CompletionJob job = parse_openai_completion(request_body, backend->vocab(), config.default_sampling);
+            CompletionJob job =
+                parse_openai_completion(request_body, backend->vocab(), backend->n_vocab(), config.default_sampling);
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
             if (job.n_choices > 1) {

@@ -144,8 +144,11 @@ std::unique_ptr<DraftModelDrafter> make_draft_model_drafter(const SpecParams& pa
     cp.n_threads = params.draft_threads > 0 ? params.draft_threads : target.n_threads();
     cp.type_k = params.draft_type_k;
     cp.type_v = params.draft_type_v;
-    return std::make_unique<DraftModelDrafter>(std::move(model), cp, params.draft,
-                                               static_cast<int32_t>(target_vocab.size()));
+    // Drafts stop at a token the target's logit rows lack: the tokenizer's size,
+    // or the model's n_vocab for a target without a vocabulary ("no_vocab").
+    const auto target_n_vocab = static_cast<int32_t>(target_vocab.size() ? target_vocab.size()
+                                                                          : target.model().hparams().n_vocab);
+    return std::make_unique<DraftModelDrafter>(std::move(model), cp, params.draft, target_n_vocab);
 }
 
 }  // namespace cria::spec

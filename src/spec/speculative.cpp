@@ -54,8 +54,10 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     if (prompt.size() > ctx.n_ctx())
         throw Error("generate: the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
                     std::to_string(ctx.n_ctx()));
-    // The step drops draft tokens the target does not have.
-    step_ = SpeculativeStep(pointers(drafters_), params_.adaptive, static_cast<int32_t>(vocab.size()));
+    // The step drops draft tokens the target does not have: beyond its
+    // tokenizer, or beyond its logit rows when it has none ("no_vocab").
+    const auto n_vocab = static_cast<int32_t>(vocab.size() ? vocab.size() : ctx.model().hparams().n_vocab);
+    step_ = SpeculativeStep(pointers(drafters_), params_.adaptive, n_vocab);
 
     // Drafters that read the target's hidden state have it captured.
     if (const auto layers = step_.feature_layers(); !layers.empty()) ctx.set_capture_layers(layers);

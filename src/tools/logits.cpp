@@ -10,7 +10,6 @@
 // sequence 0. Needs no tokenizer. The cache is F32 by default (the fixtures'
 // reference ran so); -ctk/-ctv f16 gives llama.cpp's default instead.
 
-#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -23,6 +22,7 @@
 #include "cria/runtime/options.h"
 #include "tools/command.h"
 #include "tools/lora_flags.h"
+#include "tools/token_list.h"
 
 namespace {
 
@@ -37,30 +37,6 @@ struct LogitsOptions {
     bool no_repack = false;
     cria::tools::LoraFlags lora;
 };
-
-// "5,17,3" (spaces allowed around the commas) -> ids.
-std::vector<cria::runtime::TokenId> parse_token_list(const std::string& text) {
-    std::vector<cria::runtime::TokenId> ids;
-    size_t i = 0;
-    const auto skip_spaces = [&] {
-        while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-    };
-    while (true) {
-        skip_spaces();
-        int32_t value = 0;
-        const auto [end, ec] = std::from_chars(text.data() + i, text.data() + text.size(), value);
-        if (ec != std::errc() || value < 0)
-            throw cria::Error("--tokens: expected a non-negative token id at offset " + std::to_string(i) + " of '" +
-                              text + "'");
-        ids.push_back(value);
-        i = static_cast<size_t>(end - text.data());
-        skip_spaces();
-        if (i == text.size()) break;
-        if (text[i] != ',') throw cria::Error("--tokens: expected ',' at offset " + std::to_string(i));
-        ++i;
-    }
-    return ids;
-}
 
 void print_json(const std::vector<cria::runtime::TokenId>& tokens, const std::vector<std::vector<float>>& rows,
                 uint32_t n_vocab) {
@@ -106,7 +82,7 @@ std::function<int()> setup(CLI::App& cmd) {
         lp.n_threads = opt->threads;
         lp.type_k = runtime::parse_cache_type(opt->cache_type_k);
         lp.type_v = runtime::parse_cache_type(opt->cache_type_v);
-        const auto tokens = parse_token_list(opt->tokens);
+        const auto tokens = tools::parse_token_list(opt->tokens);
         auto model = runtime::load_model(opt->model, runtime::parse_load_mode_or_throw(opt->load_mode), !opt->no_repack);
         std::vector<std::unique_ptr<model::LoraAdapter>> adapters;
         const model::LoraSet lora = tools::load_lora_flags(opt->lora, *model, adapters);

@@ -11,6 +11,9 @@
 //            [-md DRAFT] [--spec-type T[,T]] [--spec-draft-n-max N] ...
 //   cria run -m MODEL --mmproj P --image IMG [--image IMG2 ...] -p "...<__media__>..."
 //                                (images where the markers are; --media-marker M)
+//   cria run -m MODEL --tokens 5,17,3 ...   (the prompt as token ids, e.g. for a
+//                                 model without a tokenizer; such a model's
+//                                 output is its token ids, one space before each)
 //   cria run -m MODEL            (no -p: interactive chat in the terminal; the same
 //                                 model, cache, sampling, grammar and speculative
 //                                 decoding flags, and -sys, --chat-template[-file])
@@ -56,6 +59,7 @@
 #include "tools/sampling_flags.h"
 #include "tools/lora_flags.h"
 #include "tools/spec_flags.h"
+#include "tools/token_list.h"
 
 namespace {
 
@@ -71,6 +75,7 @@ struct RunOptions {
     bool jinja = false;                       // accepted: templates are always Jinja here
     bool escape = true;                       // -e (llama.cpp's default) / --no-escape
     int32_t keep = 0;                         // --keep: tokens kept by a context shift (none here)
+    std::string prompt_tokens;  // --tokens: the prompt as comma-separated token ids
     int n_predict = -1;
     cria::sampling::SamplingFlagState sampling;
     uint32_t n_ctx = 4096;
@@ -221,21 +226,32 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
 
     if (!opt.mmproj.empty() || !opt.images.empty()) return run_with_images(opt, ctx, vocab, chain);
 
-    const auto tokens = vocab.tokenize(opt.prompt, true, true);
+    const uint32_t n_vocab = model->hparams().n_vocab;
+    const auto tokens = opt.prompt_tokens.empty() ? vocab.tokenize(opt.prompt, true, true)
+                                                  : tools::parse_token_list(opt.prompt_tokens);
     if (tokens.empty()) throw Error("the prompt gives no tokens");
+    for (auto t : tokens)
+        if (static_cast<uint32_t>(t) >= n_vocab)
+            throw Error("--tokens: token id " + std::to_string(t) + " is outside the model's vocabulary of " +
+                        std::to_string(n_vocab));
+    // A model without a tokenizer has no text to show: its tokens are shown as ids.
+    const bool show_ids = vocab.type() == vocab::VocabType::None;
+    const auto shown = [&](runtime::TokenId t) {
+        return show_ids ? " " + std::to_string(t) : vocab.token_to_piece(t, false);
+    };
     if (opt.keep != 0)
         std::fprintf(stderr, "cria run: n_keep = %d: it has no effect, as in llama-completion without --context-shift "
                              "(generation stops at a full context)\n", opt.keep);
     const runtime::ReversePrompts reverse(vocab, opt.reverse_prompts);
     std::vector<runtime::TokenId> history = tokens;  // what the reverse prompts are looked for in
     if (!opt.no_display_prompt) {
-        std::string shown;
-        for (auto t : tokens) shown += vocab.token_to_piece(t, false);
-        std::fwrite(shown.data(), 1, shown.size(), stdout);
+        std::string text;
+        for (auto t : tokens) text += shown(t);
+        std::fwrite(text.data(), 1, text.size(), stdout);
         std::fflush(stdout);
     }
     const auto print = [&](runtime::TokenId t) {
-        const std::string piece = vocab.token_to_piece(t, false);
+        const std::string piece = shown(t);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
         history.push_back(t);
@@ -275,6 +291,9 @@ std::function<int()> setup(CLI::App& cmd) {
     // -m is read with the other one-dash flags: CLI11 would take "-md FILE" as "-m d".
     cmd.add_option("--model", opt->model, "GGUF model file; also -m FILE");
     auto* prompt = cmd.add_option("-p,--prompt", opt->prompt, "Prompt to continue (without -p: a chat in the terminal, with the same flags)");
+    auto* prompt_tokens = cmd.add_option("--tokens", opt->prompt_tokens,
+                                         "Prompt as comma-separated token ids instead of -p (e.g. 5,17,3)")
+                              ->excludes(prompt);
     cmd.add_option("-n,--n-predict", opt->n_predict, "Tokens to generate (-1: until end of generation or a full context)");
     auto* file = cmd.add_option("-f,--file", opt->prompt_file, "A file containing the prompt (one trailing newline is dropped)");
     cmd.add_option("-r,--reverse-prompt", opt->reverse_prompts,
@@ -313,7 +332,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--image-min-tokens", opt->image_min_tokens, "Dynamic-size projectors: fewest image tokens (0: default)");
     cmd.add_option("--image-max-tokens", opt->image_max_tokens, "Dynamic-size projectors: most image tokens (0: default)");
     cria::tools::add_lora_flags(cmd, &opt->lora);
-    return [opt, prompt, file, &cmd]() -> int {
+    return [opt, prompt, file, prompt_tokens, &cmd]() -> int {
         using namespace cria;
         std::string n_ctx, n_ubatch, draft_model, seed, system_prompt;
         runtime::take_dash_options(cmd.remaining(), {{"-m", &opt->model},
@@ -354,7 +373,7 @@ std::function<int()> setup(CLI::App& cmd) {
             for (auto& r : opt->reverse_prompts) r = process_escapes(r);
             for (auto& b : opt->sampling.params.dry_sequence_breakers) b = process_escapes(b);
         }
-        const bool completion = prompt->count() > 0 || file->count() > 0;
+        const bool completion = prompt->count() > 0 || file->count() > 0 || prompt_tokens->count() > 0;
         if (completion) {
             // A raw completion (llama-completion -no-cnv): chat-only flags would do nothing.
             if (!opt->system_prompt.empty()) throw Error("-sys/--system-prompt is for the chat (run without -p or -f)");

@@ -175,6 +175,9 @@ std::vector<TokenId> Vocab::tokenize(std::string_view text, bool add_special, st
 
 std::string Vocab::token_to_piece(TokenId id, bool special, int lstrip) const {
     const Impl& v = *impl_;
+    // A model without a vocabulary ("no_vocab": llama.cpp's fixtures) has no
+    // text for any of its token ids, as detokenize() gives none.
+    if (v.type == VocabType::None) return {};
     if (id < 0 || static_cast<size_t>(id) >= v.tokens.size())
         throw Error("token id " + std::to_string(id) + " is outside the vocabulary (size " +
                     std::to_string(v.tokens.size()) + ")");
