@@ -19,6 +19,13 @@ inline double ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// A request's acceptance per draft position, summed over its drafters:
+// tried[i] drafts had a token at position i, accepted[i] of them were kept.
+struct PositionCounts {
+    std::vector<int64_t> tried, accepted;
+};
+PositionCounts position_counts(const spec::Metrics& metrics);
+
 struct Scheduler::Slot {
     int32_t id = 0;
     bool busy = false;
@@ -50,6 +57,7 @@ struct Scheduler::Slot {
     spec::StepRequest spec_request;
     // The step's metrics already added to the server's counters.
     int64_t synced_drafted = 0, synced_accepted = 0, synced_verify_steps = 0;
+    std::vector<int64_t> synced_position_tried, synced_position_accepted;
 };
 
 // One decode: every generating slot's [last, draft...] first, then prompt chunks.
