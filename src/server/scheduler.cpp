@@ -268,6 +268,10 @@ void Scheduler::start(Slot& slot, Pending pending) {
     // prompt token: its logits are needed for the first sample.
     size_t keep = common_prefix(slot.cache, slot.request.prompt);
     if (keep == slot.request.prompt.size()) --keep;
+    // (A prompt with nothing to decode before its last token is begun plainly.)
+    slot.prompt_features_protocol = req.n_max > 0 && !slot.speculation->feature_layers().empty() &&
+                                    keep + 1 < slot.request.prompt.size();
+    slot.prompt_features.clear();
     if (backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
         slot.cache.resize(keep);
     } else {
@@ -280,6 +284,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
             return;
         }
     }
+    if (slot.prompt_features_protocol && keep + 1 >= slot.request.prompt.size()) slot.prompt_features_protocol = false;
     slot.n_past = keep;
     slot.n_cached = static_cast<int32_t>(keep);
     // The penalty samplers (repeat/frequency/presence, DRY) see the prompt,
