@@ -62,10 +62,8 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options) : backend_(back
     if (options_.speculative.enabled()) {
         if (options_.speculative.n_max < 0) throw Error("speculative: n_max must not be negative");
         for (auto& slot : slots_) slot->drafters = backend_.make_drafters(options_.speculative);
-        for (const auto& d : slots_.front()->drafters) {
+        for (const auto& d : slots_.front()->drafters)
             spec_types_.push_back(spec::drafter_type_name(d->name()));  // the flag spelling
-            spec_has_model_ = spec_has_model_ || d->runs_model();
-        }
     }
     for (auto& slot : slots_) {
         std::vector<spec::Drafter*> drafters;
@@ -290,6 +288,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
     spec::StepRequest& req = slot.spec_request;
     req.n_max = spec_off ? 0 : (sr.n_max > 0 ? sr.n_max : options_.speculative.n_max);
     req.n_min = sr.n_min;
+    req.p_min = sr.p_min;
     req.only_drafter = -1;
     if (!spec_off && !sr.type.empty()) {
         const std::string type(spec::spec_type_name(spec::parse_spec_type(sr.type)));
@@ -299,6 +298,8 @@ void Scheduler::start(Slot& slot, Pending pending) {
     // The step begins when the prompt is in the cache; until then nothing of an earlier request counts.
     slot.speculation->metrics() = spec::Metrics{};
     slot.synced_drafted = slot.synced_accepted = slot.synced_verify_steps = 0;
+    slot.synced_position_tried.clear();
+    slot.synced_position_accepted.clear();
     const int32_t n_ctx = backend_.n_ctx_per_seq();
     const int32_t room = n_ctx - static_cast<int32_t>(slot.request.prompt.size());
     slot.max_tokens = slot.request.max_tokens < 0 ? room : std::min(slot.request.max_tokens, room);
@@ -331,6 +332,10 @@ void Scheduler::start(Slot& slot, Pending pending) {
             keep = 0;
         }
     }
+    // (A prompt with nothing to decode before its last token is begun plainly.)
+    slot.prompt_features_protocol = req.n_max > 0 && !slot.speculation->feature_layers().empty() &&
+                                    keep + 1 < slot.request.prompt.size();
+    slot.prompt_features.clear();
     if (backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
         slot.cache.resize(keep);
         std::erase_if(slot.cache_images,
@@ -345,6 +350,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
             return;
         }
     }
+    if (slot.prompt_features_protocol && keep + 1 >= slot.request.prompt.size()) slot.prompt_features_protocol = false;
     slot.n_past = keep;
     slot.n_cached = static_cast<int32_t>(keep);
     // The penalty samplers (repeat/frequency/presence, DRY) see the prompt,
