@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -193,6 +194,38 @@ TEST(KimiK3Output, MalformedMarkupIsKeptAsTextAndNeverCrashes) {
     // An unterminated tools block with complete calls still yields them.
     r = parse(head + kWeatherCall + kRunCall);
     EXPECT_EQ(r.tool_calls.size(), 2u);
+}
+
+TEST(KimiK3Output, RandomTagSoupNeverThrowsAndStreamsAsOneShot) {
+    // Deterministic soup of whole and broken tags, typed values and text: the
+    // parser must never throw, and streaming in random pieces must agree with
+    // parsing the whole.
+    const std::vector<std::string> pieces = {"<|open|>", "<|close|>", "<|sep|>", "think", "response", "tools", "call",
+                                             "argument", "json", " tool=\"f\"", " index=\"1\"", " key=\"k\"",
+                                             " type=\"number\"", " type=\"string\"", "{\"a\":1}", "42", "<|",
+                                             "|>", "\"", "text ", "<|close|>tools<|sep|>", "<|open|>tools<|sep|>",
+                                             "<|close|>think<|sep|>", "<|end_of_msg|>", kWeatherCall, "\xff"};
+    std::mt19937 rng(1234);
+    for (int round = 0; round < 200; ++round) {
+        std::string text;
+        const int n = 1 + static_cast<int>(rng() % 16);
+        for (int i = 0; i < n; ++i) text += pieces[rng() % pieces.size()];
+        for (bool thinking : {true, false}) {
+            ParsedOutput whole;
+            ASSERT_NO_THROW(whole = parse(text, thinking)) << text;
+            StreamingOutputParser p(OutputParserOptions{kK3, thinking});
+            ParsedOutput acc;
+            for (size_t pos = 0; pos < text.size();) {
+                const size_t len = 1 + rng() % 9;
+                append(acc, p.push(std::string_view(text).substr(pos, len)));
+                pos += len;
+            }
+            append(acc, p.finish());
+            EXPECT_EQ(acc.reasoning, whole.reasoning) << text;
+            EXPECT_EQ(acc.content, whole.content) << text;
+            EXPECT_EQ(acc.tool_calls, whole.tool_calls) << text;
+        }
+    }
 }
 
 }  // namespace
