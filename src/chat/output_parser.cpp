@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "atem_calls.h"
+#include "kimi_k3_calls.h"
 #include "cria/core/error.h"
 
 namespace cria::chat {
@@ -45,6 +46,19 @@ const std::string kMuseMessage = "<|message|>";
 const std::string kMuseEom = "<|eom|>";
 const std::string kMuseEot = "<|eot|>";
 const std::string kMuseAssistant = "assistant";
+// Kimi-K3: an assistant message is <|open|>think<|sep|>…<|close|>think<|sep|>
+// <|open|>response<|sep|>…<|close|>response<|sep|> and an optional
+// <|open|>tools<|sep|>…<|close|>tools<|sep|>, closed by
+// <|close|>message<|sep|><|end_of_msg|>. The tags around the response and the
+// message are structure, never text.
+const std::string kK3ThinkOpen = "<|open|>think<|sep|>";
+const std::string kK3ThinkClose = "<|close|>think<|sep|>";
+const std::string kK3ResponseOpen = "<|open|>response<|sep|>";
+const std::string kK3ResponseClose = "<|close|>response<|sep|>";
+const std::string kK3ToolsOpen = "<|open|>tools<|sep|>";
+const std::string kK3ToolsClose = "<|close|>tools<|sep|>";
+const std::string kK3MessageClose = "<|close|>message<|sep|>";
+const std::string kK3EndOfMsg = "<|end_of_msg|>";
 
 std::string trim(const std::string& s) {
     const auto b = s.find_first_not_of(" \t\r\n");
@@ -194,14 +208,19 @@ OutputFormat output_format_from_name(const std::string& name) {
     if (name == "deepseek") return OutputFormat::DeepSeek;
     if (name == "harmony" || name == "gpt-oss") return OutputFormat::Harmony;
     if (name == "muse-glimmer") return OutputFormat::MuseGlimmer;
+    if (name == "kimi-k3") return OutputFormat::KimiK3;
     throw cria::Error("unknown output format '" + name +
-                      "' (generic, hermes, llama3, mistral, deepseek, harmony, muse-glimmer)");
+                      "' (generic, hermes, llama3, mistral, deepseek, harmony, muse-glimmer, kimi-k3)");
 }
 
 OutputFormat detect_output_format(const std::string& src) {
     // As llama.cpp selects it: the ATEM call markup and the end-of-message token.
     if (src.find("<atem:function_calls>") != std::string::npos && src.find(kMuseEom) != std::string::npos)
         return OutputFormat::MuseGlimmer;
+    // Kimi-K3's tag syntax (its macros open_tag and close_tag).
+    if (src.find("<|open|>") != std::string::npos && src.find("<|close|>") != std::string::npos &&
+        src.find("<|sep|>") != std::string::npos)
+        return OutputFormat::KimiK3;
     if (src.find("<|channel|>") != std::string::npos) return OutputFormat::Harmony;
     if (src.find(kDsCallsBegin) != std::string::npos) return OutputFormat::DeepSeek;
     if (src.find(kMistralCalls) != std::string::npos) return OutputFormat::Mistral;
@@ -213,6 +232,8 @@ OutputFormat detect_output_format(const std::string& src) {
 
 bool prompt_opens_reasoning(const std::string& prompt) {
     const std::string t = trim(prompt);
+    if (t.size() >= kK3ThinkOpen.size() && t.compare(t.size() - kK3ThinkOpen.size(), kK3ThinkOpen.size(), kK3ThinkOpen) == 0)
+        return true;
     for (const auto& r : kReasoning) {
         const std::string open = r.open;
         if (t.size() >= open.size() && t.compare(t.size() - open.size(), open.size(), open) == 0) return true;
@@ -230,7 +251,9 @@ StreamingOutputParser::StreamingOutputParser(OutputParserOptions options) : opt_
     }
     if (opt_.reasoning_starts_open) {
         mode_ = Mode::Reasoning;
-        reasoning_end_ = opt_.format == OutputFormat::Mistral ? "[/THINK]" : "</think>";
+        reasoning_end_ = opt_.format == OutputFormat::Mistral ? "[/THINK]"
+                         : opt_.format == OutputFormat::KimiK3 ? kK3ThinkClose
+                                                               : "</think>";
     }
 }
 
@@ -251,6 +274,8 @@ std::vector<std::string> StreamingOutputParser::markers_for_mode() const {
             if (opt_.format == OutputFormat::Mistral) m.push_back(kMistralCalls);
             if (opt_.format == OutputFormat::DeepSeek) m.push_back(kDsCallsBegin);
             if (opt_.format == OutputFormat::Llama3) m.push_back(kPythonTag);
+            if (opt_.format == OutputFormat::KimiK3)
+                m.insert(m.end(), {kK3ThinkOpen, kK3ResponseOpen, kK3ResponseClose, kK3ToolsOpen, kK3MessageClose, kK3EndOfMsg});
             return m;
         }
         case Mode::Reasoning:
@@ -260,6 +285,7 @@ std::vector<std::string> StreamingOutputParser::markers_for_mode() const {
             if (harmony) return {kHarmonyCall, kHarmonyEnd, kHarmonyReturn};
             if (opt_.format == OutputFormat::Hermes) return {kHermesClose};
             if (opt_.format == OutputFormat::DeepSeek) return {kDsCallsEnd};
+            if (opt_.format == OutputFormat::KimiK3) return {kK3ToolsClose};
             return {};  // Mistral and <|python_tag|>: the calls run to the end of the output
         case Mode::Header: return {kHarmonyMessage};
         case Mode::JsonCandidate: return {};
@@ -292,6 +318,7 @@ void StreamingOutputParser::end_collect(OutputDelta& out, bool terminated) {
             break;
         }
         case OutputFormat::MuseGlimmer: calls = parse_atem_calls(collected_); break;
+        case OutputFormat::KimiK3: calls = parse_kimi_k3_calls(collected_); break;
         case OutputFormat::Generic: break;
     }
     const std::string raw = collect_marker_ + collected_;
@@ -302,7 +329,10 @@ void StreamingOutputParser::end_collect(OutputDelta& out, bool terminated) {
         out.tool_calls.insert(out.tool_calls.end(), calls->begin(), calls->end());
     } else {
         // Not a tool call after all: keep the text, so nothing the model wrote is lost.
-        emit(out, raw + (terminated && opt_.format == OutputFormat::Hermes ? kHermesClose : ""));
+        std::string close;
+        if (terminated && opt_.format == OutputFormat::Hermes) close = kHermesClose;
+        if (terminated && opt_.format == OutputFormat::KimiK3) close = kK3ToolsClose;
+        emit(out, raw + close);
     }
 }
 
@@ -351,6 +381,22 @@ void StreamingOutputParser::on_marker(const std::string& marker, OutputDelta& ou
                     collected_ = marker;
                 }
                 return;  // <|end|>, <|return|>, <|call|> between messages are dropped
+            }
+            if (opt_.format == OutputFormat::KimiK3) {
+                if (marker == kK3ThinkOpen) {
+                    mode_ = Mode::Reasoning;
+                    reasoning_end_ = kK3ThinkClose;
+                    return;
+                }
+                if (marker == kK3ToolsOpen) {
+                    mode_ = Mode::Collect;
+                    collect_marker_ = marker;
+                    collected_.clear();
+                    return;
+                }
+                if (marker == kK3ResponseOpen || marker == kK3ResponseClose || marker == kK3MessageClose ||
+                    marker == kK3EndOfMsg)
+                    return;  // structure of the message, not text
             }
             for (const auto& r : kReasoning)
                 if (marker == r.open) {

@@ -194,11 +194,21 @@ json validate_tools(const json& tools) {
 
 // Speculative decoding settings: llama-server's flat "speculative.n_max",
 // "speculative.n_min", "speculative.p_min", or cria's object
-// "speculative": {"type", "n_max", "n_min", "p_min"} (not both for one setting).
+// "speculative": {"type", "n_max", "n_min", "p_min"} (not both for one setting),
+// or "speculative": false.
 void parse_speculative(const json& body, SpeculativeRequest& out) {
     const json* object = field(body, "speculative");
+    // `"speculative": false` turns drafting off for this request (allowed on
+    // any server); `true` asks for the server's defaults, as no field does.
+    if (object && object->is_boolean()) {
+        if (!object->get<bool>()) {
+            out.given = true;
+            out.n_max = 0;
+        }
+        return;
+    }
     if (object && !object->is_object())
-        throw bad_request("'speculative' must be an object with type, n_max, n_min, p_min", "speculative");
+        throw bad_request("'speculative' must be false or an object with type, n_max, n_min, p_min", "speculative");
     static const json empty = json::object();
     const json& obj = object ? *object : empty;
     for (auto it = obj.begin(); it != obj.end(); ++it)

@@ -34,17 +34,13 @@ const char* const kDefaultChatTemplate = R"TMPL({%- if tools %}
 
 namespace {
 
-// The output convention a template teaches its model, judged by its markers.
+// The output convention a template teaches its model, judged by its markers
+// (chat::detect_output_format), and, beyond it, a Llama 3 template that
+// names ipython outside a header.
 chat::OutputFormat detect_format(const std::string& src) {
-    if (src.find("<atem:function_calls>") != std::string::npos && src.find("<|eom|>") != std::string::npos)
-        return chat::OutputFormat::MuseGlimmer;
-    if (src.find("<|channel|>") != std::string::npos) return chat::OutputFormat::Harmony;
-    if (src.find("tool\u2581calls\u2581begin") != std::string::npos) return chat::OutputFormat::DeepSeek;
-    if (src.find("[TOOL_CALLS]") != std::string::npos) return chat::OutputFormat::Mistral;
-    if (src.find("<tool_call>") != std::string::npos) return chat::OutputFormat::Hermes;
-    if (src.find("<|python_tag|>") != std::string::npos || src.find("ipython") != std::string::npos)
-        return chat::OutputFormat::Llama3;
-    return chat::OutputFormat::Generic;
+    const chat::OutputFormat f = chat::detect_output_format(src);
+    if (f == chat::OutputFormat::Generic && src.find("ipython") != std::string::npos) return chat::OutputFormat::Llama3;
+    return f;
 }
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -230,7 +226,8 @@ chat::OutputParserOptions ChatFormatter::prepare(ChatJob& job) const {
         job.gen.prompt = tokenize(text, job.messages);
     else
         tokenize_with_images(text, job);
-    parser.reasoning_starts_open = ends_with(text, "<think>\n") || ends_with(text, "<think>");
+    parser.reasoning_starts_open = ends_with(text, "<think>\n") || ends_with(text, "<think>") ||
+                                   (format_ == chat::OutputFormat::KimiK3 && chat::prompt_opens_reasoning(text));
 
     try {
         if (!job.response_schema.is_null()) {

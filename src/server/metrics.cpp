@@ -11,6 +11,13 @@ void metric(std::ostringstream& out, const char* name, const char* type, const c
         << value << '\n';
 }
 
+// One counter per draft position, labelled position="i" (0: the first draft token).
+void position_metric(std::ostringstream& out, const char* name, const char* help, const std::vector<uint64_t>& values) {
+    out << "# HELP cria:" << name << ' ' << help << "\n# TYPE cria:" << name << " counter\n";
+    for (size_t i = 0; i < values.size(); ++i)
+        out << "cria:" << name << "{position=\"" << i << "\"} " << static_cast<double>(values[i]) << '\n';
+}
+
 }  // namespace
 
 std::string metrics_text(const SchedulerStats& s, uint64_t http_requests) {
@@ -44,6 +51,16 @@ std::string metrics_text(const SchedulerStats& s, uint64_t http_requests) {
            static_cast<double>(s.turn_checkpoint_bytes));
     metric(out, "turn_checkpoint_hits_total", "counter", "Recurrent and hybrid models: prompts resumed from a turn-end state.",
            static_cast<double>(s.turn_checkpoint_hits_total));
+    metric(out, "spec_mean_acceptance_length", "gauge",
+           "Speculative decoding: tokens per verify step (accepted drafts + the target's own; 0 before any).",
+           s.spec_verify_steps > 0
+               ? static_cast<double>(s.spec_accepted_total + s.spec_verify_steps) / static_cast<double>(s.spec_verify_steps)
+               : 0.0);
+    position_metric(out, "spec_position_drafted_total", "Speculative decoding: draft tokens at this draft position.",
+                    s.spec_position_drafted);
+    position_metric(out, "spec_position_accepted_total",
+                    "Speculative decoding: draft tokens at this draft position the model accepted.",
+                    s.spec_position_accepted);
     metric(out, "requests_processing", "gauge", "Slots busy.", s.slots_busy);
     metric(out, "requests_deferred", "gauge", "Requests waiting in the queue.", s.queue_size);
     metric(out, "slots_total", "gauge", "Slots.", s.slots_total);

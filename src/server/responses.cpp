@@ -35,7 +35,9 @@ std::string random_id(const std::string& prefix, size_t n) {
 }
 
 Usage usage_of(const GenerationEvent& e) {
-    return {e.n_prompt, e.n_cached, e.n_generated, e.prompt_ms, e.generation_ms, e.n_drafted, e.n_draft_accepted};
+    return {e.n_prompt,    e.n_cached,         e.n_generated,          e.prompt_ms,
+            e.generation_ms, e.n_drafted,      e.n_draft_accepted,     e.n_draft_steps,
+            e.draft_position_tried, e.draft_position_accepted};
 }
 
 json timings_json(const Usage& u) {
@@ -48,6 +50,20 @@ json timings_json(const Usage& u) {
     if (u.drafted > 0) {
         t["draft_n"] = u.drafted;
         t["draft_n_accepted"] = u.draft_accepted;
+        // cria's: llama-server has no per-position figures.
+        t["draft_n_steps"] = u.draft_steps;
+        t["draft_acceptance_rate"] = static_cast<double>(u.draft_accepted) / u.drafted;
+        // Tokens per verify step: the accepted drafts plus the target's own token.
+        t["draft_mean_acceptance_length"] =
+            u.draft_steps > 0 ? static_cast<double>(u.draft_accepted + u.draft_steps) / u.draft_steps : 0.0;
+        json rates = json::array();
+        for (size_t i = 0; i < u.draft_position_tried.size(); ++i)
+            rates.push_back(u.draft_position_tried[i] > 0 ? static_cast<double>(u.draft_position_accepted[i]) /
+                                                                static_cast<double>(u.draft_position_tried[i])
+                                                          : 0.0);
+        t["draft_n_per_position"] = u.draft_position_tried;
+        t["draft_n_accepted_per_position"] = u.draft_position_accepted;
+        t["draft_acceptance_per_position"] = rates;
     }
     return t;
 }

@@ -15,6 +15,8 @@ struct Usage {
     int32_t prompt = 0, cached = 0, completion = 0;
     double prompt_ms = 0, generation_ms = 0;
     int32_t drafted = 0, draft_accepted = 0;  // speculative decoding
+    int32_t draft_steps = 0;                  // verify steps
+    std::vector<int64_t> draft_position_tried, draft_position_accepted;  // per draft position
 };
 
 // What a finished generation reports.

@@ -65,10 +65,8 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options)
     if (options_.speculative.enabled()) {
         if (options_.speculative.n_max < 0) throw Error("speculative: n_max must not be negative");
         for (auto& slot : slots_) slot->drafters = backend_.make_drafters(options_.speculative);
-        for (const auto& d : slots_.front()->drafters) {
+        for (const auto& d : slots_.front()->drafters)
             spec_types_.push_back(spec::drafter_type_name(d->name()));  // the flag spelling
-            spec_has_model_ = spec_has_model_ || d->runs_model();
-        }
     }
     for (auto& slot : slots_) {
         std::vector<spec::Drafter*> drafters;
@@ -293,6 +291,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
     spec::StepRequest& req = slot.spec_request;
     req.n_max = spec_off ? 0 : (sr.n_max > 0 ? sr.n_max : options_.speculative.n_max);
     req.n_min = sr.n_min;
+    req.p_min = sr.p_min;
     req.only_drafter = -1;
     if (!spec_off && !sr.type.empty()) {
         const std::string type(spec::spec_type_name(spec::parse_spec_type(sr.type)));
@@ -302,6 +301,8 @@ void Scheduler::start(Slot& slot, Pending pending) {
     // The step begins when the prompt is in the cache; until then nothing of an earlier request counts.
     slot.speculation->metrics() = spec::Metrics{};
     slot.synced_drafted = slot.synced_accepted = slot.synced_verify_steps = 0;
+    slot.synced_position_tried.clear();
+    slot.synced_position_accepted.clear();
     const int32_t n_ctx = backend_.n_ctx_per_seq();
     const int32_t room = n_ctx - static_cast<int32_t>(slot.request.prompt.size());
     slot.max_tokens = slot.request.max_tokens < 0 ? room : std::min(slot.request.max_tokens, room);
@@ -335,6 +336,10 @@ void Scheduler::start(Slot& slot, Pending pending) {
             keep = 0;
         }
     }
+    // (A prompt with nothing to decode before its last token is begun plainly.)
+    slot.prompt_features_protocol = req.n_max > 0 && !slot.speculation->feature_layers().empty() &&
+                                    keep + 1 < slot.request.prompt.size();
+    slot.prompt_features.clear();
     // A memory that cannot drop part of a history (a recurrent state) keeps
     // only a slot's whole cache; a turn checkpoint that covers more of the
     // prompt than that is loaded instead.
@@ -358,6 +363,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
             return;
         }
     }
+    if (slot.prompt_features_protocol && keep + 1 >= slot.request.prompt.size()) slot.prompt_features_protocol = false;
     slot.n_past = keep;
     slot.n_cached = static_cast<int32_t>(keep);
     // The penalty samplers (repeat/frequency/presence, DRY) see the prompt,

@@ -110,19 +110,20 @@ void Scheduler::plan_prompts(StepPlan& plan) {
             static_cast<size_t>(std::max<int32_t>(0, n_batch - static_cast<int32_t>(plan.batch.size())));
         if (budget == 0) break;
         if (!eval_images(*s)) continue;
-        // Text up to the next image (decoded on its own at a later step).
-        size_t end = s->request.prompt.size();
+        // Text up to the next image (decoded on its own at a later step); the
+        // feature protocol leaves the prompt's last token to the first verify step.
+        size_t end = s->request.prompt.size() - (s->prompt_features_protocol ? 1 : 0);
         for (const PromptImage& img : s->request.images)
             if (img.first >= s->n_past) {
-                end = img.first;
+                end = std::min(end, img.first);
                 break;
             }
         const size_t left = end - s->n_past;
         const size_t take = std::min(budget, left);
         for (size_t i = 0; i < take; ++i) {
             const size_t p = s->n_past + i;
-            const bool last = p + 1 == s->request.prompt.size();
-            plan.batch.push_back({s->request.prompt[p], static_cast<int32_t>(p), s->id, last});
+            const bool output = s->prompt_features_protocol || p + 1 == s->request.prompt.size();
+            plan.batch.push_back({s->request.prompt[p], static_cast<int32_t>(p), s->id, output});
             plan.owners.push_back(s.get());
         }
     }
@@ -153,9 +154,22 @@ void Scheduler::take_prompt_chunks(const StepPlan& plan, size_t row) {
         s.cache.push_back(plan.batch[i].token);
         ++s.n_past;
         if (!plan.batch[i].logits) continue;
-        // The prompt's last token: the request starts generating.
         const float* logits = logits_.data() + row * n_vocab;
         ++row;
+        if (s.prompt_features_protocol) {
+            if (!s.busy) continue;
+            // Keep this row's features; after the row before the last prompt token, drafting begins.
+            try {
+                const spec::FeaturesView v = backend_.features(row - 1, 1, static_cast<int32_t>(s.cache.size()) - 1);
+                s.prompt_features.insert(s.prompt_features.end(), v.data, v.data + v.n_layers * v.n_embd);
+                s.prompt_features_shape = v;
+            } catch (const std::exception& e) {
+                fail(s, std::string("speculative decoding failed: ") + e.what());
+                continue;
+            }
+            if (s.n_past + 1 < s.request.prompt.size()) continue;
+        }
+        // The prompt's last token (or, in the feature protocol, the one before): the request starts generating.
         s.generating = true;
         s.t_prompt_done = Clock::now();
         {
@@ -169,6 +183,21 @@ void Scheduler::take_prompt_chunks(const StepPlan& plan, size_t row) {
         // renders this reply with other tokens than were generated.
         keep_turn_checkpoint(s);
         if (!s.busy) continue;
+        if (s.prompt_features_protocol) {
+            try {
+                s.speculation->begin(s.id, s.cache, s.spec_request);
+                spec::FeaturesView v = s.prompt_features_shape;  // every row this request decoded
+                v.data = s.prompt_features.data();
+                v.n_tokens = s.prompt_features.size() / (v.n_layers * v.n_embd);
+                v.pos0 = s.n_cached;
+                s.speculation->set_target_features(v);
+            } catch (const std::exception& e) {
+                fail(s, std::string("speculative decoding failed: ") + e.what());
+                continue;
+            }
+            s.last = s.request.prompt.back();  // verified by the first step, with a draft
+            continue;
+        }
         try {
             s.speculation->begin(s.id, s.cache, s.spec_request);
             // The stream of the prompt's last token, for drafters that read it.

@@ -84,6 +84,10 @@ void Scheduler::finish(Slot& slot, const std::string& reason) {
     e.n_generated = slot.n_generated;
     e.n_drafted = static_cast<int32_t>(slot.speculation->metrics().tokens_drafted());
     e.n_draft_accepted = static_cast<int32_t>(slot.speculation->metrics().tokens_accepted());
+    e.n_draft_steps = static_cast<int32_t>(slot.speculation->metrics().n_verify_steps);
+    PositionCounts positions = position_counts(slot.speculation->metrics());
+    e.draft_position_tried = std::move(positions.tried);
+    e.draft_position_accepted = std::move(positions.accepted);
     const auto now = Clock::now();
     if (slot.generating) {
         e.prompt_ms = ms_between(slot.t_start, slot.t_prompt_done);

@@ -19,6 +19,13 @@ inline double ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// A request's acceptance per draft position, summed over its drafters:
+// tried[i] drafts had a token at position i, accepted[i] of them were kept.
+struct PositionCounts {
+    std::vector<int64_t> tried, accepted;
+};
+PositionCounts position_counts(const spec::Metrics& metrics);
+
 struct Scheduler::Slot {
     int32_t id = 0;
     bool busy = false;
@@ -51,6 +58,14 @@ struct Scheduler::Slot {
     spec::StepRequest spec_request;
     // The step's metrics already added to the server's counters.
     int64_t synced_drafted = 0, synced_accepted = 0, synced_verify_steps = 0;
+    std::vector<int64_t> synced_position_tried, synced_position_accepted;
+    // Drafters that read the target's features get every prompt row, as in
+    // `cria run` (spec/speculative.cpp, llama.cpp's protocol): the prompt but
+    // its last token is decoded with each row's features kept here, and the
+    // first step verifies the last prompt token with a draft.
+    bool prompt_features_protocol = false;
+    std::vector<float> prompt_features;        // rows of positions n_cached .. prompt.size() - 2
+    spec::FeaturesView prompt_features_shape;  // their layers and width (data unused)
 };
 
 // One decode: every generating slot's [last, draft...] first, then prompt chunks.

@@ -4,7 +4,6 @@
 // speculation counters, which are the steps' spec::Metrics.
 
 #include <algorithm>
-#include <cmath>
 #include <span>
 #include <string>
 
@@ -14,6 +13,34 @@
 #include "server/scheduler_slot.h"
 
 namespace cria::server {
+
+PositionCounts position_counts(const spec::Metrics& metrics) {
+    PositionCounts out;
+    for (const spec::DrafterMetrics& d : metrics.drafters) {
+        const size_t n = std::max(d.position_tried.size(), d.position_accepted.size());
+        if (out.tried.size() < n) {
+            out.tried.resize(n, 0);
+            out.accepted.resize(n, 0);
+        }
+        for (size_t i = 0; i < d.position_tried.size(); ++i) out.tried[i] += d.position_tried[i];
+        for (size_t i = 0; i < d.position_accepted.size(); ++i) out.accepted[i] += d.position_accepted[i];
+    }
+    return out;
+}
+
+namespace {
+
+// Adds what `now` counts beyond `synced` to `total`, and remembers `now`.
+void add_new_counts(const std::vector<int64_t>& now, std::vector<int64_t>& synced, std::vector<uint64_t>& total) {
+    if (total.size() < now.size()) total.resize(now.size(), 0);
+    if (synced.size() < now.size()) synced.resize(now.size(), 0);
+    for (size_t i = 0; i < now.size(); ++i) {
+        total[i] += static_cast<uint64_t>(now[i] - synced[i]);
+        synced[i] = now[i];
+    }
+}
+
+}  // namespace
 
 void Scheduler::check_speculative(const SpeculativeRequest& r) const {
     if (!r.given || r.n_max == 0 || r.type == "none") return;  // nothing asked, or speculation off
@@ -28,10 +55,7 @@ void Scheduler::check_speculative(const SpeculativeRequest& r) const {
         }
     }
     if (r.n_min > 0 && r.n_max > 0 && r.n_min > r.n_max) throw Error("speculative n_min must not exceed n_max");
-    // p_min is a setting of the draft model's drafter, fixed when the server starts.
-    if (r.p_min >= 0 && spec_has_model_ && std::abs(r.p_min - options_.speculative.draft.p_min) > 1e-6f)
-        throw Error("speculative p_min cannot be changed per request: this server's draft model uses " +
-                    std::to_string(options_.speculative.draft.p_min) + " (--spec-draft-p-min)");
+    // p_min reaches the drafters through each step's DraftInput (spec/drafter.h).
 }
 
 void Scheduler::verify(Slot& s, const float* rows, size_t first_row, double decode_ms) {
@@ -62,8 +86,13 @@ void Scheduler::verify(Slot& s, const float* rows, size_t first_row, double deco
 void Scheduler::sync_spec_stats(Slot& s) {
     const spec::Metrics& m = s.speculation->metrics();
     const int64_t drafted = m.tokens_drafted(), accepted = m.tokens_accepted(), steps = m.n_verify_steps;
-    if (drafted == s.synced_drafted && accepted == s.synced_accepted && steps == s.synced_verify_steps) return;
+    const PositionCounts positions = position_counts(m);
+    if (drafted == s.synced_drafted && accepted == s.synced_accepted && steps == s.synced_verify_steps &&
+        positions.tried == s.synced_position_tried && positions.accepted == s.synced_position_accepted)
+        return;
     std::lock_guard lock(mutex_);
+    add_new_counts(positions.tried, s.synced_position_tried, stats_.spec_position_drafted);
+    add_new_counts(positions.accepted, s.synced_position_accepted, stats_.spec_position_accepted);
     stats_.spec_drafted_total += static_cast<uint64_t>(drafted - s.synced_drafted);
     stats_.spec_accepted_total += static_cast<uint64_t>(accepted - s.synced_accepted);
     stats_.spec_verify_steps += static_cast<uint64_t>(steps - s.synced_verify_steps);

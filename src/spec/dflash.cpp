@@ -44,6 +44,7 @@ bool DflashDrafter::take_features(const DraftInput& input) {
 }
 
 void DflashDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
+    const float p_min = input.p_min_or(params_.p_min);  // the request's, else the drafter's own
     if (!take_features(input)) return;
     const int want = std::min(n_max_, n_max);
     // The block always has n_max_ draft rows, however many drafts are wanted:
@@ -60,13 +61,13 @@ void DflashDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
         if (chain_) {
             // DSpark: the confidence head alone decides where the block is cut.
             const float conf = chain_->apply(session_, row, prev);
-            if (params_.p_min > 0.0f && conf < params_.p_min) break;
+            if (p_min > 0.0f && conf < p_min) break;
             prev = head_->target_token(pick_draft_row(ops_, session_.logits(row), head_->n_vocab_draft).first);
             out.tokens.push_back(prev);
             continue;
         }
         const auto [r, p] = pick_draft_row(ops_, session_.logits(row), head_->n_vocab_draft);
-        if (p < params_.p_min) break;  // llama.cpp: this row is not drafted
+        if (p < p_min) break;  // llama.cpp: this row is not drafted
         out.tokens.push_back(head_->target_token(r));
     }
 }

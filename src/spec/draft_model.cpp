@@ -86,6 +86,7 @@ void DraftModelDrafter::decode_missing(const std::vector<TokenId>& sequence) {
 }
 
 void DraftModelDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
+    const float p_min = input.p_min_or(params_.p_min);  // the request's, else the drafter's own
     const std::vector<TokenId>& history = input.history;
     const TokenId last = input.last;
     const int want = std::min(params_.n_max, n_max);
@@ -116,7 +117,7 @@ void DraftModelDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
         }
         // As llama.cpp: a token drafted below p_min is still proposed, but the
         // draft is too unsure to go on (p from the full softmax of the draft).
-        if (i + 1 == want || p_top < params_.p_min) break;
+        if (i + 1 == want || p_top < p_min) break;
         // Decode the drafted token to draft the next one.
         batch_.clear();
         batch_.add(token, static_cast<int32_t>(cached_.size()), {0}, true);

@@ -93,6 +93,7 @@ bool Eagle3Drafter::take_features(const DraftInput& input) {
 }
 
 void Eagle3Drafter::draft(const DraftInput& input, int n_max, Draft& out) {
+    const float p_min = input.p_min_or(params_.p_min);  // the request's, else the drafter's own
     const int want = std::min(params_.n_max, n_max);
     if (want <= 0) {
         (void)take_features(input);
@@ -107,7 +108,7 @@ void Eagle3Drafter::draft(const DraftInput& input, int n_max, Draft& out) {
     for (int i = 0; i < want; ++i) {
         const auto [row, p] = pick_draft_row(ops_, session_.last_logits().data(),
                                              static_cast<int64_t>(session_.last_logits().size()));
-        if (p < params_.p_min) break;  // llama.cpp: this row is not drafted
+        if (p < p_min) break;  // llama.cpp: this row is not drafted
         const int32_t token = head_->target_token(row);
         out.tokens.push_back(token);
         if (i + 1 == want) break;

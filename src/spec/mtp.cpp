@@ -68,6 +68,7 @@ bool MtpDrafter::take_features(const DraftInput& input) {
 }
 
 void MtpDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
+    const float p_min = input.p_min_or(params_.p_min);  // the request's, else the drafter's own
     (void)take_features(input);
     if (pending_pos_ != input.pos_last - 1) return;  // no h for `last` yet
     const int want = std::min(params_.n_max, n_max);
@@ -79,7 +80,7 @@ void MtpDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
         session_.decode(&token, h_.data(), pos, 1, true);
         const auto& logits = session_.last_logits();
         const auto [row, p] = pick_draft_row(ops_, logits.data(), static_cast<int64_t>(logits.size()));
-        if (p < params_.p_min) break;  // llama.cpp: this row is not drafted
+        if (p < p_min) break;  // llama.cpp: this row is not drafted
         token = static_cast<int32_t>(row);
         out.tokens.push_back(token);
         h_ = session_.last_h();

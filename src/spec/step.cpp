@@ -92,7 +92,7 @@ void SpeculativeStep::pick_draft(const std::vector<TokenId>& history, TokenId la
     draft_ms_ = 0;
     if (!drafting_) return;
     n_allowed = std::min({n_allowed, request_.n_max, DecodeCostModel::kMaxTokens - 1});
-    const DraftInput input{history, last, static_cast<int32_t>(history.size()), seq_, features_};
+    const DraftInput input{history, last, static_cast<int32_t>(history.size()), seq_, features_, request_.p_min};
     // Drafters that read the target's features but do not draft this step
     // still see them, so that their own state stays in step with the target.
     const auto observe_from = [&](size_t first) {
@@ -185,15 +185,8 @@ void SpeculativeStep::discard() {
 
 void SpeculativeStep::count_draft(int n_drafted, int n_accepted) {
     auto& dm = metrics_.drafters[static_cast<size_t>(drafter_)];
+    (void)n_drafted;  // positions are counted as they are verified (finish())
     if (n_accepted > 0) ++dm.n_drafts_accepted;
-    if (static_cast<int>(dm.position_tried.size()) < n_drafted) {
-        dm.position_tried.resize(static_cast<size_t>(n_drafted), 0);
-        dm.position_accepted.resize(static_cast<size_t>(n_drafted), 0);
-    }
-    for (int i = 0; i < std::min(n_drafted, n_accepted + 1); ++i) {
-        ++dm.position_tried[static_cast<size_t>(i)];
-        if (i < n_accepted) ++dm.position_accepted[static_cast<size_t>(i)];
-    }
 }
 
 StepOutcome SpeculativeStep::finish(const LogitRow& rows, sampling::Chain& chain, double decode_ms,
@@ -224,6 +217,10 @@ StepOutcome SpeculativeStep::finish(const LogitRow& rows, sampling::Chain& chain
     auto& dm = metrics_.drafters[static_cast<size_t>(drafter_)];
     ++dm.n_drafts;
     dm.n_tokens_drafted += n_draft;
+    if (static_cast<int>(dm.position_tried.size()) < n_draft) {
+        dm.position_tried.resize(static_cast<size_t>(n_draft), 0);
+        dm.position_accepted.resize(static_cast<size_t>(n_draft), 0);
+    }
 
     // Rejection sampling needs the candidates to be exactly the target's
     // distribution: no grammar (it checks only the chosen token).
@@ -257,9 +254,13 @@ StepOutcome SpeculativeStep::finish(const LogitRow& rows, sampling::Chain& chain
                 accepted = i < n_draft && token == draft_.tokens[static_cast<size_t>(i)];
             }
             chain.accept(token);
+            // Counted before the token is emitted, like the totals: a
+            // request that ends with it reports this step complete.
+            if (i < n_draft) ++dm.position_tried[static_cast<size_t>(i)];
             if (accepted) {
                 ++n_accepted;
                 ++dm.n_tokens_accepted;
+                ++dm.position_accepted[static_cast<size_t>(i)];
             }
             out.next = token;
             // When generation stops inside the draft, the tokens after the

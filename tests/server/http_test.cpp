@@ -589,6 +589,130 @@ TEST(HttpSpeculativeServer, ReportsDraftsInTimingsAndMetrics) {
     server.stop();
 }
 
+// Per-request control over a server drafting with ngram-simple and a draft
+// model (the target itself: greedy drafts it makes are all accepted).
+TEST(HttpSpeculativeServer, PerRequestControlAndPositionMetrics) {
+    std::signal(SIGPIPE, SIG_IGN);
+    const auto path = cria::test::model_path("stories260K/stories260K.gguf").string();
+    RuntimeBackendParams bp;
+    bp.n_seq = 1;
+    bp.n_ctx = 512;
+    bp.n_threads = 2;
+    ServerConfig config;
+    config.port = 0;
+    config.model_path = path;
+    config.metrics = true;
+    auto& spec = config.scheduler.speculative;
+    spec.types = {cria::spec::SpecType::NgramSimple};
+    spec.ngram_simple.size_n = 2;
+    spec.ngram_simple.size_m = 6;
+    spec.draft_model = path;
+    spec.draft.p_min = 0.0f;
+    spec.n_max = spec.draft.n_max = 8;
+    spec.adaptive = false;  // every step drafts: the counts below do not depend on timings
+    Server server(std::make_unique<RuntimeBackend>(path, bp), config);
+    server.start();
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(30, 0);
+    const json base = json::parse(R"({"prompt":"Once upon a time, there was a cat. The cat was","max_tokens":40,"temperature":0})");
+    auto post = [&](const json& speculative) {
+        json body = base;
+        body["speculative"] = speculative;
+        auto r = c.Post("/v1/completions", body.dump(), "application/json");
+        EXPECT_TRUE(r);
+        return r;
+    };
+    int64_t position0_drafted = 0, position0_accepted = 0;
+    // Positions add up to the totals; position 0 is tried by every verify step.
+    auto check_positions = [&](const json& t) {
+        const auto tried = t["draft_n_per_position"].get<std::vector<int64_t>>();
+        const auto accepted = t["draft_n_accepted_per_position"].get<std::vector<int64_t>>();
+        EXPECT_EQ(tried.size(), accepted.size());
+        EXPECT_EQ(t["draft_acceptance_per_position"].size(), tried.size());
+        // A position is tried when the drafts before it were accepted (llama.cpp's count).
+        int64_t sum_accepted = 0;
+        for (size_t i = 0; i < tried.size(); ++i) {
+            sum_accepted += accepted[i];
+            EXPECT_LE(accepted[i], tried[i]);
+            if (i > 0) {
+                EXPECT_LE(tried[i], tried[i - 1]);
+            }
+        }
+        EXPECT_LE(static_cast<int64_t>(tried.size()), t["draft_n"].get<int64_t>());
+        EXPECT_EQ(sum_accepted, t["draft_n_accepted"].get<int64_t>());
+        EXPECT_EQ(tried.at(0), t["draft_n_steps"].get<int64_t>());
+        const double steps = t["draft_n_steps"].get<double>();
+        EXPECT_DOUBLE_EQ(t["draft_mean_acceptance_length"].get<double>(),
+                         (t["draft_n_accepted"].get<double>() + steps) / steps);
+        position0_drafted += tried[0];
+        position0_accepted += accepted[0];
+        return tried;
+    };
+
+    auto plain = post(false);
+    ASSERT_EQ(plain->status, 200) << plain->body;
+    const json plain_out = json::parse(plain->body);
+    EXPECT_FALSE(plain_out["timings"].contains("draft_n")) << "\"speculative\": false drafts nothing";
+    const auto text = plain_out["choices"][0]["text"];
+
+    // n_max per request: no draft longer than 2 (the server's is 8).
+    auto short_drafts = post({{"type", "draft"}, {"n_max", 2}});
+    ASSERT_EQ(short_drafts->status, 200) << short_drafts->body;
+    json t = json::parse(short_drafts->body)["timings"];
+    EXPECT_EQ(json::parse(short_drafts->body)["choices"][0]["text"], text);
+    EXPECT_EQ(check_positions(t).size(), 2u);
+    EXPECT_EQ(t["draft_n_accepted"], t["draft_n"]) << "the draft model is the target: greedy drafts all pass";
+
+    // The server's n_max with p_min 0: drafts reach past position 2.
+    auto long_drafts = post({{"type", "draft"}, {"p_min", 0.0}});
+    ASSERT_EQ(long_drafts->status, 200) << long_drafts->body;
+    EXPECT_GT(check_positions(json::parse(long_drafts->body)["timings"]).size(), 2u);
+
+    // p_min per request: at 1 the draft model stops after its first token
+    // (as llama.cpp, the token below p_min is still proposed).
+    auto confident = post({{"type", "draft"}, {"p_min", 1.0}});
+    ASSERT_EQ(confident->status, 200) << confident->body;
+    EXPECT_EQ(json::parse(confident->body)["choices"][0]["text"], text);
+    EXPECT_EQ(check_positions(json::parse(confident->body)["timings"]).size(), 1u);
+
+    // n_min per request: ngram-simple drafts at most size_m = 6 tokens, so
+    // with n_min 7 no draft is long enough to verify, but at the very end
+    // (the floor is capped by the tokens the request may still get).
+    auto too_short = post({{"type", "ngram-simple"}, {"n_min", 7}});
+    ASSERT_EQ(too_short->status, 200) << too_short->body;
+    t = json::parse(too_short->body)["timings"];
+    if (t.contains("draft_n")) {
+        EXPECT_LE(t["draft_n_steps"].get<int>(), 1) << too_short->body;
+        check_positions(t);
+    }
+    auto ngram = post({{"type", "ngram-simple"}, {"n_min", 1}});
+    ASSERT_EQ(ngram->status, 200) << ngram->body;
+    EXPECT_EQ(json::parse(ngram->body)["choices"][0]["text"], text);
+    EXPECT_GT(check_positions(json::parse(ngram->body)["timings"]).at(0), 1);
+
+    // Refusals name what is wrong.
+    auto refused = [&](const json& speculative, const std::string& named) {
+        auto r = post(speculative);
+        ASSERT_EQ(r->status, 400) << r->body;
+        EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find(named), std::string::npos)
+            << r->body;
+    };
+    refused({{"type", "bogus"}}, "bogus");
+    refused({{"type", "draft-eagle3"}}, "draft-eagle3");
+    refused({{"n_max", 2}, {"n_min", 3}}, "n_min");
+    refused({{"p_min", 1.5}}, "p_min");
+    refused("yes", "speculative");
+
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("\ncria:spec_position_drafted_total{position=\"0\"} " + std::to_string(position0_drafted) + "\n"),
+              std::string::npos) << m->body;
+    EXPECT_NE(m->body.find("\ncria:spec_position_accepted_total{position=\"0\"} " + std::to_string(position0_accepted) + "\n"),
+              std::string::npos) << m->body;
+    EXPECT_NE(m->body.find("\ncria:spec_mean_acceptance_length "), std::string::npos);
+    server.stop();
+}
+
 TEST_F(HttpServer, ConcurrentStreamsAllFinish) {
     // The queue takes 4 beyond the idle slots: a slot the previous test's
     // request has not yet released would turn the sixth request away.

@@ -561,9 +561,9 @@ TEST(Scheduler, SpeculativeRequestsAreCheckedAgainstTheServer) {
     g.speculative.type = "ngram-map-k";
     EXPECT_THROW(s.submit(g), cria::Error);  // not one of the server's drafters
     g.speculative.type = "";
-    g.speculative.p_min = 0.5f;
-    EXPECT_THROW(s.submit(g), cria::Error);  // the draft model's p_min is fixed at start
-    g.speculative.p_min = 0.75f;
+    g.speculative.p_min = 0.5f;  // per request, over the server's 0.75
+    EXPECT_GT(wait(s.submit(g)).done.n_drafted, 0);
+    g.speculative.p_min = -1.0f;  // the server's
     EXPECT_GT(wait(s.submit(g)).done.n_drafted, 0);
     // Off for one request, or only one of the drafters.
     g.speculative.n_max = 0;

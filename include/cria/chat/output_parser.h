@@ -10,6 +10,10 @@
 //   Muse Glimmer      (after the prompt's "<|start|>assistant") to=self<|message|>…<|eom|>, to=user<|message|>…,
 //                     to=TOOL<|message|><atem:function_calls>…</atem:function_calls>, messages joined by
 //                     <|eom|><|start|>assistant
+//   Kimi-K3           (after the prompt's "<|open|>think<|sep|>") …<|close|>think<|sep|><|open|>response<|sep|>…
+//                     <|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|>
+//                     typed <|open|>argument …<|close|>argument<|sep|> or one <|open|>json …<|close|>json<|sep|>
+//                     <|close|>call<|sep|>…<|close|>tools<|sep|>
 //
 // Reasoning markers <think>, <seed:think>, <thinking> and [THINK] are
 // recognised in every format. StreamingOutputParser produces the same result
@@ -22,10 +26,10 @@
 
 namespace cria::chat {
 
-enum class OutputFormat { Generic, Hermes, Llama3, Mistral, DeepSeek, Harmony, MuseGlimmer };
+enum class OutputFormat { Generic, Hermes, Llama3, Mistral, DeepSeek, Harmony, MuseGlimmer, KimiK3 };
 
 // "generic", "hermes" (also "qwen"), "llama3", "mistral", "deepseek", "harmony" (also "gpt-oss"),
-// "muse-glimmer".
+// "muse-glimmer", "kimi-k3".
 // Throws cria::Error for an unknown name.
 OutputFormat output_format_from_name(const std::string& name);
 

@@ -43,7 +43,7 @@ struct SpeculativeRequest {
     std::string type;      // "": every drafter of the server; "none": off; else one of the server's types
     int32_t n_max = -1;    // most tokens drafted per step (-1: the server's; 0: off)
     int32_t n_min = -1;    // shorter drafts are not verified (-1: each drafter's own)
-    float p_min = -1.0f;   // the draft model's confidence floor (< 0: the server's)
+    float p_min = -1.0f;   // drafters' minimum draft probability (< 0: the server's --spec-draft-p-min)
 };
 
 // An image inside a prompt: prompt[first, first + image->n_tokens) hold
@@ -96,6 +96,9 @@ struct GenerationEvent {
     int32_t n_prompt = 0, n_cached = 0, n_generated = 0;
     double prompt_ms = 0, generation_ms = 0;
     int32_t n_drafted = 0, n_draft_accepted = 0;  // speculative decoding (llama-server's draft_n, draft_n_accepted)
+    int32_t n_draft_steps = 0;                    // verify steps (target decodes with a draft)
+    // [i]: drafts with a token at position i, and those the target accepted.
+    std::vector<int64_t> draft_position_tried, draft_position_accepted;
     int32_t slot = -1;
     // Error:
     std::string error;
@@ -172,6 +175,8 @@ struct SchedulerStats {
     uint64_t spec_drafted_total = 0, spec_accepted_total = 0, spec_verify_steps = 0;
     // Turn checkpoints: how many are kept, their bytes, and the prompts that resumed from one.
     uint64_t turn_checkpoints = 0, turn_checkpoint_bytes = 0, turn_checkpoint_hits_total = 0;
+    // [i]: draft tokens at draft position i over all requests, and those accepted.
+    std::vector<uint64_t> spec_position_drafted, spec_position_accepted;
     int32_t queue_size = 0, slots_busy = 0, slots_total = 0;
     // The prompt cache: entries and bytes held, requests that loaded an entry, tokens those loads saved.
     uint64_t prompt_cache_entries = 0, prompt_cache_bytes = 0, prompt_cache_hits = 0, prompt_cache_tokens = 0;
@@ -280,7 +285,6 @@ private:
     std::vector<std::unique_ptr<Slot>> slots_;
     std::unique_ptr<StateCheckpoints> checkpoints_;  // null: the backend reuses prefixes in place
     std::vector<std::string> spec_types_;  // the drafters' types (spec_type_name spelling), in order
-    bool spec_has_model_ = false;
 
     mutable std::mutex mutex_;
     std::condition_variable cv_;

@@ -67,6 +67,10 @@ struct DraftInput {
     // and accepted drafts, positions pos0 .. pos0 + n_tokens - 1. Empty when
     // no drafter asked for features.
     FeaturesView features;
+    // The request's minimum draft probability (a server request's
+    // "speculative.p_min"); negative: the drafter's own --spec-draft-p-min.
+    float p_min = -1.0f;
+    float p_min_or(float own) const { return p_min >= 0.0f ? p_min : own; }
 };
 
 // A new request.

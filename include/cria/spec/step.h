@@ -98,6 +98,7 @@ struct StepRequest {
     int n_max = 16;         // most tokens drafted per step (0: decode plainly)
     int n_min = -1;         // shorter drafts are not verified (-1: each drafter's own n_min)
     int only_drafter = -1;  // draft only with this drafter (its index), -1: any
+    float p_min = -1.0f;    // drafters' minimum draft probability (-1: each drafter's own)
     // The request's sampling: temperature > 0 makes the verifier use
     // rejection sampling on drafts with probabilities; drafters that sample
     // mirror it; its seed seeds drafting and verification.
