@@ -92,7 +92,8 @@ __attribute__((target("avx2"))) uint64_t read_avx2(const uint8_t* p, size_t byte
         s3 = _mm256_add_epi64(s3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
     }
     const __m256i s = _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3));
-    return static_cast<uint64_t>(_mm256_extract_epi64(s, 0) + _mm256_extract_epi64(s, 3));
+    // Unsigned: the sum wraps (it only keeps the loads alive), and a signed one would overflow.
+    return static_cast<uint64_t>(_mm256_extract_epi64(s, 0)) + static_cast<uint64_t>(_mm256_extract_epi64(s, 3));
 }
 #endif
 

@@ -68,7 +68,7 @@ public:
 private:
     void take(void* dst, size_t n) {
         if (n > bytes_.size() - at_) throw Error("pipeline message: shorter than its contents");
-        std::memcpy(dst, bytes_.data() + at_, n);
+        if (n > 0) std::memcpy(dst, bytes_.data() + at_, n);  // an empty array has no buffer
         at_ += n;
     }
     std::span<const std::byte> bytes_;
