@@ -115,6 +115,10 @@ test("an attached image goes with the message and shows in the chat", async () =
   assert.equal(await page.locator("#attach-name").innerText(), "img-a-96x64.png");
   await page.fill("#input", "What is in this picture?");
   await page.click("#send");
+  // The message shows before the reply starts; waiting only for #send to be
+  // enabled again could pass before the click has disabled it.
+  await page.locator(".msg.user img.attached").waitFor();
+  await page.locator(".msg.assistant").last().waitFor();
   await page.waitForFunction(() => document.querySelector("#send").disabled === false);
   assert.equal(await page.locator(".msg.user img.attached").count(), 1);
   const src = await page.locator(".msg.user img.attached").getAttribute("src");
