@@ -748,10 +748,9 @@ TEST(Scheduler, DraftersGetTheTargetFeaturesOfTheirSlot) {
             bool all = true;
             size_t checked = 0;
             for (const auto& [pos, row] : r->rows()) {
-                if (static_cast<size_t>(pos) >= text.size()) {
-                    all = false;
-                    break;
-                }
+                // A draft past the last generated token (the request ended
+                // inside a verify step) has no position in the text to compare.
+                if (static_cast<size_t>(pos) >= text.size()) continue;
                 const auto want = ref.features(pos);
                 for (size_t c = 0; c < row.size() && all; ++c) all = std::abs(row[c] - want[c]) < 1e-3f;
                 ++checked;
