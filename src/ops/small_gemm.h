@@ -12,7 +12,7 @@
 namespace cria::ops {
 
 struct SmallGemm {
-    const float* a = nullptr;  // m rows of k values, lda floats apart
+    const float* a = nullptr;  // m rows of k values, lda floats apart (see a_transposed)
     int64_t lda = 0;
     const float* b = nullptr;  // k rows of n values, ldb floats apart
     int64_t ldb = 0;
@@ -20,7 +20,15 @@ struct SmallGemm {
     int64_t ldc = 0;
     int64_t m = 0, n = 0, k = 0;
     bool accumulate = false;   // C += A B instead of C = A B
+    // `a` holds A's transpose: k rows of m values, lda floats apart. Free for
+    // these kernels (they read A one broadcast value at a time), and it saves
+    // the caller a transposed copy (the gated delta rule's V^T and K^T).
+    bool a_transposed = false;
 };
+
+// The distance in floats between A's consecutive rows and columns.
+inline int64_t a_row_step(const SmallGemm& g) { return g.a_transposed ? 1 : g.lda; }
+inline int64_t a_col_step(const SmallGemm& g) { return g.a_transposed ? g.lda : 1; }
 
 // With the kernels of cpu::best_isa() (AVX-512, AVX2 or scalar).
 void small_gemm(const SmallGemm& g);

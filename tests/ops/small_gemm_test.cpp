@@ -1,7 +1,7 @@
 // small_gemm (the gated delta rule's chunk products) at every instruction-set
 // level against a double-precision product, on awkward shapes (columns that
 // are not whole vectors, rows that are not whole tiles), strided rows, and
-// with accumulation into C.
+// with accumulation into C, and A given as its transpose.
 
 #include <gtest/gtest.h>
 
@@ -19,24 +19,28 @@ using test::random_floats;
 TEST(SmallGemm, EveryLevelMatchesDoubleProduct) {
     uint32_t seed = 1;
     for (cpu::Isa isa : test::runnable_isas())
-        for (int64_t m : {1, 3, 4, 7, 64})
-            for (int64_t n : {1, 7, 16, 31, 33, 128})
+        for (int64_t m : {1, 3, 4, 7, 13, 64})
+            for (int64_t n : {1, 7, 16, 31, 32, 33, 50, 128})
                 for (int64_t k : {1, 5, 64, 129})
-                    for (bool accumulate : {false, true}) {
+                    for (bool accumulate : {false, true})
+                    for (bool transposed : {false, true}) {
                         SCOPED_TRACE(::testing::Message() << test::isa_label(isa) << " m " << m << " n " << n << " k "
-                                                          << k << " accumulate " << accumulate);
-                        const int64_t lda = k + 3, ldb = n + 5, ldc = n + 2;
-                        const auto a = random_floats(static_cast<size_t>(m * lda), seed++);
+                                                          << k << " accumulate " << accumulate << " a transposed "
+                                                          << transposed);
+                        // A transposed: k rows of m values, lda apart.
+                        const int64_t lda = (transposed ? m : k) + 3, ldb = n + 5, ldc = n + 2;
+                        const auto a = random_floats(static_cast<size_t>((transposed ? k : m) * lda), seed++);
+                        const auto a_at = [&](int64_t i, int64_t p) { return transposed ? a[p * lda + i] : a[i * lda + p]; };
                         const auto b = random_floats(static_cast<size_t>(k * ldb), seed++);
                         auto c = random_floats(static_cast<size_t>(m * ldc), seed++);
                         std::vector<float> expected = c;
                         for (int64_t i = 0; i < m; ++i)
                             for (int64_t j = 0; j < n; ++j) {
                                 double sum = accumulate ? c[i * ldc + j] : 0.0;
-                                for (int64_t p = 0; p < k; ++p) sum += double(a[i * lda + p]) * b[p * ldb + j];
+                                for (int64_t p = 0; p < k; ++p) sum += double(a_at(i, p)) * b[p * ldb + j];
                                 expected[i * ldc + j] = static_cast<float>(sum);
                             }
-                        SmallGemm g{a.data(), lda, b.data(), ldb, c.data(), ldc, m, n, k, accumulate};
+                        SmallGemm g{a.data(), lda, b.data(), ldb, c.data(), ldc, m, n, k, accumulate, transposed};
                         small_gemm(g, isa);
                         // Every element, the padding between rows included (left untouched).
                         EXPECT_TRUE(all_close(c, expected, 1e-4 * static_cast<double>(k), 1e-5));
