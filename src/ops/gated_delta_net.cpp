@@ -69,39 +69,77 @@ void recurrent_head(const VecKernels& vk, const HeadArgs& a) {
 }
 
 struct ChunkScratch {
-    std::vector<float> G, expG, rel, inv_rel, KQ, KT, AP, UW, Vn, VnT, MT, MW, MQ;
+    // Per token of the chunk: cumulative log decay, its exp, and the
+    // factored decays (see chunked_head).
+    std::vector<float> G, expG, rel, inv_rel, to_end;
+    // Token rows (c x d): k, scale * q, v.
+    std::vector<float> K, Q, V;
+    // d x c: K^T (B of the chunk's dot products); U^T, then Vn^T in place;
+    // Vn^T with each token's decay to the chunk's end (for the state).
+    std::vector<float> KT, VnT, VnT_end;
+    // c x c: k_i . k_j (then L) and q~_i . k_j; T = (I + L)^-1; B operands
+    // [j][i] of U^T, W^T (T's columns times beta_j, beta_j exp(G_j)) and of
+    // the causal part of O^T (P_ij).
+    std::vector<float> KK, QK, T, BU, BW, PT;
+    // d x 2c: [W^T | Qhat^T] and X = S [W^T | Qhat^T] (S W^T, then O^T).
+    std::vector<float> XB, X;
     explicit ChunkScratch(int64_t d) {
-        const auto cd = static_cast<size_t>(kChunk * d);
-        for (std::vector<float>* v : {&G, &expG, &rel, &inv_rel}) v->resize(kChunk);
-        KQ.resize(2 * cd);
-        AP.resize(static_cast<size_t>(2 * kChunk * kChunk));
-        UW.resize(2 * cd);
-        for (std::vector<float>* v : {&KT, &Vn, &VnT, &MW, &MQ}) v->resize(cd);
-        MT.resize(static_cast<size_t>(d * d));
+        const auto cd = static_cast<size_t>(kChunk * d), cc = static_cast<size_t>(kChunk * kChunk);
+        for (std::vector<float>* v : {&G, &expG, &rel, &inv_rel, &to_end}) v->resize(kChunk);
+        for (std::vector<float>* v : {&K, &Q, &V, &KT, &VnT, &VnT_end}) v->resize(cd);
+        for (std::vector<float>* v : {&KK, &QK, &T, &BU, &BW, &PT}) v->assign(cc, 0.0f);
+        XB.resize(2 * cd);
+        X.resize(2 * cd);
     }
 };
 
-// C = A B (accumulate: C += A B), row-major, strides in floats.
+// C = A B (accumulate: C += A B), row-major, strides in floats; A given as
+// its transpose (k rows of m) when a_transposed.
 void gemm(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
-          int64_t k, bool accumulate = false) {
-    small_gemm(SmallGemm{a, lda, b, ldb, c, ldc, m, n, k, accumulate});
+          int64_t k, bool accumulate = false, bool a_transposed = false) {
+    small_gemm(SmallGemm{a, lda, b, ldb, c, ldc, m, n, k, accumulate, a_transposed});
+}
+
+// Column blocks of the products whose B is upper triangular ([j][i] zero for
+// j > i, the causal products): block [i0, i0 + kTriBlock) needs only B's
+// rows j < i0 + kTriBlock.
+constexpr int64_t kTriBlock = 32;
+
+// C (d x c) (+)= A B with B c x c upper triangular.
+void gemm_upper_b(const float* a, int64_t lda, bool a_transposed, const float* b, float* c, int64_t ldc, int64_t d,
+                  int64_t n_tok, bool accumulate) {
+    for (int64_t i0 = 0; i0 < n_tok; i0 += kTriBlock) {
+        const int64_t cols = std::min(kTriBlock, n_tok - i0);
+        gemm(a, lda, b + i0, kChunk, c + i0, ldc, d, cols, i0 + cols, accumulate, a_transposed);
+    }
+}
+
+// dst (rows x cols, ld_dst) = src^T (src: cols x rows, ld_src),
+// by 8 x 8 blocks so that both sides stay in few cache lines.
+void transpose(const float* src, int64_t ld_src, float* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
+    constexpr int64_t kB = 8;
+    for (int64_t r0 = 0; r0 < rows; r0 += kB)
+        for (int64_t c0 = 0; c0 < cols; c0 += kB) {
+            const int64_t r1 = std::min(rows, r0 + kB), c1 = std::min(cols, c0 + kB);
+            for (int64_t r = r0; r < r1; ++r)
+                for (int64_t c = c0; c < c1; ++c) dst[r * ld_dst + c] = src[c * ld_src + r];
+        }
 }
 
 void chunked_head(const VecKernels& vk, const HeadArgs& a) {
     const int64_t d = a.d;
-    float* M = a.state;  // column j (value j) = the d key values at M + j * d
+    float* S = a.state;  // row j (value j) = the d key values of column j of M
     ChunkScratch s(d);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kChunk) {
         const int64_t c = std::min(kChunk, a.n_tokens - t0);
-        float* K = s.KQ.data();      // c rows of d
-        float* Q = K + c * d;        // c rows of d, times the scale
         float cum = 0;
         for (int64_t i = 0; i < c; ++i) {
             cum += gate_at(*a.g, a.head, t0 + i);
             s.G[i] = cum;
             s.expG[i] = std::exp(cum);
-            std::copy_n(token_row(*a.k, a.key_head, t0 + i), d, K + i * d);
-            vk.scale(token_row(*a.q, a.key_head, t0 + i), a.scale, Q + i * d, d);
+            std::copy_n(token_row(*a.k, a.key_head, t0 + i), d, &s.K[i * d]);
+            std::copy_n(token_row(*a.v, a.head, t0 + i), d, &s.V[i * d]);
+            vk.scale(token_row(*a.q, a.key_head, t0 + i), a.scale, &s.Q[i * d], d);
         }
         // Gam_ij = exp(G_i - G_j) as rel_i * inv_rel_j (rel_i = exp(G_i - G_0)):
         // two exps per token instead of one per pair, while the chunk's
@@ -122,50 +160,74 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a) {
                 for (int64_t j = 0; j < n; ++j) row[j] *= f * std::exp(s.G[i] - s.G[j]);
             }
         };
-        // k_i . k_j (rows 0..c-1 of AP) and q~_i . k_j (rows c..2c-1), in one product.
-        for (int64_t i = 0; i < c; ++i)
-            for (int64_t f = 0; f < d; ++f) s.KT[f * kChunk + i] = K[i * d + f];
-        gemm(s.KQ.data(), d, s.KT.data(), kChunk, s.AP.data(), c, 2 * c, c, d);
-        // [U | W] rows: [beta_i v_i | beta_i exp(G_i) k_i], then (I + L)^-1 by
-        // forward substitution, L_ij = beta_i (k_i . k_j) Gam_ij (j < i).
-        const size_t uw_bytes = static_cast<size_t>(2 * d) * sizeof(float);
-        for (int64_t i = 0; i < c; ++i) {
-            const float beta = gate_at(*a.beta, a.head, t0 + i);
-            float* Li = &s.AP[i * c];
-            decay_row(Li, i, i, -beta);
-            float* uw = &s.UW[i * 2 * d];
-            vk.scale(token_row(*a.v, a.head, t0 + i), beta, uw, d);
-            vk.scale(K + i * d, beta * s.expG[i], uw + d, d);
-            vk.weighted_rows(Li, s.UW.data(), uw_bytes, i, uw, 2 * d);
+        // k_i . k_j and q~_i . k_j for j <= i only: stripes of 16 rows
+        // against the first columns up to the stripe's end.
+        transpose(s.K.data(), d, s.KT.data(), kChunk, d, c);
+        for (int64_t i0 = 0; i0 < c; i0 += 16) {
+            const int64_t rows = std::min<int64_t>(16, c - i0), cols = i0 + rows;
+            gemm(&s.K[i0 * d], d, s.KT.data(), kChunk, &s.KK[i0 * kChunk], kChunk, rows, cols, d);
+            gemm(&s.Q[i0 * d], d, s.KT.data(), kChunk, &s.QK[i0 * kChunk], kChunk, rows, cols, d);
         }
-        // Vn = U - W M and M^T q~ of every token, from the state at the chunk's start.
-        for (int64_t j = 0; j < d; ++j)
-            for (int64_t f = 0; f < d; ++f) s.MT[f * d + j] = M[j * d + f];
-        gemm(s.UW.data() + d, 2 * d, s.MT.data(), d, s.MW.data(), d, c, d, d);
-        gemm(Q, d, s.MT.data(), d, s.MQ.data(), d, c, d, d);
+        // T = (I - N)^-1 with N_ij = -beta_i (k_i . k_j) Gam_ij (j < i), by
+        // forward substitution: row i of T = e_i + sum_{j<i} N_ij T_j. Then
+        // U = T diag(beta) V and W = T diag(beta exp(G)) K (the deltas'
+        // inputs with the chunk's own updates applied), used transposed:
+        // B operands BU[j][i] = T_ij beta_j, BW[j][i] = T_ij beta_j exp(G_j).
         for (int64_t i = 0; i < c; ++i) {
-            float* vn = &s.Vn[i * d];
-            const float* u = &s.UW[i * 2 * d];
-            const float* mw = &s.MW[i * d];
-            for (int64_t j = 0; j < d; ++j) vn[j] = u[j] - mw[j];
+            float* Ni = &s.KK[i * kChunk];
+            decay_row(Ni, i, i, -gate_at(*a.beta, a.head, t0 + i));
+            float* Ti = &s.T[i * kChunk];
+            std::fill_n(Ti, c, 0.0f);
+            Ti[i] = 1.0f;
+            vk.weighted_rows(Ni, s.T.data(), kChunk * sizeof(float), i, Ti, i);
         }
-        // O_i = exp(G_i) M^T q~_i + sum_{j <= i} (q~_i . k_j) Gam_ij Vn_j.
-        const size_t row_bytes = static_cast<size_t>(d) * sizeof(float);
+        for (int64_t j = 0; j < c; ++j) {
+            const float beta = gate_at(*a.beta, a.head, t0 + j), beta_g = beta * s.expG[j];
+            float* bu = &s.BU[j * kChunk];
+            float* bw = &s.BW[j * kChunk];
+            for (int64_t i = 0; i < c; ++i) {
+                const float t = i >= j ? s.T[i * kChunk + j] : 0.0f;
+                bu[i] = t * beta;
+                bw[i] = t * beta_g;
+            }
+        }
+        // U^T = V^T BU (into VnT), W^T = K^T BW (into XB's first c columns);
+        // Qhat^T = (scale exp(G_i) q_i)^T into the last c.
+        const int64_t ldx = 2 * c;
+        gemm_upper_b(s.V.data(), d, true, s.BU.data(), s.VnT.data(), c, d, c, false);
+        gemm_upper_b(s.K.data(), d, true, s.BW.data(), s.XB.data(), ldx, d, c, false);
+        for (int64_t i = 0; i < c; ++i) vk.scale(&s.Q[i * d], s.expG[i], &s.KT[i * d], d);  // KT's rows are free now
+        transpose(s.KT.data(), d, s.XB.data() + c, ldx, d, c);
+        // X = S [W^T | Qhat^T]: S W^T = (W M)^T and S Qhat^T (the state's part
+        // of the outputs), in one product over the state at the chunk's start.
+        gemm(S, d, s.XB.data(), ldx, s.X.data(), ldx, d, 2 * c, d);
+        // Vn^T = U^T - (W M)^T: the deltas the recurrence would apply; and
+        // Vn^T with the decay from each token to the chunk's end.
+        const float G_last = s.G[c - 1];
+        for (int64_t i = 0; i < c; ++i) s.to_end[i] = std::exp(G_last - s.G[i]);
+        for (int64_t j = 0; j < d; ++j) {
+            float* vn = &s.VnT[j * c];
+            float* vn_end = &s.VnT_end[j * c];
+            const float* mw = &s.X[j * ldx];
+            for (int64_t i = 0; i < c; ++i) {
+                vn[i] -= mw[i];
+                vn_end[i] = vn[i] * s.to_end[i];
+            }
+        }
+        // O^T = S Qhat^T + Vn^T P^T with P_ij = (q~_i . k_j) Gam_ij (j <= i).
+        for (int64_t i = 0; i < c; ++i) {
+            float* p = &s.QK[i * kChunk];
+            decay_row(p, i, i + 1, 1.0f);
+            for (int64_t j = 0; j < c; ++j) s.PT[j * kChunk + i] = j <= i ? p[j] : 0.0f;
+        }
+        gemm_upper_b(s.VnT.data(), c, false, s.PT.data(), s.X.data() + c, ldx, d, c, true);
         for (int64_t i = 0; i < c; ++i) {
             float* o = a.out->row_f32(a.head, t0 + i);
-            vk.scale(&s.MQ[i * d], s.expG[i], o, d);
-            float* p = &s.AP[(c + i) * c];
-            decay_row(p, i, i + 1, 1.0f);
-            vk.weighted_rows(p, s.Vn.data(), row_bytes, i + 1, o, d);
+            for (int64_t j = 0; j < d; ++j) o[j] = s.X[j * ldx + c + i];
         }
-        // The state after the chunk: M_j = exp(G_C) M_j + sum_i Vn_i[j] exp(G_C - G_i) k_i.
-        const float G_last = s.G[c - 1];
-        for (int64_t i = 0; i < c; ++i) {
-            vk.scale(K + i * d, std::exp(G_last - s.G[i]), K + i * d, d);
-            for (int64_t j = 0; j < d; ++j) s.VnT[j * kChunk + i] = s.Vn[i * d + j];
-        }
-        vk.scale(M, s.expG[c - 1], M, d * d);
-        gemm(s.VnT.data(), kChunk, K, d, M, d, d, d, c, /*accumulate=*/true);
+        // The state after the chunk: S = exp(G_C) S + Vn_end^T K.
+        vk.scale(S, s.expG[c - 1], S, d * d);
+        gemm(s.VnT_end.data(), c, s.K.data(), d, S, d, d, d, c, /*accumulate=*/true);
     }
 }
 
