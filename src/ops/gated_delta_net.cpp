@@ -202,17 +202,23 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a) {
         for (int64_t i = 0; i < c; ++i) {
             float* Ni = &s.KK[i * kChunk];
             decay_row(Ni, i, i, -gate_at(*a.beta, a.head, t0 + i));
+            // Whole rows of kChunk (T_j is zero past j): fixed-length loops
+            // that the compiler vectorises, cheaper than exact lengths.
             float* Ti = &s.T[i * kChunk];
-            std::fill_n(Ti, c, 0.0f);
+            std::fill_n(Ti, kChunk, 0.0f);
             Ti[i] = 1.0f;
-            vk.weighted_rows(Ni, s.T.data(), kChunk * sizeof(float), i, Ti, i);
+            for (int64_t j = 0; j < i; ++j) {
+                const float n = Ni[j];
+                const float* Tj = &s.T[j * kChunk];
+                for (int64_t l = 0; l < kChunk; ++l) Ti[l] += n * Tj[l];
+            }
         }
         for (int64_t j = 0; j < c; ++j) {
             const float beta = gate_at(*a.beta, a.head, t0 + j), beta_g = beta * s.expG[j];
             float* bu = &s.BU[j * kChunk];
             float* bw = &s.BW[j * kChunk];
             for (int64_t i = 0; i < c; ++i) {
-                const float t = i >= j ? s.T[i * kChunk + j] : 0.0f;
+                const float t = s.T[i * kChunk + j];  // 0 for i < j
                 bu[i] = t * beta;
                 bw[i] = t * beta_g;
             }
@@ -249,9 +255,9 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a) {
         gemm_upper_b(s.VnT.data(), c, false, s.PT.data(), s.X.data() + c, ldx, d, c, true);
         transpose(s.X.data() + c, ldx, s.KT.data(), d, c, d);
         for (int64_t i = 0; i < c; ++i) std::copy_n(&s.KT[i * d], d, a.out->row_f32(a.head, t0 + i));
-        // The state after the chunk: S = exp(G_C) S + Vn_end^T K.
-        vk.scale(S, s.expG[c - 1], S, d * d);
-        gemm(s.VnT_end.data(), c, s.K.data(), d, S, d, d, d, c, /*accumulate=*/true);
+        // The state after the chunk: S = exp(G_C) S + Vn_end^T K, in one pass.
+        small_gemm(SmallGemm{.a = s.VnT_end.data(), .lda = c, .b = s.K.data(), .ldb = d, .c = S, .ldc = d, .m = d,
+                             .n = d, .k = c, .accumulate = true, .c_scale = s.expG[c - 1]});
     }
 }
 

@@ -24,6 +24,9 @@ struct SmallGemm {
     // these kernels (they read A one broadcast value at a time), and it saves
     // the caller a transposed copy (the gated delta rule's V^T and K^T).
     bool a_transposed = false;
+    // With accumulate: C = c_scale C + A B (the decayed state plus its
+    // update, in one pass over C).
+    float c_scale = 1.0f;
 };
 
 // The distance in floats between A's consecutive rows and columns.

@@ -31,12 +31,13 @@ void tile(const SmallGemm& g, int64_t i0, int64_t j0) {
     const __m256i m0 = tail_mask(cols), m1 = tail_mask(cols - 8);
     const bool second = cols > 8;
     const int64_t rs = a_row_step(g), cs = a_col_step(g);
+    const __m256 c_scale = _mm256_set1_ps(g.c_scale);
     __m256 acc[kR][2];
     #pragma GCC unroll 4
     for (int r = 0; r < kR; ++r) {
         const float* c = g.c + (i0 + r) * g.ldc + j0;
-        acc[r][0] = g.accumulate ? _mm256_maskload_ps(c, m0) : _mm256_setzero_ps();
-        acc[r][1] = g.accumulate && second ? _mm256_maskload_ps(c + 8, m1) : _mm256_setzero_ps();
+        acc[r][0] = g.accumulate ? _mm256_mul_ps(c_scale, _mm256_maskload_ps(c, m0)) : _mm256_setzero_ps();
+        acc[r][1] = g.accumulate && second ? _mm256_mul_ps(c_scale, _mm256_maskload_ps(c + 8, m1)) : _mm256_setzero_ps();
     }
     for (int64_t p = 0; p < g.k; ++p) {
         const float* b = g.b + p * g.ldb + j0;

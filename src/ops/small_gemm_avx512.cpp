@@ -35,6 +35,7 @@ void tile(const SmallGemm& g, int64_t i0, int64_t j0) {
     const __mmask16 m0 = tail_mask(cols), m1 = tail_mask(cols - 16);
     const int64_t rs = a_row_step(g), cs = a_col_step(g);
     const float* a = g.a + i0 * rs;
+    const __m512 c_scale = _mm512_set1_ps(g.c_scale);
     __m512 acc[kR][2];
     #pragma GCC unroll 8
     for (int r = 0; r < kR; ++r) {
@@ -42,11 +43,11 @@ void tile(const SmallGemm& g, int64_t i0, int64_t j0) {
         if (!g.accumulate) {
             acc[r][0] = acc[r][1] = _mm512_setzero_ps();
         } else if (kMasked) {
-            acc[r][0] = _mm512_maskz_loadu_ps(m0, c);
-            acc[r][1] = _mm512_maskz_loadu_ps(m1, c + 16);
+            acc[r][0] = _mm512_mul_ps(c_scale, _mm512_maskz_loadu_ps(m0, c));
+            acc[r][1] = _mm512_mul_ps(c_scale, _mm512_maskz_loadu_ps(m1, c + 16));
         } else {
-            acc[r][0] = _mm512_loadu_ps(c);
-            acc[r][1] = _mm512_loadu_ps(c + 16);
+            acc[r][0] = _mm512_mul_ps(c_scale, _mm512_loadu_ps(c));
+            acc[r][1] = _mm512_mul_ps(c_scale, _mm512_loadu_ps(c + 16));
         }
     }
     for (int64_t p = 0; p < g.k; ++p) {

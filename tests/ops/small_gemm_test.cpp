@@ -1,7 +1,7 @@
 // small_gemm (the gated delta rule's chunk products) at every instruction-set
 // level against a double-precision product, on awkward shapes (columns that
 // are not whole vectors, rows that are not whole tiles), strided rows, and
-// with accumulation into C, and A given as its transpose.
+// with accumulation into a scaled C, and A given as its transpose.
 
 #include <gtest/gtest.h>
 
@@ -36,11 +36,11 @@ TEST(SmallGemm, EveryLevelMatchesDoubleProduct) {
                         std::vector<float> expected = c;
                         for (int64_t i = 0; i < m; ++i)
                             for (int64_t j = 0; j < n; ++j) {
-                                double sum = accumulate ? c[i * ldc + j] : 0.0;
+                                double sum = accumulate ? 0.75 * c[i * ldc + j] : 0.0;
                                 for (int64_t p = 0; p < k; ++p) sum += double(a_at(i, p)) * b[p * ldb + j];
                                 expected[i * ldc + j] = static_cast<float>(sum);
                             }
-                        SmallGemm g{a.data(), lda, b.data(), ldb, c.data(), ldc, m, n, k, accumulate, transposed};
+                        SmallGemm g{a.data(), lda, b.data(), ldb, c.data(), ldc, m, n, k, accumulate, transposed, 0.75f};
                         small_gemm(g, isa);
                         // Every element, the padding between rows included (left untouched).
                         EXPECT_TRUE(all_close(c, expected, 1e-4 * static_cast<double>(k), 1e-5));
