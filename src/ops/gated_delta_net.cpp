@@ -76,26 +76,31 @@ void recurrent_head(const VecKernels& vk, const HeadArgs& a) {
     }
 }
 
+// A chunk's working set. The first part is shared by the value heads of
+// one key head (their k and q, the dot products among them, Q~^T), the rest
+// is one value head's, reused by the next.
 struct ChunkScratch {
-    // Per token of the chunk: cumulative log decay, its exp, and the
-    // factored decays (see chunked_head).
-    std::vector<float> G, expG, rel, inv_rel, to_end;
-    // Token rows (c x d): k, scale * q, v.
-    std::vector<float> K, Q, V;
-    // d x c: K^T (B of the chunk's dot products); U^T, then Vn^T in place;
-    // Vn^T with each token's decay to the chunk's end (for the state).
-    std::vector<float> KT, VnT, VnT_end;
-    // c x c: k_i . k_j (then L) and q~_i . k_j; T = (I + L)^-1; B operands
-    // [j][i] of U^T, W^T (T's columns times beta_j, beta_j exp(G_j)) and of
-    // the causal part of O^T (P_ij).
-    std::vector<float> KK, QK, T, BU, BW, PT;
-    // d x 2c: [W^T | Qhat^T] and X = S [W^T | Qhat^T] (S W^T, then O^T).
-    std::vector<float> XB, X;
+    std::vector<float> K, Q;    // c x d token rows: k, q~ = scale * q
+    std::vector<float> KT;      // d x kChunk: K^T (B of the dot products)
+    std::vector<float> KK, QK;  // kChunk x kChunk: k_i . k_j (j < i), q~_i . k_j (j <= i)
+    std::vector<float> XB;      // d x 2c: [Q~^T | W^T], the first half shared
+    // Per token of the chunk: cumulative log decay, its exp, the factored
+    // decays (see head_chunk) and the decay to the chunk's end.
+    std::vector<float> G, expG, rel, inv_rel, to_end, P_row;
+    std::vector<float> V;       // c x d token rows
+    // kChunk x kChunk: N, then T = (I - N)^-1; B operands [j][i] of U^T and
+    // W^T (T's columns times beta_j, beta_j exp(G_j)) and of the causal part
+    // of O^T (P_ij).
+    std::vector<float> N, T, BU, BW, PT;
+    // d x c: U^T, then Vn^T in place; Vn^T with each token's decay to the
+    // chunk's end (for the state). d x 2c: X = S [Q~^T | W^T], then O^T in
+    // the first half. c x d: the outputs as rows.
+    std::vector<float> VnT, VnT_end, X, O;
     explicit ChunkScratch(int64_t d) {
         const auto cd = static_cast<size_t>(kChunk * d), cc = static_cast<size_t>(kChunk * kChunk);
-        for (std::vector<float>* v : {&G, &expG, &rel, &inv_rel, &to_end}) v->resize(kChunk);
-        for (std::vector<float>* v : {&K, &Q, &V, &KT, &VnT, &VnT_end}) v->resize(cd);
-        for (std::vector<float>* v : {&KK, &QK, &T, &BU, &BW, &PT}) v->assign(cc, 0.0f);
+        for (std::vector<float>* v : {&G, &expG, &rel, &inv_rel, &to_end, &P_row}) v->resize(kChunk);
+        for (std::vector<float>* v : {&K, &Q, &V, &KT, &VnT, &VnT_end, &O}) v->resize(cd);
+        for (std::vector<float>* v : {&KK, &QK, &N, &T, &BU, &BW, &PT}) v->assign(cc, 0.0f);
         XB.resize(2 * cd);
         X.resize(2 * cd);
     }
@@ -131,7 +136,8 @@ void transpose(const float* src, int64_t ld_src, float* dst, int64_t ld_dst, int
 // write) while this chunk computes: they are apart by the other heads' rows,
 // so they mostly come from memory, and without this the copies wait for
 // every line in turn (a sixth of the time, at a fraction of the bandwidth).
-void prefetch_chunk(const HeadArgs& a, int64_t t0) {
+void prefetch_chunk(const HeadArgs* heads, int64_t n_heads, int64_t t0) {
+    const HeadArgs& a = heads[0];
     const int64_t end = std::min(a.n_tokens, t0 + kChunk);
     const auto lines = [&](const float* row, bool write) {
         const char* p = reinterpret_cast<const char*>(row);
@@ -146,118 +152,126 @@ void prefetch_chunk(const HeadArgs& a, int64_t t0) {
     for (int64_t t = t0; t < end; ++t) {
         lines(token_row(*a.q, a.key_head, t), false);
         lines(token_row(*a.k, a.key_head, t), false);
-        lines(token_row(*a.v, a.head, t), false);
-        lines(a.out->row_f32(a.head, t), true);
+        for (int64_t h = 0; h < n_heads; ++h) {
+            lines(token_row(*heads[h].v, heads[h].head, t), false);
+            lines(heads[h].out->row_f32(heads[h].head, t), true);
+        }
     }
 }
 
-void chunked_head(const VecKernels& vk, const HeadArgs& a) {
-    const int64_t d = a.d;
+// One value head's part of the chunk of c tokens from t0, with the shared
+// part of `s` filled in (K, Q, KT, KK, QK and XB's first half).
+void head_chunk(const VecKernels& vk, const HeadArgs& a, ChunkScratch& s, int64_t t0, int64_t c) {
+    const int64_t d = a.d, ldx = 2 * c;
     float* S = a.state;  // row j (value j) = the d key values of column j of M
+    float cum = 0;
+    for (int64_t i = 0; i < c; ++i) {
+        cum += gate_at(*a.g, a.head, t0 + i);
+        s.G[i] = cum;
+        s.expG[i] = std::exp(cum);
+        std::copy_n(token_row(*a.v, a.head, t0 + i), d, &s.V[i * d]);
+    }
+    // Gam_ij = exp(G_i - G_j) as rel_i * inv_rel_j (rel_i = exp(G_i - G_0)):
+    // two exps per token instead of one per pair, while the chunk's decay
+    // spans less than exp(-60) (so 1 / rel stays finite); otherwise one exp
+    // per pair.
+    const bool factored = s.G[0] - s.G[c - 1] < 60.0f;
+    if (factored)
+        for (int64_t i = 0; i < c; ++i) {
+            s.rel[i] = std::exp(s.G[i] - s.G[0]);
+            s.inv_rel[i] = 1.0f / s.rel[i];
+        }
+    // row[j] *= f * Gam_ij for j < n.
+    const auto decay_row = [&](float* row, int64_t i, int64_t n, float f) {
+        if (factored) {
+            const float fi = f * s.rel[i];
+            for (int64_t j = 0; j < n; ++j) row[j] *= fi * s.inv_rel[j];
+        } else {
+            for (int64_t j = 0; j < n; ++j) row[j] *= f * std::exp(s.G[i] - s.G[j]);
+        }
+    };
+    // T = (I - N)^-1 with N_ij = -beta_i (k_i . k_j) Gam_ij (j < i), by
+    // forward substitution: row i of T = e_i + sum_{j<i} N_ij T_j. Then
+    // U = T diag(beta) V and W = T diag(beta exp(G)) K (the deltas' inputs
+    // with the chunk's own updates applied), used transposed: B operands
+    // BU[j][i] = T_ij beta_j, BW[j][i] = T_ij beta_j exp(G_j).
+    for (int64_t i = 0; i < c; ++i) {
+        float* Ni = &s.N[i * kChunk];
+        std::copy_n(&s.KK[i * kChunk], i, Ni);
+        decay_row(Ni, i, i, -gate_at(*a.beta, a.head, t0 + i));
+        // Whole rows of kChunk (T_j is zero past j): whole vectors, the sum
+        // kept in registers across the rows.
+        float* Ti = &s.T[i * kChunk];
+        std::fill_n(Ti, kChunk, 0.0f);
+        Ti[i] = 1.0f;
+        vk.weighted_rows(Ni, s.T.data(), kChunk * sizeof(float), i, Ti, kChunk);
+    }
+    transpose(s.T.data(), kChunk, s.BW.data(), kChunk, c, c);  // T^T, zero below the diagonal
+    for (int64_t j = 0; j < c; ++j) {
+        const float beta = gate_at(*a.beta, a.head, t0 + j);
+        vk.scale(&s.BW[j * kChunk], beta, &s.BU[j * kChunk], c);
+        vk.scale(&s.BW[j * kChunk], beta * s.expG[j], &s.BW[j * kChunk], c);
+    }
+    // U^T = V^T BU (into VnT), W^T = K^T BW (into XB's second half).
+    gemm_upper_b(s.V.data(), d, true, s.BU.data(), s.VnT.data(), c, d, c, false);
+    gemm_upper_b(s.K.data(), d, true, s.BW.data(), s.XB.data() + c, ldx, d, c, false);
+    // X = S [Q~^T | W^T]: the state's part of the outputs and S W^T = (W M)^T,
+    // in one product over the state at the chunk's start.
+    gemm(S, d, s.XB.data(), ldx, s.X.data(), ldx, d, 2 * c, d);
+    // Vn^T = U^T - (W M)^T: the deltas the recurrence would apply; Vn^T with
+    // the decay from each token to the chunk's end; the state's part of
+    // output i decayed by exp(G_i).
+    const float G_last = s.G[c - 1];
+    for (int64_t i = 0; i < c; ++i) s.to_end[i] = std::exp(G_last - s.G[i]);
+    for (int64_t j = 0; j < d; ++j) {
+        float* vn = &s.VnT[j * c];
+        float* vn_end = &s.VnT_end[j * c];
+        float* xq = &s.X[j * ldx];
+        const float* mw = xq + c;
+        for (int64_t i = 0; i < c; ++i) {
+            vn[i] -= mw[i];
+            vn_end[i] = vn[i] * s.to_end[i];
+            xq[i] *= s.expG[i];
+        }
+    }
+    // O^T = exp(G) * S Q~^T + Vn^T P^T with P_ij = (q~_i . k_j) Gam_ij (j <= i).
+    for (int64_t i = 0; i < c; ++i) {
+        float* p = s.P_row.data();
+        std::copy_n(&s.QK[i * kChunk], i + 1, p);
+        decay_row(p, i, i + 1, 1.0f);
+        for (int64_t j = 0; j < c; ++j) s.PT[j * kChunk + i] = j <= i ? p[j] : 0.0f;
+    }
+    gemm_upper_b(s.VnT.data(), c, false, s.PT.data(), s.X.data(), ldx, d, c, true);
+    transpose(s.X.data(), ldx, s.O.data(), d, c, d);
+    for (int64_t i = 0; i < c; ++i) std::copy_n(&s.O[i * d], d, a.out->row_f32(a.head, t0 + i));
+    // The state after the chunk: S = exp(G_C) S + Vn_end^T K, in one pass.
+    small_gemm(SmallGemm{.a = s.VnT_end.data(), .lda = c, .b = s.K.data(), .ldb = d, .c = S, .ldc = d, .m = d,
+                         .n = d, .k = c, .accumulate = true, .c_scale = s.expG[c - 1]});
+}
+
+// The chunked form for value heads that share one key head: per chunk, the
+// key head's part once, then each value head's.
+void chunked_heads(const VecKernels& vk, const HeadArgs* heads, int64_t n_heads) {
+    const HeadArgs& a = heads[0];
+    const int64_t d = a.d;
     ChunkScratch s(d);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kChunk) {
         const int64_t c = std::min(kChunk, a.n_tokens - t0);
-        float cum = 0;
         for (int64_t i = 0; i < c; ++i) {
-            cum += gate_at(*a.g, a.head, t0 + i);
-            s.G[i] = cum;
-            s.expG[i] = std::exp(cum);
             std::copy_n(token_row(*a.k, a.key_head, t0 + i), d, &s.K[i * d]);
-            std::copy_n(token_row(*a.v, a.head, t0 + i), d, &s.V[i * d]);
             vk.scale(token_row(*a.q, a.key_head, t0 + i), a.scale, &s.Q[i * d], d);
         }
-        prefetch_chunk(a, t0 + c);
-        // Gam_ij = exp(G_i - G_j) as rel_i * inv_rel_j (rel_i = exp(G_i - G_0)):
-        // two exps per token instead of one per pair, while the chunk's
-        // decay spans less than exp(-60) (so 1 / rel stays finite);
-        // otherwise one exp per pair.
-        const bool factored = s.G[0] - s.G[c - 1] < 60.0f;
-        if (factored)
-            for (int64_t i = 0; i < c; ++i) {
-                s.rel[i] = std::exp(s.G[i] - s.G[0]);
-                s.inv_rel[i] = 1.0f / s.rel[i];
-            }
-        // row[j] *= f * Gam_ij for j < n.
-        const auto decay_row = [&](float* row, int64_t i, int64_t n, float f) {
-            if (factored) {
-                const float fi = f * s.rel[i];
-                for (int64_t j = 0; j < n; ++j) row[j] *= fi * s.inv_rel[j];
-            } else {
-                for (int64_t j = 0; j < n; ++j) row[j] *= f * std::exp(s.G[i] - s.G[j]);
-            }
-        };
+        prefetch_chunk(heads, n_heads, t0 + c);
+        transpose(s.K.data(), d, s.KT.data(), kChunk, d, c);
+        transpose(s.Q.data(), d, s.XB.data(), 2 * c, d, c);
         // k_i . k_j and q~_i . k_j for j <= i only: stripes of 16 rows
         // against the first columns up to the stripe's end.
-        transpose(s.K.data(), d, s.KT.data(), kChunk, d, c);
         for (int64_t i0 = 0; i0 < c; i0 += 16) {
             const int64_t rows = std::min<int64_t>(16, c - i0), cols = i0 + rows;
             gemm(&s.K[i0 * d], d, s.KT.data(), kChunk, &s.KK[i0 * kChunk], kChunk, rows, cols, d);
             gemm(&s.Q[i0 * d], d, s.KT.data(), kChunk, &s.QK[i0 * kChunk], kChunk, rows, cols, d);
         }
-        // T = (I - N)^-1 with N_ij = -beta_i (k_i . k_j) Gam_ij (j < i), by
-        // forward substitution: row i of T = e_i + sum_{j<i} N_ij T_j. Then
-        // U = T diag(beta) V and W = T diag(beta exp(G)) K (the deltas'
-        // inputs with the chunk's own updates applied), used transposed:
-        // B operands BU[j][i] = T_ij beta_j, BW[j][i] = T_ij beta_j exp(G_j).
-        for (int64_t i = 0; i < c; ++i) {
-            float* Ni = &s.KK[i * kChunk];
-            decay_row(Ni, i, i, -gate_at(*a.beta, a.head, t0 + i));
-            // Whole rows of kChunk (T_j is zero past j): fixed-length loops
-            // that the compiler vectorises, cheaper than exact lengths.
-            float* Ti = &s.T[i * kChunk];
-            std::fill_n(Ti, kChunk, 0.0f);
-            Ti[i] = 1.0f;
-            for (int64_t j = 0; j < i; ++j) {
-                const float n = Ni[j];
-                const float* Tj = &s.T[j * kChunk];
-                for (int64_t l = 0; l < kChunk; ++l) Ti[l] += n * Tj[l];
-            }
-        }
-        for (int64_t j = 0; j < c; ++j) {
-            const float beta = gate_at(*a.beta, a.head, t0 + j), beta_g = beta * s.expG[j];
-            float* bu = &s.BU[j * kChunk];
-            float* bw = &s.BW[j * kChunk];
-            for (int64_t i = 0; i < c; ++i) {
-                const float t = s.T[i * kChunk + j];  // 0 for i < j
-                bu[i] = t * beta;
-                bw[i] = t * beta_g;
-            }
-        }
-        // U^T = V^T BU (into VnT), W^T = K^T BW (into XB's first c columns);
-        // Qhat^T = (scale exp(G_i) q_i)^T into the last c.
-        const int64_t ldx = 2 * c;
-        gemm_upper_b(s.V.data(), d, true, s.BU.data(), s.VnT.data(), c, d, c, false);
-        gemm_upper_b(s.K.data(), d, true, s.BW.data(), s.XB.data(), ldx, d, c, false);
-        for (int64_t i = 0; i < c; ++i) vk.scale(&s.Q[i * d], s.expG[i], &s.KT[i * d], d);  // KT's rows are free now
-        transpose(s.KT.data(), d, s.XB.data() + c, ldx, d, c);
-        // X = S [W^T | Qhat^T]: S W^T = (W M)^T and S Qhat^T (the state's part
-        // of the outputs), in one product over the state at the chunk's start.
-        gemm(S, d, s.XB.data(), ldx, s.X.data(), ldx, d, 2 * c, d);
-        // Vn^T = U^T - (W M)^T: the deltas the recurrence would apply; and
-        // Vn^T with the decay from each token to the chunk's end.
-        const float G_last = s.G[c - 1];
-        for (int64_t i = 0; i < c; ++i) s.to_end[i] = std::exp(G_last - s.G[i]);
-        for (int64_t j = 0; j < d; ++j) {
-            float* vn = &s.VnT[j * c];
-            float* vn_end = &s.VnT_end[j * c];
-            const float* mw = &s.X[j * ldx];
-            for (int64_t i = 0; i < c; ++i) {
-                vn[i] -= mw[i];
-                vn_end[i] = vn[i] * s.to_end[i];
-            }
-        }
-        // O^T = S Qhat^T + Vn^T P^T with P_ij = (q~_i . k_j) Gam_ij (j <= i).
-        for (int64_t i = 0; i < c; ++i) {
-            float* p = &s.QK[i * kChunk];
-            decay_row(p, i, i + 1, 1.0f);
-            for (int64_t j = 0; j < c; ++j) s.PT[j * kChunk + i] = j <= i ? p[j] : 0.0f;
-        }
-        gemm_upper_b(s.VnT.data(), c, false, s.PT.data(), s.X.data() + c, ldx, d, c, true);
-        transpose(s.X.data() + c, ldx, s.KT.data(), d, c, d);
-        for (int64_t i = 0; i < c; ++i) std::copy_n(&s.KT[i * d], d, a.out->row_f32(a.head, t0 + i));
-        // The state after the chunk: S = exp(G_C) S + Vn_end^T K, in one pass.
-        small_gemm(SmallGemm{.a = s.VnT_end.data(), .lda = c, .b = s.K.data(), .ldb = d, .c = S, .ldc = d, .m = d,
-                             .n = d, .k = c, .accumulate = true, .c_scale = s.expG[c - 1]});
+        for (int64_t h = 0; h < n_heads; ++h) head_chunk(vk, heads[h], s, t0, c);
     }
 }
 
@@ -273,16 +287,28 @@ void CpuOps::gated_delta_net(const TensorView& q, const TensorView& k, const Ten
                          (params.form == DeltaForm::Auto && n_tokens >= kChunkedFrom);
     const VecKernels& vk = vec_kernels();
     const int64_t group = n_v_heads / n_k_heads;
+    const bool tiled = params.head_map == DeltaHeadMap::Tiled;
+    const auto head_args = [&](int64_t h) {
+        return HeadArgs{&q, &k, &v, &g, &beta, &out, state.row_f32(h), h, tiled ? h % n_k_heads : h / group,
+                        n_tokens, d, params.scale};
+    };
+    if (!chunked) {
+        pool_.parallel_for(n_v_heads, [&](int64_t h, int) { recurrent_head(vk, head_args(h)); }, 1);
+        return;
+    }
+    // Chunked: one task per key head and its value heads (their k and q
+    // products computed once), split further only when there are fewer key
+    // heads than threads.
+    const int64_t parts = std::clamp<int64_t>((pool_.size() + n_k_heads - 1) / n_k_heads, 1, group);
+    const int64_t per_part = (group + parts - 1) / parts;
     pool_.parallel_for(
-        n_v_heads,
-        [&](int64_t h, int) {
-            HeadArgs a{&q, &k, &v, &g, &beta, &out, state.row_f32(h), h,
-                       params.head_map == DeltaHeadMap::Tiled ? h % n_k_heads : h / group, n_tokens, d, params.scale};
-            if (chunked) {
-                chunked_head(vk, a);
-            } else {
-                recurrent_head(vk, a);
-            }
+        n_k_heads * parts,
+        [&](int64_t task, int) {
+            const int64_t kh = task / parts, part = task % parts;
+            std::vector<HeadArgs> heads;
+            for (int64_t r = part * per_part; r < std::min(group, (part + 1) * per_part); ++r)
+                heads.push_back(head_args(tiled ? kh + r * n_k_heads : kh * group + r));
+            if (!heads.empty()) chunked_heads(vk, heads.data(), static_cast<int64_t>(heads.size()));
         },
         1);
 }
