@@ -1,9 +1,9 @@
 // Ops::gated_delta_net of CpuOps against the double ReferenceOps: the
 // recurrent form and the chunked form, tiled and grouped head maps, on
-// awkward head sizes, head counts and token counts (chunks of 64 cut
+// awkward head sizes, head counts and token counts (chunks of 32 cut
 // anywhere); the two forms against each other; a sequence cut into calls
-// equal to one call (the state carries everything); strong decays stay
-// finite; bad shapes are refused.
+// equal to one call (the state carries everything); strided views equal
+// contiguous ones; strong decays stay finite; bad shapes are refused.
 
 #include <cmath>
 #include <random>
@@ -140,6 +140,52 @@ TEST_P(GatedDeltaNetTest, StrongDecayStaysFinite) {
         in.run(*ops_, p, state, out, 0, in.n_tokens);
         EXPECT_TRUE(all_close(out, ref_out, 2e-4, 2e-4));
         EXPECT_TRUE(all_close(state, ref_state, 2e-4, 2e-4));
+    }
+}
+
+// q, k, v and out as views with gaps between heads and between tokens (as
+// slices of a fused projection): the same results as contiguous tensors,
+// in both forms, across chunk boundaries, with grouped value heads.
+TEST_P(GatedDeltaNetTest, StridedViewsMatchContiguous) {
+    const DeltaInputs in(40, 2, 6, 75, 17);
+    const int64_t d = in.d, T = in.n_tokens;
+    // A copy of x [d, heads, T] with rows d + 3 apart and tokens heads * (d + 3) + 5 apart.
+    const auto strided = [&](const std::vector<float>& x, int64_t heads, std::vector<float>& buf) {
+        const int64_t row = d + 3, tok = heads * row + 5;
+        buf.assign(static_cast<size_t>(tok * T), -7.0f);
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t h = 0; h < heads; ++h)
+                std::copy_n(&x[(t * heads + h) * d], d, &buf[t * tok + h * row]);
+        TensorView view;
+        view.type = ElementType::F32;
+        view.ne = {d, heads, T, 1};
+        view.nb = {sizeof(float), row * sizeof(float), tok * sizeof(float), tok * T * sizeof(float)};
+        view.data = buf.data();
+        return view;
+    };
+    for (DeltaForm form : {DeltaForm::Recurrent, DeltaForm::Chunked}) {
+        SCOPED_TRACE(::testing::Message() << "form " << static_cast<int>(form));
+        GatedDeltaParams p;
+        p.scale = 0.15f;
+        p.form = form;
+        p.head_map = DeltaHeadMap::Grouped;
+        std::vector<float> dense_state = in.state, dense_out;
+        in.run(*ops_, p, dense_state, dense_out, 0, T);
+        std::vector<float> qb, kb, vb, ob, state = in.state;
+        const TensorView q = strided(in.q, in.n_k_heads, qb), k = strided(in.k, in.n_k_heads, kb);
+        const TensorView v = strided(in.v, in.n_v_heads, vb);
+        const TensorView o = strided(std::vector<float>(in.v.size(), 0.0f), in.n_v_heads, ob);
+        ops_->gated_delta_net(q, k, v, TensorView::contiguous(ElementType::F32, in.g.data(), {in.n_v_heads, T}),
+                              TensorView::contiguous(ElementType::F32, in.beta.data(), {in.n_v_heads, T}),
+                              TensorView::contiguous(ElementType::F32, state.data(), {d * d, in.n_v_heads}), p, o);
+        std::vector<float> out(dense_out.size());
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t h = 0; h < in.n_v_heads; ++h)
+                std::copy_n(o.row_f32(h, t), d, &out[(t * in.n_v_heads + h) * d]);
+        EXPECT_TRUE(all_close(out, dense_out, 1e-6, 1e-6));
+        EXPECT_TRUE(all_close(state, dense_state, 1e-6, 1e-6));
+        // The gaps are left as they were.
+        for (int64_t t = 0; t < T; ++t) EXPECT_EQ(ob[static_cast<size_t>((t + 1) * (in.n_v_heads * (d + 3) + 5) - 1)], -7.0f);
     }
 }
 
