@@ -31,6 +31,7 @@
 #include "cria/ops/cpu_ops.h"
 #include "ops/recurrent_checks.h"
 #include "ops/small_gemm.h"
+#include "ops/transpose.h"
 #include "ops/vec.h"
 
 namespace cria::ops {
@@ -76,92 +77,116 @@ void recurrent_tokens(const VecKernels& vk, const HeadArgs& a, int64_t t0, int64
     }
 }
 
-// C = A B (accumulate: C += A B), row-major, strides in floats.
+// C = A B (accumulate: C += A B), row-major, strides in floats; A given as
+// its transpose (k rows of m) when a_transposed.
 void gemm(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
-          int64_t k, bool accumulate = false) {
-    small_gemm(SmallGemm{a, lda, b, ldb, c, ldc, m, n, k, accumulate});
+          int64_t k, bool accumulate = false, bool a_transposed = false) {
+    small_gemm(SmallGemm{a, lda, b, ldb, c, ldc, m, n, k, accumulate, a_transposed});
 }
 
+// dst (rows x cols, ld_dst) = src^T (src: cols x rows, ld_src).
+void transpose(const float* src, int64_t ld_src, float* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
+    ops::transpose(Transpose{src, ld_src, dst, ld_dst, rows, cols});
+}
+
+// A chunk's working set (c <= kChunk tokens, head size d).
 struct ChunkScratch {
-    std::vector<float> G, rel, inv_rel, KQ, Km, KmT, AP, UW, Qa, MT, MW, MQ, Vn, VnT, Kd, decay;
+    // c x d, per token and key channel: cumulative log decay; rel_i =
+    // exp(G_i - G_0) and its inverse.
+    std::vector<float> G, rel, inv_rel;
+    std::vector<float> decay;  // d: exp(G_0), then exp(G_C) (A_0, A_C)
+    // c x d token rows: [Kp; Qp] (k_i, scale q_i times rel_i), Km = k_i / rel_i,
+    // Ka = k_i A_i, Qa = scale q_i A_i, v_i, Kd = k_i exp(G_C - G_i); the outputs.
+    std::vector<float> KQ, Km, Ka, Qa, V, Kd, O;
+    std::vector<float> KmT;    // d x kChunk: Km^T
+    std::vector<float> AP;     // 2c x c: Kp_i . Km_j (then L), Qp_i . Km_j (P)
+    // kChunk x kChunk: N, T = (I - N)^-1, BU[j][i] = T_ij beta_j, PT[j][i] = P_ij.
+    std::vector<float> N, T, BU, PT;
+    // d x c: U^T, then Vn^T in place. d x 2c: [Qa^T | W^T] and
+    // X = S [Qa^T | W^T] (then O^T in the first half).
+    std::vector<float> VnT, XB, X;
     explicit ChunkScratch(int64_t d) {
-        const auto cd = static_cast<size_t>(kChunk * d);
-        for (std::vector<float>* v : {&G, &rel, &inv_rel}) v->resize(cd);
-        KQ.resize(2 * cd);
-        AP.resize(static_cast<size_t>(2 * kChunk * kChunk));
-        UW.resize(2 * cd);
-        for (std::vector<float>* v : {&Km, &KmT, &Qa, &MW, &MQ, &Vn, &VnT, &Kd}) v->resize(cd);
-        MT.resize(static_cast<size_t>(d * d));
+        const auto cd = static_cast<size_t>(kChunk * d), cc = static_cast<size_t>(kChunk * kChunk);
+        for (std::vector<float>* v : {&G, &rel, &inv_rel, &Km, &Ka, &Qa, &V, &Kd, &O, &KmT, &VnT}) v->resize(cd);
+        for (std::vector<float>* v : {&KQ, &XB, &X}) v->resize(2 * cd);
+        AP.resize(2 * cc);
+        for (std::vector<float>* v : {&N, &T, &BU, &PT}) v->assign(cc, 0.0f);
         decay.resize(static_cast<size_t>(d));
     }
 };
 
-// One chunk of c tokens from t0 in the factored form.
+// One chunk of c tokens from t0 in the factored form, computed transposed in
+// the state's own layout S = M^T (row j = value j) as the gated delta rule's
+// chunks: U^T = V^T BU, W^T = Ka^T BU, X = S [Qa^T | W^T] (one product over
+// the state), Vn^T = U^T - X_W, O^T = X_Q + Vn^T P^T, S' = S diag(A_C) + Vn^T Kd.
 void factored_chunk(const VecKernels& vk, const HeadArgs& a, int64_t t0, int64_t c, ChunkScratch& s) {
-    const int64_t d = a.d;
-    float* M = a.state;  // column j (value j) = the d key values at M + j * d
-    float* G = s.G.data();
-    float* Kp = s.KQ.data();  // c rows: k_i ⊙ exp(G_i - G_0)
-    float* Qp = Kp + c * d;   // c rows: scale q_i ⊙ exp(G_i - G_0)
-    // One exp per channel and token: rel_i = exp(G_i - G_0) (at most 1), its
-    // inverse, and A_i = exp(G_0) rel_i; every other decay is a product of these.
-    float* rel = s.rel.data();
-    float* inv_rel = s.inv_rel.data();
+    const int64_t d = a.d, ldx = 2 * c;
+    float* S = a.state;
+    const float* G = s.G.data();
+    float* Kp = s.KQ.data();
+    float* Qp = Kp + c * d;
+    // One exp per channel and token (vectorised): rel_i = exp(G_i - G_0) (at
+    // most 1), its inverse, and A_0 = exp(G_0); every other decay is a
+    // product of these.
     float* A0 = s.decay.data();
-    for (int64_t f = 0; f < d; ++f) A0[f] = std::exp(G[f]);
+    vk.exp_shift_sum(G, 0.0f, A0, d);
     for (int64_t i = 0; i < c; ++i) {
+        float* rel = &s.rel[i * d];
+        float* inv_rel = &s.inv_rel[i * d];
+        for (int64_t f = 0; f < d; ++f) inv_rel[f] = G[i * d + f] - G[f];
+        vk.exp_shift_sum(inv_rel, 0.0f, rel, d);
         const float* k = a.k->row_f32(a.key_head, t0 + i);
         const float* q = a.q->row_f32(a.key_head, t0 + i);
         for (int64_t f = 0; f < d; ++f) {
-            const float r = i == 0 ? 1.0f : std::exp(G[i * d + f] - G[f]);
-            rel[i * d + f] = r;
-            inv_rel[i * d + f] = 1.0f / r;
-            Kp[i * d + f] = k[f] * r;
-            Qp[i * d + f] = a.scale * q[f] * r;
-            s.Km[i * d + f] = k[f] * inv_rel[i * d + f];
+            inv_rel[f] = 1.0f / rel[f];
+            Kp[i * d + f] = k[f] * rel[f];
+            Qp[i * d + f] = a.scale * q[f] * rel[f];
+            s.Km[i * d + f] = k[f] * inv_rel[f];
+            s.Ka[i * d + f] = Kp[i * d + f] * A0[f];
             s.Qa[i * d + f] = Qp[i * d + f] * A0[f];
         }
+        std::copy_n(a.v->row_f32(a.head, t0 + i), d, &s.V[i * d]);
     }
     // [Kp; Qp] Km^T: rows 0..c-1 the k-k products, rows c..2c-1 the q-k products.
-    for (int64_t i = 0; i < c; ++i)
-        for (int64_t f = 0; f < d; ++f) s.KmT[f * kChunk + i] = s.Km[i * d + f];
+    transpose(s.Km.data(), d, s.KmT.data(), kChunk, d, c);
     gemm(s.KQ.data(), d, s.KmT.data(), kChunk, s.AP.data(), c, 2 * c, c, d);
-    // [U | W] rows: [beta_i v_i | beta_i A_i ⊙ k_i], then (I + L)^-1 by forward
-    // substitution (row i minus L_ij times the solved rows j < i).
-    const size_t uw_bytes = static_cast<size_t>(2 * d) * sizeof(float);
+    // T = (I - N)^-1 with N_ij = -beta_i (Kp_i . Km_j) (j < i), by forward
+    // substitution on whole rows of kChunk (T_j is zero past j); then
+    // U = T diag(beta) V and W = T diag(beta) Ka, used transposed through
+    // BU[j][i] = T_ij beta_j.
     for (int64_t i = 0; i < c; ++i) {
         const float beta = beta_at(*a.beta, a.head, t0 + i);
-        float* Li = &s.AP[i * c];
-        for (int64_t j = 0; j < i; ++j) Li[j] *= -beta;
-        float* uw = &s.UW[i * 2 * d];
-        vk.scale(a.v->row_f32(a.head, t0 + i), beta, uw, d);
-        const float* k = a.k->row_f32(a.key_head, t0 + i);
-        for (int64_t f = 0; f < d; ++f) uw[d + f] = beta * Kp[i * d + f] * A0[f];
-        vk.weighted_rows(Li, s.UW.data(), uw_bytes, i, uw, 2 * d);
+        float* Ni = &s.N[i * kChunk];
+        for (int64_t j = 0; j < i; ++j) Ni[j] = -beta * s.AP[i * c + j];
+        float* Ti = &s.T[i * kChunk];
+        std::fill_n(Ti, kChunk, 0.0f);
+        Ti[i] = 1.0f;
+        vk.weighted_rows(Ni, s.T.data(), kChunk * sizeof(float), i, Ti, kChunk);
     }
-    // Vn = U - W M and M^T (A_i ⊙ scale q_i), from the state at the chunk's start.
-    for (int64_t j = 0; j < d; ++j)
-        for (int64_t f = 0; f < d; ++f) s.MT[f * d + j] = M[j * d + f];
-    gemm(s.UW.data() + d, 2 * d, s.MT.data(), d, s.MW.data(), d, c, d, d);
-    gemm(s.Qa.data(), d, s.MT.data(), d, s.MQ.data(), d, c, d, d);
-    for (int64_t i = 0; i < c; ++i)
-        for (int64_t j = 0; j < d; ++j) s.Vn[i * d + j] = s.UW[i * 2 * d + j] - s.MW[i * d + j];
-    // O_i = M^T (A_i ⊙ scale q_i) + sum_{j <= i} P_ij Vn_j.
-    const size_t row_bytes = static_cast<size_t>(d) * sizeof(float);
-    for (int64_t i = 0; i < c; ++i) {
-        float* o = a.out->row_f32(a.head, t0 + i);
-        std::copy_n(&s.MQ[i * d], d, o);
-        vk.weighted_rows(&s.AP[(c + i) * c], s.Vn.data(), row_bytes, i + 1, o, d);
+    transpose(s.T.data(), kChunk, s.BU.data(), kChunk, c, c);  // T^T, zero below the diagonal
+    for (int64_t j = 0; j < c; ++j) vk.scale(&s.BU[j * kChunk], beta_at(*a.beta, a.head, t0 + j), &s.BU[j * kChunk], c);
+    gemm(s.V.data(), d, s.BU.data(), kChunk, s.VnT.data(), c, d, c, c, false, /*a_transposed=*/true);
+    gemm(s.Ka.data(), d, s.BU.data(), kChunk, s.XB.data() + c, ldx, d, c, c, false, /*a_transposed=*/true);
+    transpose(s.Qa.data(), d, s.XB.data(), ldx, d, c);
+    // X = S [Qa^T | W^T], from the state at the chunk's start; Vn^T = U^T - (W M)^T.
+    gemm(S, d, s.XB.data(), ldx, s.X.data(), ldx, d, 2 * c, d);
+    for (int64_t j = 0; j < d; ++j) {
+        float* vn = &s.VnT[j * c];
+        const float* mw = &s.X[j * ldx + c];
+        for (int64_t i = 0; i < c; ++i) vn[i] -= mw[i];
     }
-    // M' = diag(A_C) M + sum_i (k_i ⊙ exp(G_C - G_i)) Vn_i^T.
-    const float* rel_last = rel + (c - 1) * d;
-    for (int64_t i = 0; i < c; ++i) {
-        for (int64_t f = 0; f < d; ++f) s.Kd[i * d + f] = s.Km[i * d + f] * rel_last[f];
-        for (int64_t j = 0; j < d; ++j) s.VnT[j * kChunk + i] = s.Vn[i * d + j];
-    }
+    // O^T = X_Q + Vn^T P^T (P_ij for j <= i), then as rows.
+    for (int64_t j = 0; j < c; ++j)
+        for (int64_t i = 0; i < c; ++i) s.PT[j * kChunk + i] = j <= i ? s.AP[(c + i) * c + j] : 0.0f;
+    gemm(s.VnT.data(), c, s.PT.data(), kChunk, s.X.data(), ldx, d, c, c, /*accumulate=*/true);
+    transpose(s.X.data(), ldx, s.O.data(), d, c, d);
+    for (int64_t i = 0; i < c; ++i) std::copy_n(&s.O[i * d], d, a.out->row_f32(a.head, t0 + i));
+    // S' = S diag(A_C) + Vn^T Kd, Kd_i = k_i exp(G_C - G_i) = Km_i rel_C.
+    const float* rel_last = &s.rel[(c - 1) * d];
+    for (int64_t i = 0; i < c; ++i) vk.mul(&s.Km[i * d], rel_last, &s.Kd[i * d], d);
     for (int64_t f = 0; f < d; ++f) A0[f] *= rel_last[f];  // A_C
-    for (int64_t j = 0; j < d; ++j) vk.mul(M + j * d, A0, M + j * d, d);
-    gemm(s.VnT.data(), kChunk, s.Kd.data(), d, M, d, d, d, c, /*accumulate=*/true);
+    for (int64_t j = 0; j < d; ++j) vk.mul(S + j * d, A0, S + j * d, d);
+    gemm(s.VnT.data(), c, s.Kd.data(), d, S, d, d, d, c, /*accumulate=*/true);
 }
 
 void chunked_head(const VecKernels& vk, const HeadArgs& a, int64_t n_tokens) {
