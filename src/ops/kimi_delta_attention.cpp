@@ -95,6 +95,7 @@ struct ChunkScratch {
     // exp(G_i - G_0) and its inverse.
     std::vector<float> G, rel, inv_rel;
     std::vector<float> decay;  // d: exp(G_0), then exp(G_C) (A_0, A_C)
+    std::vector<float> neg_G0;  // d: -G_0
     // c x d token rows: [Kp; Qp] (k_i, scale q_i times rel_i), Km = k_i / rel_i,
     // Ka = k_i A_i, Qa = scale q_i A_i, v_i, Kd = k_i exp(G_C - G_i); the outputs.
     std::vector<float> KQ, Km, Ka, Qa, V, Kd, O;
@@ -112,6 +113,7 @@ struct ChunkScratch {
         AP.resize(2 * cc);
         for (std::vector<float>* v : {&N, &T, &BU, &PT}) v->assign(cc, 0.0f);
         decay.resize(static_cast<size_t>(d));
+        neg_G0.resize(static_cast<size_t>(d));
     }
 };
 
@@ -130,21 +132,23 @@ void factored_chunk(const VecKernels& vk, const HeadArgs& a, int64_t t0, int64_t
     // product of these.
     float* A0 = s.decay.data();
     vk.exp_shift_sum(G, 0.0f, A0, d);
+    vk.scale(G, -1.0f, s.neg_G0.data(), d);
     for (int64_t i = 0; i < c; ++i) {
+        // (Whole rows through the vector kernels: this file is built for the
+        // baseline instruction set.)
         float* rel = &s.rel[i * d];
         float* inv_rel = &s.inv_rel[i * d];
-        for (int64_t f = 0; f < d; ++f) inv_rel[f] = G[i * d + f] - G[f];
+        vk.add(&G[i * d], s.neg_G0.data(), inv_rel, d);  // G_i - G_0
         vk.exp_shift_sum(inv_rel, 0.0f, rel, d);
+        vk.scale(inv_rel, -1.0f, inv_rel, d);
+        vk.exp_shift_sum(inv_rel, 0.0f, inv_rel, d);  // exp(G_0 - G_i), as finite as rel
         const float* k = a.k->row_f32(a.key_head, t0 + i);
         const float* q = a.q->row_f32(a.key_head, t0 + i);
-        for (int64_t f = 0; f < d; ++f) {
-            inv_rel[f] = 1.0f / rel[f];
-            Kp[i * d + f] = k[f] * rel[f];
-            Qp[i * d + f] = a.scale * q[f] * rel[f];
-            s.Km[i * d + f] = k[f] * inv_rel[f];
-            s.Ka[i * d + f] = Kp[i * d + f] * A0[f];
-            s.Qa[i * d + f] = Qp[i * d + f] * A0[f];
-        }
+        vk.mul(k, rel, &Kp[i * d], d);
+        vk.scale_mul(q, a.scale, rel, &Qp[i * d], d);
+        vk.mul(k, inv_rel, &s.Km[i * d], d);
+        vk.mul(&Kp[i * d], A0, &s.Ka[i * d], d);
+        vk.mul(&Qp[i * d], A0, &s.Qa[i * d], d);
         std::copy_n(a.v->row_f32(a.head, t0 + i), d, &s.V[i * d]);
     }
     // [Kp; Qp] Km^T: rows 0..c-1 the k-k products, rows c..2c-1 the q-k products.
@@ -199,7 +203,11 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a, int64_t n_tokens) {
         bool factorable = true;
         for (int64_t i = 0; i < c; ++i) {
             const float* g = a.g->row_f32(a.head, t0 + i);
-            for (int64_t f = 0; f < d; ++f) G[i * d + f] = (i == 0 ? 0.0f : G[(i - 1) * d + f]) + g[f];
+            if (i == 0) {
+                std::copy_n(g, d, G);
+            } else {
+                vk.add(&G[(i - 1) * d], g, &G[i * d], d);
+            }
         }
         for (int64_t f = 0; f < d && factorable; ++f) factorable = G[f] - G[(c - 1) * d + f] < kMaxFactoredSpan;
         if (factorable)
