@@ -1,6 +1,7 @@
-// The gated delta rule of CpuOps (Ops::gated_delta_net), one task per value
-// head: each head's d x d state stays in the core's cache while its tokens
-// are processed.
+// The gated delta rule of CpuOps (Ops::gated_delta_net): the recurrent form
+// one task per value head, the chunked form one per key head and the value
+// heads that read it; each head's d x d state stays in the core's cache
+// while its tokens are processed.
 //
 // Recurrent form (one-token steps, and short batches): per token, u = M^T k
 // (dot_rows: k held in registers against every column of M), the delta

@@ -22,7 +22,11 @@
 // one exp per channel and token); the second factor grows with the
 // chunk's decay, so a chunk whose decay spans more than exp(-80) in some
 // channel (where it would leave float's range) runs the recurrent form
-// instead. Both forms are exact reformulations of ops.h's recurrence.
+// instead. The products run transposed, in the state's own layout (row j =
+// value j), as the gated delta rule's chunks (gated_delta_net.cpp): the
+// state is read by one product per chunk and updated by another, and no
+// transpose of it is made. Both forms are exact reformulations of ops.h's
+// recurrence.
 
 #include <algorithm>
 #include <cmath>
