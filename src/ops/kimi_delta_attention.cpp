@@ -189,12 +189,36 @@ void factored_chunk(const VecKernels& vk, const HeadArgs& a, int64_t t0, int64_t
     gemm(s.VnT.data(), c, s.PT.data(), kChunk, s.X.data(), ldx, d, c, c, /*accumulate=*/true);
     transpose(s.X.data(), ldx, s.O.data(), d, c, d);
     for (int64_t i = 0; i < c; ++i) std::copy_n(&s.O[i * d], d, a.out->row_f32(a.head, t0 + i));
-    // S' = S diag(A_C) + Vn^T Kd, Kd_i = k_i exp(G_C - G_i) = Km_i rel_C.
+    // S' = S diag(A_C) + Vn^T Kd, Kd_i = k_i exp(G_C - G_i) = Km_i rel_C, in
+    // one pass over the state.
     const float* rel_last = &s.rel[(c - 1) * d];
     for (int64_t i = 0; i < c; ++i) vk.mul(&s.Km[i * d], rel_last, &s.Kd[i * d], d);
-    for (int64_t f = 0; f < d; ++f) A0[f] *= rel_last[f];  // A_C
-    for (int64_t j = 0; j < d; ++j) vk.mul(S + j * d, A0, S + j * d, d);
-    gemm(s.VnT.data(), c, s.Kd.data(), d, S, d, d, d, c, /*accumulate=*/true);
+    vk.mul(A0, rel_last, A0, d);  // A_C
+    small_gemm(SmallGemm{.a = s.VnT.data(), .lda = c, .b = s.Kd.data(), .ldb = d, .c = S, .ldc = d, .m = d, .n = d,
+                         .k = c, .accumulate = true, .c_col_scale = A0});
+}
+
+// Asks for the rows of the chunk from token t0 (q, k, v, g to read, out to
+// write) while this chunk computes: they are apart by the other heads'
+// rows, so they mostly come from memory.
+void prefetch_chunk(const HeadArgs& a, int64_t t0, int64_t n_tokens) {
+    const auto lines = [&](const float* row, bool write) {
+        const char* p = reinterpret_cast<const char*>(row);
+        for (int64_t b = 0; b < a.d * static_cast<int64_t>(sizeof(float)); b += 64) {
+            if (write) {
+                __builtin_prefetch(p + b, 1);
+            } else {
+                __builtin_prefetch(p + b, 0);
+            }
+        }
+    };
+    for (int64_t t = t0; t < std::min(n_tokens, t0 + kChunk); ++t) {
+        lines(a.q->row_f32(a.key_head, t), false);
+        lines(a.k->row_f32(a.key_head, t), false);
+        lines(a.v->row_f32(a.head, t), false);
+        lines(a.g->row_f32(a.head, t), false);
+        lines(a.out->row_f32(a.head, t), true);
+    }
 }
 
 void chunked_head(const VecKernels& vk, const HeadArgs& a, int64_t n_tokens) {
@@ -214,6 +238,7 @@ void chunked_head(const VecKernels& vk, const HeadArgs& a, int64_t n_tokens) {
             }
         }
         for (int64_t f = 0; f < d && factorable; ++f) factorable = G[f] - G[(c - 1) * d + f] < kMaxFactoredSpan;
+        prefetch_chunk(a, t0 + c, n_tokens);
         if (factorable)
             factored_chunk(vk, a, t0, c, s);
         else

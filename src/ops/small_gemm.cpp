@@ -8,7 +8,8 @@ void small_gemm_scalar(const SmallGemm& g) {
     const int64_t rs = a_row_step(g), cs = a_col_step(g);
     for (int64_t i = 0; i < g.m; ++i) {
         float* c = g.c + i * g.ldc;
-        for (int64_t j = 0; j < g.n; ++j) c[j] = g.accumulate ? g.c_scale * c[j] : 0.0f;
+        for (int64_t j = 0; j < g.n; ++j)
+            c[j] = g.accumulate ? g.c_scale * (g.c_col_scale ? g.c_col_scale[j] : 1.0f) * c[j] : 0.0f;
         for (int64_t p = 0; p < g.k; ++p) {
             const float a = g.a[i * rs + p * cs];
             const float* b = g.b + p * g.ldb;

@@ -27,6 +27,9 @@ struct SmallGemm {
     // With accumulate: C = c_scale C + A B (the decayed state plus its
     // update, in one pass over C).
     float c_scale = 1.0f;
+    // With accumulate, when set: C's column j is also scaled by
+    // c_col_scale[j] (n values; KDA's state decays per key channel).
+    const float* c_col_scale = nullptr;
 };
 
 // The distance in floats between A's consecutive rows and columns.

@@ -32,12 +32,18 @@ void tile(const SmallGemm& g, int64_t i0, int64_t j0) {
     const bool second = cols > 8;
     const int64_t rs = a_row_step(g), cs = a_col_step(g);
     const __m256 c_scale = _mm256_set1_ps(g.c_scale);
+    // C's scale per column: c_scale, times c_col_scale's values when set.
+    __m256 scale0 = c_scale, scale1 = c_scale;
+    if (g.accumulate && g.c_col_scale) {
+        scale0 = _mm256_mul_ps(c_scale, _mm256_maskload_ps(g.c_col_scale + j0, m0));
+        if (second) scale1 = _mm256_mul_ps(c_scale, _mm256_maskload_ps(g.c_col_scale + j0 + 8, m1));
+    }
     __m256 acc[kR][2];
     #pragma GCC unroll 4
     for (int r = 0; r < kR; ++r) {
         const float* c = g.c + (i0 + r) * g.ldc + j0;
-        acc[r][0] = g.accumulate ? _mm256_mul_ps(c_scale, _mm256_maskload_ps(c, m0)) : _mm256_setzero_ps();
-        acc[r][1] = g.accumulate && second ? _mm256_mul_ps(c_scale, _mm256_maskload_ps(c + 8, m1)) : _mm256_setzero_ps();
+        acc[r][0] = g.accumulate ? _mm256_mul_ps(scale0, _mm256_maskload_ps(c, m0)) : _mm256_setzero_ps();
+        acc[r][1] = g.accumulate && second ? _mm256_mul_ps(scale1, _mm256_maskload_ps(c + 8, m1)) : _mm256_setzero_ps();
     }
     for (int64_t p = 0; p < g.k; ++p) {
         const float* b = g.b + p * g.ldb + j0;

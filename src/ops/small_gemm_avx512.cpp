@@ -37,6 +37,13 @@ void tile(const SmallGemm& g, int64_t i0, int64_t j0) {
     const int64_t rs = a_row_step(g), cs = a_col_step(g);
     const float* a = g.a + i0 * rs;
     const __m512 c_scale = _mm512_set1_ps(g.c_scale);
+    // C's scale per column: c_scale, times c_col_scale's values when set.
+    __m512 scale[kV];
+    #pragma GCC unroll 2
+    for (int v = 0; v < kV; ++v)
+        scale[v] = !g.accumulate || !g.c_col_scale ? c_scale
+                   : _mm512_mul_ps(c_scale, kMasked ? _mm512_maskz_loadu_ps(mask[v], g.c_col_scale + j0 + 16 * v)
+                                                    : _mm512_loadu_ps(g.c_col_scale + j0 + 16 * v));
     __m512 acc[kR][kV];
     #pragma GCC unroll 8
     for (int r = 0; r < kR; ++r) {
@@ -46,7 +53,7 @@ void tile(const SmallGemm& g, int64_t i0, int64_t j0) {
             if (!g.accumulate)
                 acc[r][v] = _mm512_setzero_ps();
             else
-                acc[r][v] = _mm512_mul_ps(c_scale, kMasked ? _mm512_maskz_loadu_ps(mask[v], c + 16 * v)
+                acc[r][v] = _mm512_mul_ps(scale[v], kMasked ? _mm512_maskz_loadu_ps(mask[v], c + 16 * v)
                                                            : _mm512_loadu_ps(c + 16 * v));
         }
     }
