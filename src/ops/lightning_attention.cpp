@@ -20,6 +20,7 @@
 #include "cria/ops/cpu_ops.h"
 #include "ops/lightning_checks.h"
 #include "ops/small_gemm.h"
+#include "ops/transpose.h"
 #include "ops/vec.h"
 
 namespace cria::ops {
@@ -50,16 +51,22 @@ void recurrent_head(const VecKernels& vk, const HeadArgs& a) {
     }
 }
 
-// C = A B (accumulate: C += A B), row-major, strides in floats.
+// C = A B (accumulate: C += A B), row-major, strides in floats; A given as
+// its transpose (k rows of m) when a_transposed.
 void gemm(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t m, int64_t n,
-          int64_t k, bool accumulate = false) {
-    small_gemm(SmallGemm{a, lda, b, ldb, c, ldc, m, n, k, accumulate});
+          int64_t k, bool accumulate = false, bool a_transposed = false) {
+    small_gemm(SmallGemm{a, lda, b, ldb, c, ldc, m, n, k, accumulate, a_transposed});
+}
+
+// dst (rows x cols, ld_dst) = src^T (src: cols x rows, ld_src).
+void transpose(const float* src, int64_t ld_src, float* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
+    ops::transpose(Transpose{src, ld_src, dst, ld_dst, rows, cols});
 }
 
 void blocked_head(const VecKernels& vk, const HeadArgs& a) {
     const int64_t d = a.d;
     const auto bd = static_cast<size_t>(kBlock * d);
-    std::vector<float> Q(bd), K(bd), V(bd), KT(bd), VT(bd), S(static_cast<size_t>(kBlock * kBlock)), MT(d * d),
+    std::vector<float> Q(bd), K(bd), V(bd), KT(bd), S(static_cast<size_t>(kBlock * kBlock)), MT(d * d),
         O(bd), powers(kBlock + 1);
     for (int64_t m = 0; m <= kBlock; ++m) powers[m] = std::exp(-a.rate * static_cast<float>(m));
     float* M = a.state;  // row j = value j's d key values
@@ -69,26 +76,23 @@ void blocked_head(const VecKernels& vk, const HeadArgs& a) {
             std::copy_n(a.q->row_f32(a.head, t0 + i), d, &Q[i * d]);
             std::copy_n(a.k->row_f32(a.head, t0 + i), d, &K[i * d]);
             std::copy_n(a.v->row_f32(a.head, t0 + i), d, &V[i * d]);
-            for (int64_t f = 0; f < d; ++f) KT[f * kBlock + i] = K[i * d + f];
         }
+        transpose(K.data(), d, KT.data(), kBlock, d, c);
         // S = Q K^T, masked and decayed: S_ij *= gamma^(i-j) for j <= i, 0 above.
         gemm(Q.data(), d, KT.data(), kBlock, S.data(), c, c, c, d);
         for (int64_t i = 0; i < c; ++i)
             for (int64_t j = 0; j < c; ++j) S[i * c + j] = j <= i ? S[i * c + j] * powers[i - j] : 0.0f;
         // O = diag(gamma^(i+1)) Q M^T + S V, from the state at the block's start.
-        for (int64_t j = 0; j < d; ++j)
-            for (int64_t f = 0; f < d; ++f) MT[f * d + j] = M[j * d + f];
+        transpose(M, d, MT.data(), d, d, d);
         gemm(Q.data(), d, MT.data(), d, O.data(), d, c, d, d);
         for (int64_t i = 0; i < c; ++i) vk.scale(&O[i * d], powers[i + 1], &O[i * d], d);
         gemm(S.data(), c, V.data(), d, O.data(), d, c, d, c, /*accumulate=*/true);
         for (int64_t i = 0; i < c; ++i) std::copy_n(&O[i * d], d, a.out->row_f32(a.head, t0 + i));
-        // M' = gamma^c M + V^T diag(gamma^(c-1-s)) K.
-        for (int64_t s = 0; s < c; ++s) {
-            vk.scale(&K[s * d], powers[c - 1 - s], &K[s * d], d);
-            for (int64_t j = 0; j < d; ++j) VT[j * kBlock + s] = V[s * d + j];
-        }
-        vk.scale(M, powers[c], M, d * d);
-        gemm(VT.data(), kBlock, K.data(), d, M, d, d, d, c, /*accumulate=*/true);
+        // M' = gamma^c M + V^T diag(gamma^(c-1-s)) K, in one pass over the
+        // state (V^T read as the transpose of V's rows).
+        for (int64_t s = 0; s < c; ++s) vk.scale(&K[s * d], powers[c - 1 - s], &K[s * d], d);
+        small_gemm(SmallGemm{.a = V.data(), .lda = d, .b = K.data(), .ldb = d, .c = M, .ldc = d, .m = d, .n = d, .k = c,
+                             .accumulate = true, .a_transposed = true, .c_scale = powers[c]});
     }
 }
 
