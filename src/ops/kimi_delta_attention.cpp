@@ -19,7 +19,7 @@
 //   M' = diag(A_C) M + sum_j (k_j ⊙ exp(G_C - G_j)) Vn_j^T
 // The pairwise decays factor as exp(G_i - G_0) exp(G_0 - G_j), so L and P
 // are two products of whole chunks (and every decay of the chunk comes from
-// one exp per channel and token); the second factor grows with the
+// two exps per channel and token); the second factor grows with the
 // chunk's decay, so a chunk whose decay spans more than exp(-80) in some
 // channel (where it would leave float's range) runs the recurrent form
 // instead. The products run transposed, in the state's own layout (row j =
@@ -131,9 +131,10 @@ void factored_chunk(const VecKernels& vk, const HeadArgs& a, int64_t t0, int64_t
     const float* G = s.G.data();
     float* Kp = s.KQ.data();
     float* Qp = Kp + c * d;
-    // One exp per channel and token (vectorised): rel_i = exp(G_i - G_0) (at
-    // most 1), its inverse, and A_0 = exp(G_0); every other decay is a
-    // product of these.
+    // Two vectorised exps per channel and token: rel_i = exp(G_i - G_0) (at
+    // most 1) and its inverse exp(G_0 - G_i) (finite by the span check;
+    // cheaper than a division here), and A_0 = exp(G_0); every other decay is
+    // a product of these.
     float* A0 = s.decay.data();
     vk.exp_shift_sum(G, 0.0f, A0, d);
     vk.scale(G, -1.0f, s.neg_G0.data(), d);
