@@ -185,7 +185,8 @@ TEST_P(GatedDeltaNetTest, StridedViewsMatchContiguous) {
         EXPECT_TRUE(all_close(out, dense_out, 1e-6, 1e-6));
         EXPECT_TRUE(all_close(state, dense_state, 1e-6, 1e-6));
         // The gaps are left as they were.
-        for (int64_t t = 0; t < T; ++t) EXPECT_EQ(ob[static_cast<size_t>((t + 1) * (in.n_v_heads * (d + 3) + 5) - 1)], -7.0f);
+        const int64_t out_tok = in.n_v_heads * (d + 3) + 5;
+        for (int64_t t = 0; t < T; ++t) EXPECT_EQ(ob[static_cast<size_t>((t + 1) * out_tok - 1)], -7.0f);
     }
 }
 

@@ -4,7 +4,7 @@
 // anywhere); the two forms against each other; a sequence cut into calls
 // equal to one call; decays too strong for the factored chunk (and ones that
 // underflow) stay exact; a gate equal over the channels is gated_delta_net;
-// bad shapes are refused.
+// strided views equal contiguous ones; bad shapes are refused.
 
 #include <cmath>
 #include <random>
@@ -175,6 +175,51 @@ TEST_P(KimiDeltaAttentionTest, UniformGateIsGatedDeltaNet) {
                           f32(gdn_out, {d, in.n_v_heads, T}));
     EXPECT_TRUE(all_close(kda_out, gdn_out, 1e-4, 1e-4));
     EXPECT_TRUE(all_close(kda_state, gdn_state, 1e-4, 1e-4));
+}
+
+// q, k, v, g and out as views with gaps between heads and between tokens
+// (as slices of fused projections): the same results as contiguous
+// tensors, in both forms, across chunk boundaries, with grouped value heads.
+TEST_P(KimiDeltaAttentionTest, StridedViewsMatchContiguous) {
+    const KdaInputs in(24, 2, 4, 37, 23);
+    const int64_t d = in.d, T = in.n_tokens;
+    // A copy of x [d, heads, T] with rows d + 3 apart and tokens heads * (d + 3) + 5 apart.
+    const auto strided = [&](const std::vector<float>& x, int64_t heads, std::vector<float>& buf) {
+        const int64_t row = d + 3, tok = heads * row + 5;
+        buf.assign(static_cast<size_t>(tok * T), -7.0f);
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t h = 0; h < heads; ++h) std::copy_n(&x[(t * heads + h) * d], d, &buf[t * tok + h * row]);
+        TensorView view;
+        view.type = ElementType::F32;
+        view.ne = {d, heads, T, 1};
+        view.nb = {sizeof(float), row * sizeof(float), tok * sizeof(float), tok * T * sizeof(float)};
+        view.data = buf.data();
+        return view;
+    };
+    for (DeltaForm form : {DeltaForm::Recurrent, DeltaForm::Chunked}) {
+        SCOPED_TRACE(::testing::Message() << "form " << static_cast<int>(form));
+        GatedDeltaParams p;
+        p.scale = 0.2f;
+        p.form = form;
+        p.head_map = DeltaHeadMap::Grouped;
+        std::vector<float> dense_state = in.state, dense_out;
+        in.run(*ops_, p, dense_state, dense_out, 0, T);
+        std::vector<float> qb, kb, vb, gb, ob, state = in.state;
+        const TensorView q = strided(in.q, in.n_k_heads, qb), k = strided(in.k, in.n_k_heads, kb);
+        const TensorView v = strided(in.v, in.n_v_heads, vb), g = strided(in.g, in.n_v_heads, gb);
+        const TensorView o = strided(std::vector<float>(in.v.size(), 0.0f), in.n_v_heads, ob);
+        const TensorView beta = TensorView::contiguous(ElementType::F32, in.beta.data(), {in.n_v_heads, T});
+        ops_->kimi_delta_attention(q, k, v, g, beta,
+                                   TensorView::contiguous(ElementType::F32, state.data(), {d * d, in.n_v_heads}), p, o);
+        std::vector<float> out(dense_out.size());
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t h = 0; h < in.n_v_heads; ++h)
+                std::copy_n(o.row_f32(h, t), d, &out[(t * in.n_v_heads + h) * d]);
+        EXPECT_TRUE(all_close(out, dense_out, 1e-6, 1e-6));
+        EXPECT_TRUE(all_close(state, dense_state, 1e-6, 1e-6));
+        const int64_t out_tok = in.n_v_heads * (d + 3) + 5;
+        for (int64_t t = 0; t < T; ++t) EXPECT_EQ(ob[static_cast<size_t>((t + 1) * out_tok - 1)], -7.0f);
+    }
 }
 
 TEST_P(KimiDeltaAttentionTest, RefusesBadShapes) {

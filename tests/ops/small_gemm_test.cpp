@@ -32,7 +32,9 @@ TEST(SmallGemm, EveryLevelMatchesDoubleProduct) {
                         // A transposed: k rows of m values, lda apart.
                         const int64_t lda = (transposed ? m : k) + 3, ldb = n + 5, ldc = n + 2;
                         const auto a = random_floats(static_cast<size_t>((transposed ? k : m) * lda), seed++);
-                        const auto a_at = [&](int64_t i, int64_t p) { return transposed ? a[p * lda + i] : a[i * lda + p]; };
+                        const auto a_at = [&](int64_t i, int64_t p) {
+                            return transposed ? a[p * lda + i] : a[i * lda + p];
+                        };
                         const auto b = random_floats(static_cast<size_t>(k * ldb), seed++);
                         auto c = random_floats(static_cast<size_t>(m * ldc), seed++);
                         const auto scales = random_floats(static_cast<size_t>(n), seed++);
