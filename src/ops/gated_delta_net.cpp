@@ -19,11 +19,13 @@
 //   O_i = exp(G_i) M^T q~_i + sum_{j <= i} (q~_i . k_j) Gam_ij Vn_j,  q~ = scale q
 //   M' = exp(G_C) M + sum_i exp(G_C - G_i) k_i Vn_i^T
 // Everything is computed transposed, in the state's own layout S = M^T (row
-// j = value j): U^T = V^T BU, W^T = K^T BW, X = S [W^T | Qhat^T] (one product
-// over the state for the deltas and the outputs), Vn^T = U^T - X_W,
-// O^T = X_Q + Vn^T P^T, S' = exp(G_C) S + Vn_end^T K, all through small_gemm
-// (register tiles; V^T and K^T read as transposes for free), the causal
-// products only over their non-zero blocks. The state is read twice and
+// j = value j): U^T = V^T BU, W^T = K^T BW, X = S [Q~^T | W^T] (one product
+// over the state for the outputs and the deltas; X_Q's column i then times
+// exp(G_i)), Vn^T = U^T - X_W, O^T = X_Q + Vn^T P^T,
+// S' = exp(G_C) S + Vn_end^T K, all through small_gemm (register tiles; V^T
+// and K^T read as transposes for free); k.k and q~.k only on their lower
+// triangle, and the products of the value heads that share a key head
+// (K, Q~, their transposes and dot products) made once. The state is read twice and
 // written once per chunk instead of per token; per token and head that is
 // ~4.3 d^2 multiply-adds at near the core's FMA peak instead of ~3.5 d^2
 // matrix-vector ones against a state streamed from memory. C = 32 beats 64
