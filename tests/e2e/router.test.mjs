@@ -97,3 +97,41 @@ test("router: an unknown model is a 404 in each SDK", async () => {
     (e) => e instanceof Anthropic.NotFoundError && e.status === 404);
   await assert.rejects(openai.models.retrieve("no-such-model"), (e) => e instanceof OpenAI.NotFoundError);
 });
+
+test("router: the chat page picks the model from a list and sends it", async () => {
+  const { chromium } = await import("playwright-core");
+  const fs = await import("node:fs");
+  const os = await import("node:os");
+  const path = await import("node:path");
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "cria-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, timeout: 60_000,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+  });
+  try {
+    await context.addInitScript((k) => localStorage.setItem("cria.setting.api_key", k), key);
+    const page = context.pages()[0] || await context.newPage();
+    page.setDefaultTimeout(30_000);
+    await page.goto(url + "/");
+    await page.waitForFunction(() => document.querySelectorAll("#model-picker option").length === 2);
+    assert.equal(await page.locator("#model-picker").isVisible(), true);
+    assert.equal(await page.locator("#model-name").isVisible(), false);
+    await page.selectOption("#model-picker", B);
+    await page.click("#settings summary");  // open the sampling settings
+    await page.fill("#max_tokens", "8");
+    await page.dispatchEvent("#max_tokens", "change");
+    await page.fill("#input", "Tell me about Mr Darcy.");
+    await page.click("#send");
+    await page.waitForFunction(() => {
+      const b = [...document.querySelectorAll(".msg.assistant .body")].pop();
+      return b && b.innerText.trim().length > 0 && document.querySelector("#send").disabled === false;
+    });
+    assert.equal((await states())[B], "loaded");
+    // The list shows the new states once the reply is in.
+    await page.waitForFunction((b) => [...document.querySelectorAll("#model-picker option")]
+      .some((o) => o.value === b && o.textContent.includes("(loaded)")), B);
+  } finally {
+    await context.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+});
