@@ -183,6 +183,8 @@ std::function<int()> setup(CLI::App& cmd) {
         if (router_mode && !opt->model.empty())
             throw Error("give either -m FILE or --models-dir / --models-preset (router mode), not both");
         if (!router_mode && opt->model.empty()) throw Error("no model given (-m FILE, or --models-dir DIR / --models-preset FILE)");
+        if (router_mode && !opt->aliases.empty())
+            throw Error("-a/--alias names the one model of -m; in router mode give aliases per model in --models-preset (alias = ...)");
         if (router_mode && !opt->mmproj.empty()) throw Error("--mmproj is not supported in router mode (a projector belongs to one model)");
         if (router_mode && (!opt->lora.files.empty() || !opt->lora.scaled_files.empty()))
             throw Error("--lora is not supported in router mode (an adapter belongs to one base model)");

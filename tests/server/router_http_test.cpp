@@ -9,6 +9,9 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <future>
+#include <thread>
+#include <atomic>
 #include <nlohmann/json.hpp>
 
 #include "cria/server/runtime_backend.h"
@@ -185,4 +188,44 @@ TEST(RouterHttp, OneModelServersHaveNoLoadOrUnload) {
     s.start();
     EXPECT_EQ(send(s, "POST", "/models/load", {{"model", "x"}}).status, 501);
     EXPECT_EQ(send(s, "GET", "/models").body["data"][0]["id"], "stories260K.gguf");
+}
+
+TEST(RouterHttp, RequestsForALoadingModelWaitOrTimeOut) {
+    std::signal(SIGPIPE, SIG_IGN);
+    std::atomic<int> loads{0};
+    auto make = [&](std::chrono::milliseconds load_timeout) {
+        RouterConfig rc;
+        rc.models = {{"stories", cria::test::model_path("stories260K/stories260K.gguf").string(), {}, -1, -1}};
+        rc.make_backend = [&loads](const ModelEntry& e) -> std::unique_ptr<Backend> {
+            ++loads;
+            std::this_thread::sleep_for(std::chrono::milliseconds(400));  // a slow load
+            RuntimeBackendParams bp;
+            bp.n_ctx = 256;
+            bp.n_threads = 1;
+            return std::make_unique<RuntimeBackend>(e.path, bp);
+        };
+        rc.limits.load_timeout = load_timeout;
+        ServerConfig config;
+        config.port = 0;
+        auto s = std::make_unique<Server>(std::move(rc), config);
+        s->start();
+        return s;
+    };
+    {
+        auto s = make(std::chrono::seconds(30));
+        auto first = std::async(std::launch::async, [&] { return send(*s, "POST", "/v1/completions", completion("stories")); });
+        while (states(*s)["stories"] != "loading") std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        const Reply second = send(*s, "POST", "/v1/completions", completion("stories"));
+        EXPECT_EQ(first.get().status, 200);
+        EXPECT_EQ(second.status, 200);
+        EXPECT_EQ(loads, 1);  // one load served both
+    }
+    {
+        auto s = make(std::chrono::milliseconds(100));
+        auto first = std::async(std::launch::async, [&] { return send(*s, "POST", "/v1/completions", completion("stories")); });
+        while (states(*s)["stories"] != "loading") std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        const Reply second = send(*s, "POST", "/v1/completions", completion("stories"));
+        EXPECT_EQ(second.status, 504);
+        EXPECT_EQ(first.get().status, 200);
+    }
 }
