@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
 
@@ -168,12 +170,51 @@ void apply_models_preset_text(std::string_view text, const std::string& name, st
     }
 }
 
+// The JSON form is the INI file's sections as an object: {"*": {...},
+// "NAME": {"model": "...", "alias": "a,b" or ["a", "b"], "ctx-size": 1024}}.
+// It is turned into the INI text, so both forms follow the same rules.
+static std::string preset_json_to_ini(std::string_view text, const std::string& name) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw Error(name + ": not a JSON object of model sections");
+    std::string ini;
+    for (const auto& [section, options] : j.items()) {
+        if (section == "version") continue;
+        if (!options.is_object()) throw Error(name + ": section '" + section + "' must be an object of options");
+        if (section.find_first_of("[]\n") != std::string::npos) throw Error(name + ": bad section name '" + section + "'");
+        ini.append("[").append(section).append("]\n");
+        for (const auto& [key, value] : options.items()) {
+            std::string v;
+            if (value.is_string()) v = value.get<std::string>();
+            else if (value.is_number_integer()) v = std::to_string(value.get<int64_t>());
+            else if (value.is_array()) {
+                for (const auto& a : value) {
+                    if (!a.is_string()) throw Error(name + ": [" + section + "] " + key + ": a list must hold strings");
+                    if (!v.empty()) v += ',';
+                    v += a.get<std::string>();
+                }
+            } else {
+                throw Error(name + ": [" + section + "] " + key + ": a value must be a string, an integer or a list of strings");
+            }
+            if (key.find_first_of("=\n") != std::string::npos || v.find('\n') != std::string::npos)
+                throw Error(name + ": [" + section + "] bad option '" + key + "'");
+            ini.append(key).append(" = ").append(v).append("\n");
+        }
+    }
+    return ini;
+}
+
 void apply_models_preset(const std::string& path, std::vector<ModelEntry>& models) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("--models-preset: cannot open '" + path + "'");
     std::ostringstream ss;
     ss << in.rdbuf();
-    apply_models_preset_text(ss.str(), path, models);
+    const std::string text = ss.str();
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && text[first] == '{') {
+        apply_models_preset_text(preset_json_to_ini(text, path), path + " (JSON, as INI)", models);
+        return;
+    }
+    apply_models_preset_text(text, path, models);
 }
 
 void check_model_names(const std::vector<ModelEntry>& models) {

@@ -93,3 +93,22 @@ TEST(ModelCatalog, MemoryEstimateIsTheFileAndItsCache) {
     EXPECT_EQ(at_1024 - file, 2 * (at_512 - file));  // the cache grows with the cells
     EXPECT_GT(available_memory_bytes(), 0u);
 }
+
+TEST(ModelCatalog, JsonPresetsAreTheIniSectionsAsAnObject) {
+    const auto path = cria::test::temp_dir() / "preset.json";
+    std::ofstream(path) << R"({"*": {"ctx-size": 512},
+ "custom": {"model": "/elsewhere/c.gguf", "alias": ["c1", "c2"], "parallel": 3}})";
+    std::vector<ModelEntry> models;
+    apply_models_preset(path.string(), models);
+    ASSERT_EQ(models.size(), 1u);
+    EXPECT_EQ(models[0].path, "/elsewhere/c.gguf");
+    EXPECT_EQ(models[0].aliases, (std::vector<std::string>{"c1", "c2"}));
+    EXPECT_EQ(models[0].n_ctx, 512);
+    EXPECT_EQ(models[0].n_parallel, 3);
+    std::ofstream(path) << R"({"custom": {"model": "/c.gguf", "n-gpu-layers": 99}})";
+    EXPECT_THROW(apply_models_preset(path.string(), models), cria::Error);
+    std::ofstream(path) << R"({"custom": {"model": {"nested": 1}}})";
+    EXPECT_THROW(apply_models_preset(path.string(), models), cria::Error);
+    std::ofstream(path) << R"({ not json)";
+    EXPECT_THROW(apply_models_preset(path.string(), models), cria::Error);
+}

@@ -14,6 +14,9 @@
 // directory, as llama-server), alias (comma-separated), ctx-size / c,
 // parallel / np, and version (ignored). Any other key is an error naming it.
 // A section named like a --models-dir model sets that model's options.
+// A preset file whose text starts with '{' is the same as JSON (cria's
+// form; llama-server reads INI only): {"*": {...}, "NAME": {"model": PATH,
+// "alias": "a,b" or ["a", "b"], "ctx-size": 1024}}.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,7 +38,7 @@ struct ModelEntry {
 // Every model of DIR (sorted by name). Throws cria::Error when DIR cannot be read.
 std::vector<ModelEntry> scan_models_dir(const std::string& dir);
 
-// The preset file's models merged into `models` (a section naming one of
+// The preset file's models (INI, or JSON: see above) merged into `models` (a section naming one of
 // them overrides its options; others are added and need a `model` key).
 // Throws cria::Error naming the file, line and key at fault.
 void apply_models_preset(const std::string& path, std::vector<ModelEntry>& models);
