@@ -229,3 +229,25 @@ TEST(RouterHttp, RequestsForALoadingModelWaitOrTimeOut) {
         EXPECT_EQ(first.get().status, 200);
     }
 }
+
+TEST(RouterHttp, AModelThatWouldNotFitInMemoryIsRefusedWith503) {
+    std::signal(SIGPIPE, SIG_IGN);
+    RouterConfig rc;
+    rc.models = {{"stories", cria::test::model_path("stories260K/stories260K.gguf").string(), {}, -1, -1}};
+    rc.make_backend = [](const ModelEntry& e) -> std::unique_ptr<Backend> {
+        RuntimeBackendParams bp;
+        bp.n_ctx = 256;
+        bp.n_threads = 1;
+        return std::make_unique<RuntimeBackend>(e.path, bp);
+    };
+    rc.estimate = [](const ModelEntry& e) { return estimate_model_bytes(e, 256, 1); };
+    rc.available = [] { return uint64_t(1000); };  // a machine with 1000 bytes free
+    ServerConfig config;
+    config.port = 0;
+    Server s(std::move(rc), config);
+    s.start();
+    const Reply r = send(s, "POST", "/v1/completions", completion("stories"));
+    EXPECT_EQ(r.status, 503);
+    EXPECT_NE(r.body["error"]["message"].get<std::string>().find("MiB"), std::string::npos) << r.body;
+    EXPECT_EQ(states(s)["stories"], "unloaded");
+}
