@@ -112,7 +112,9 @@ void ModelRouter::make_room(std::unique_lock<std::mutex>& lock, size_t index) {
     }
 }
 
-std::shared_ptr<ModelRouter::Lease> ModelRouter::acquire(std::string_view name) {
+std::shared_ptr<ModelRouter::Lease> ModelRouter::acquire(std::string_view name) { return acquire(name, limits_.autoload); }
+
+std::shared_ptr<ModelRouter::Lease> ModelRouter::acquire(std::string_view name, bool may_load) {
     const size_t index = index_of(name);
     if (index >= entries_.size()) throw ModelRouterError(404, "The model `" + std::string(name) + "` does not exist");
     const ModelEntry& entry = entries_[index];
@@ -137,6 +139,10 @@ std::shared_ptr<ModelRouter::Lease> ModelRouter::acquire(std::string_view name) 
         // The load this request waited for failed: say why rather than try again at once.
         if (s.state == ModelState::Failed && waited)
             throw ModelRouterError(500, "model '" + entry.name + "' failed to load: " + s.error);
+        if (!may_load)
+            throw ModelRouterError(400, "model '" + entry.name +
+                                            "' is not loaded and this server loads models only when asked "
+                                            "(--no-models-autoload): POST /models/load first");
         break;
     }
     make_room(lock, index);
@@ -169,7 +175,7 @@ std::shared_ptr<ModelRouter::Lease> ModelRouter::acquire(std::string_view name) 
     return lease;
 }
 
-void ModelRouter::load(std::string_view name) { acquire(name)->release(); }
+void ModelRouter::load(std::string_view name) { acquire(name, true)->release(); }
 
 void ModelRouter::unload(std::string_view name) {
     const size_t index = index_of(name);

@@ -53,6 +53,7 @@ struct ServeOptions {
     std::string models_preset;  // router mode: llama-server's INI presets
     size_t models_max = 4;
     int models_load_timeout = 600;
+    bool no_models_autoload = false;
     int32_t n_ctx = 0;
     int32_t n_parallel = 1;
     int threads = 0;
@@ -109,6 +110,10 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("--models-load-timeout", opt->models_load_timeout,
                    "Router mode: seconds a request waits for its model to load (then 504), and an unload for the "
                    "model's requests to end (then 409)");
+    cmd.add_flag("--no-models-autoload", opt->no_models_autoload,
+                 "Router mode: load models only on POST /models/load (a request for a model not loaded is a 400)");
+    cmd.add_flag("--models-autoload", [opt](int64_t) { opt->no_models_autoload = false; },
+                 "Router mode: load a model on its first request (the default)");
     cmd.add_option("--ctx-size", opt->n_ctx, "Total context (KV cells), shared by the slots (0: training context per slot); also -c N");
     cmd.add_option("--parallel", opt->n_parallel, "Slots (requests served at once); also -np N");
     cmd.add_option("-t,--threads", opt->threads, "Threads (default: all hardware threads)");
@@ -272,6 +277,7 @@ std::function<int()> setup(CLI::App& cmd) {
             };
             rc.limits.max_loaded = opt->models_max;
             rc.limits.load_timeout = std::chrono::seconds(opt->models_load_timeout);
+            rc.limits.autoload = !opt->no_models_autoload;
             rc.estimate = [bp](const server::ModelEntry& e) {
                 return server::estimate_model_bytes(e, e.n_ctx >= 0 ? e.n_ctx : bp.n_ctx, e.n_parallel > 0 ? e.n_parallel : bp.n_seq);
             };

@@ -224,3 +224,15 @@ TEST(ModelRouter, AFailedLoadIsReportedAndRetried) {
     r->acquire("bad");
     EXPECT_EQ(r->status()[0].state, ModelState::Loaded);
 }
+
+TEST(ModelRouter, WithoutAutoloadOnlyLoadLoads) {
+    Fixture fx;
+    RouterLimits limits;
+    limits.autoload = false;
+    auto r = fx.make(entries({"a"}), limits);
+    EXPECT_EQ(status_of([&] { r->acquire("a"); }), 400);
+    EXPECT_EQ(fx.loads, 0);
+    r->load("a");
+    EXPECT_NO_THROW(r->acquire("a"));
+    EXPECT_EQ(fx.loads, 1);
+}

@@ -47,6 +47,7 @@ enum class ModelState { Unloaded, Loading, Loaded, Failed };
 struct RouterLimits {
     size_t max_loaded = 4;  // models loaded (or loading) at once; 0: no limit (llama-server's --models-max)
     std::chrono::milliseconds load_timeout{std::chrono::seconds(600)};  // a request's wait for a load, an unload's for idleness
+    bool autoload = true;  // false (--no-models-autoload): only load() loads; a request for a model not loaded is a 400
 };
 
 class ModelRouter : public std::enable_shared_from_this<ModelRouter> {
@@ -82,7 +83,7 @@ public:
 
     // The model a name answers to (ModelEntry::answers_to), or null.
     const ModelEntry* find(std::string_view name) const;
-    // The named model, loaded; throws ModelRouterError (see above).
+    // The named model, loaded (by this call when limits.autoload); throws ModelRouterError (see above).
     std::shared_ptr<Lease> acquire(std::string_view name);
     // POST /models/load: acquire() and release at once.
     void load(std::string_view name);
@@ -111,6 +112,7 @@ private:
     void make_room(std::unique_lock<std::mutex>& lock, size_t index);
     bool unload_least_recently_used(std::unique_lock<std::mutex>& lock);
     void end_use(size_t index);
+    std::shared_ptr<Lease> acquire(std::string_view name, bool may_load);
 
     const std::vector<ModelEntry> entries_;
     const Loader loader_;
