@@ -2,7 +2,8 @@
 # End-to-end tests of `cria serve`: the official OpenAI and Anthropic SDKs
 # (tests/e2e/sdk.test.mjs) and the chat page in headless Chromium
 # (tests/e2e/webui.test.mjs), against a server this script starts on
-# 127.0.0.1 with the bundled austen-7m model. With --load it also runs the
+# 127.0.0.1 with the bundled austen-7m model; then router mode
+# (tests/e2e/router.test.mjs: austen-7m and austen-1m in one --models-dir). With --load it also runs the
 # loopback load test (tests/e2e/load.mjs: 1, 2, 4, 8 streaming clients).
 #
 #   scripts/e2e.sh [--cria PATH] [--load] [--load-seconds N] [--load-seconds-8 N]
@@ -56,7 +57,9 @@ trap cleanup EXIT
 
 start_server() {  # args: extra flags; sets SERVER_PID and CRIA_URL
   : > "$WORK/server.log"
-  "$CRIA" serve -m "${SERVE_MODEL:-$MODEL}" --host 127.0.0.1 --port 0 --api-key "$CRIA_API_KEY" -a austen-7m \
+  local model_args=(-m "${SERVE_MODEL:-$MODEL}" -a austen-7m)
+  if [[ -n "${ROUTER_ARGS+x}" ]]; then model_args=("${ROUTER_ARGS[@]}"); fi  # router mode: its own model flags
+  "$CRIA" serve "${model_args[@]}" --host 127.0.0.1 --port 0 --api-key "$CRIA_API_KEY" \
     --metrics --slot-save-path "$WORK" "$@" > "$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 300); do
@@ -86,6 +89,17 @@ echo "== SDK and web page tests"
 python3 "$ROOT/tools/mktinymmproj.py" "$WORK/tiny-mmproj.gguf" 256 >/dev/null
 start_server -np 4 -c 8192 --mmproj "$WORK/tiny-mmproj.gguf"
 (cd "$ROOT/tests/e2e" && timeout 300 node --test --test-concurrency=1 sdk.test.mjs webui.test.mjs)
+stop_server
+
+echo "== router mode: two models in one process (--models-max 1)"
+mkdir -p "$WORK/models"
+ln -s "$MODEL" "$WORK/models/austen-7m.gguf"
+ln -s "$ROOT/models/austen-1m/austen-1m-f16.gguf" "$WORK/models/austen-1m.gguf"
+ROUTER_ARGS=(--models-dir "$WORK/models" --models-max 1)
+start_server -np 2 -c 2048
+unset ROUTER_ARGS
+CRIA_MODEL_A=austen-7m CRIA_MODEL_B=austen-1m \
+  bash -c "cd '$ROOT/tests/e2e' && timeout 300 node --test --test-concurrency=1 router.test.mjs"
 stop_server
 
 if [[ "$LOAD" == 1 ]]; then

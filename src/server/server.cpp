@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "api.h"
@@ -23,6 +24,7 @@
 #include "responses.h"
 #include "responses_api.h"
 #include "server/request_guard.h"
+#include "served_model.h"
 #include "sse.h"
 #include "webui.h"
 
@@ -40,14 +42,11 @@ long long unix_now() {
 
 struct Server::Impl {
     ServerConfig config;
-    std::unique_ptr<Backend> backend;
-    std::unique_ptr<ChatFormatter> formatter;
-    std::unique_ptr<Scheduler> scheduler;
+    std::shared_ptr<ServedModel> single;    // one-model mode: served under any name
+    std::shared_ptr<ModelRouter> router;    // router mode: models by name, loaded on demand
     std::unique_ptr<BoundedHttpServer> http;  // made by Server(), from the config
     std::thread thread;
     int port = 0;
-    std::string model_id;                  // names the model in responses: model_names.front()
-    std::vector<std::string> model_names;  // listed by /v1/models
     long long created = unix_now();
     std::atomic<uint64_t> http_requests{0};
     std::atomic<bool> stopped{false};
@@ -83,10 +82,51 @@ struct Server::Impl {
     // (Generation requests are served whatever "model" they name, as llama-server
     // serves its one model.)
     void check_model_name(const std::string& requested) const {
-        if (std::find(model_names.begin(), model_names.end(), requested) != model_names.end()) return;
-        const std::filesystem::path p(config.model_path);
+        if (router) {
+            if (!router->find(requested)) throw ApiError(404, "model_not_found", "The model `" + requested + "` does not exist");
+            return;
+        }
+        if (std::find(single->names.begin(), single->names.end(), requested) != single->names.end()) return;
+        const std::filesystem::path p(single->path);
         if (requested == p.filename().string() || requested == p.stem().string()) return;
         throw ApiError(404, "model_not_found", "The model `" + requested + "` does not exist");
+    }
+
+    // The model a request is served by. One model: that one, whatever the
+    // request names. Router mode: the body's "model" (or ?model=), loaded
+    // first when it is not; the lease keeps it loaded while the request runs.
+    struct Use {
+        std::shared_ptr<ModelRouter::Lease> lease;  // null with one model
+        ServedModel* model = nullptr;
+    };
+    static std::string requested_model(const httplib::Request& req, const json* body) {
+        if (body && body->is_object() && body->contains("model")) {
+            const json& m = (*body)["model"];
+            if (!m.is_string()) throw bad_request("'model' must be a string", "model");
+            return m.get<std::string>();
+        }
+        return req.has_param("model") ? req.get_param_value("model") : std::string();
+    }
+    Use use_model(const httplib::Request& req, const json* body) {
+        if (!router) return {nullptr, single.get()};
+        const std::string name = requested_model(req, body);
+        if (name.empty())
+            throw bad_request("this server serves several models: name one with 'model' (GET /v1/models lists them)", "model");
+        try {
+            auto lease = router->acquire(name);
+            auto* model = static_cast<ServedModel*>(&lease->model());
+            return {std::move(lease), model};
+        } catch (const ModelRouterError& e) {
+            throw router_error(e);
+        }
+    }
+    static ApiError router_error(const ModelRouterError& e) {
+        switch (e.status()) {
+            case 404: return ApiError(404, "model_not_found", e.what(), "model");
+            case 400: return ApiError(400, "invalid_request_error", e.what(), "model");
+            case 409: return ApiError(409, "invalid_request_error", e.what(), "model");
+            default: return ApiError(e.status(), "server_error", e.what());
+        }
     }
 
     // Runs a handler body, turning every failure into the API's error shape.
@@ -165,7 +205,9 @@ struct Server::Impl {
     // Streams events as SSE; `writer` turns one event into text to send and
     // says whether the stream is complete.
     using EventWriter = std::function<std::string(GenerationEvent&, bool& done)>;
-    void stream(httplib::Response& res, std::shared_ptr<RequestHandle> handle, std::string first, EventWriter writer) {
+    // `lease` keeps a router's model loaded until the stream ends.
+    void stream(httplib::Response& res, std::shared_ptr<RequestHandle> handle, std::string first, EventWriter writer,
+                std::shared_ptr<ModelRouter::Lease> lease = nullptr) {
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Accel-Buffering", "no");
         auto pending_first = std::make_shared<std::string>(std::move(first));
@@ -173,12 +215,13 @@ struct Server::Impl {
         const auto hard_deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s + 30);
         res.set_chunked_content_provider(
             "text/event-stream",
-            [this, handle, pending_first, finished, writer, hard_deadline](size_t, httplib::DataSink& sink) {
+            [this, handle, pending_first, finished, writer, hard_deadline, lease](size_t, httplib::DataSink& sink) {
                 if (!pending_first->empty()) {
                     if (!sink.write(pending_first->data(), pending_first->size())) return false;
                     pending_first->clear();
                 }
                 if (*finished) {
+                    if (lease) lease->release();
                     sink.done();
                     return true;
                 }
@@ -190,11 +233,15 @@ struct Server::Impl {
                 if (!text.empty() && !sink.write(text.data(), text.size())) return false;
                 if (done) {
                     *finished = true;
+                    if (lease) lease->release();
                     sink.done();
                 }
                 return true;
             },
-            [handle](bool) { handle->cancel(); });  // finished, or the client went away
+            [handle, lease](bool) {  // finished, or the client went away
+                handle->cancel();
+                if (lease) lease->release();
+            });
     }
 
     // n > 1 choices of one prompt: the first request evaluates the prompt, the
@@ -202,7 +249,7 @@ struct Server::Impl {
     // lends them its cache cells instead of evaluating the prompt again.
     // Choice i samples with seed + i: each its own, reproducible stream
     // (a random seed stays random, drawn anew for each).
-    std::vector<std::shared_ptr<RequestHandle>> submit_choices(GenerationRequest gen, int32_t n) {
+    std::vector<std::shared_ptr<RequestHandle>> submit_choices(ServedModel& sm, GenerationRequest gen, int32_t n) {
         std::vector<GenerationRequest> rest;
         const uint32_t seed = gen.sampling.seed;
         for (int32_t i = 1; i < n; ++i) {
@@ -213,13 +260,13 @@ struct Server::Impl {
             }
             rest.push_back(std::move(g));
         }
-        std::vector<std::shared_ptr<RequestHandle>> handles{scheduler->submit(std::move(gen))};
+        std::vector<std::shared_ptr<RequestHandle>> handles{sm.scheduler->submit(std::move(gen))};
         const auto deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s);
         while (n > 1 && !handles[0]->wait_for_event(std::chrono::milliseconds(50)) && Clock::now() < deadline &&
                !stopped.load()) {
         }
         try {
-            for (auto& g : rest) handles.push_back(scheduler->submit(std::move(g)));
+            for (auto& g : rest) handles.push_back(sm.scheduler->submit(std::move(g)));
         } catch (...) {
             for (auto& h : handles) h->cancel();
             throw;
@@ -232,7 +279,8 @@ struct Server::Impl {
     // every choice is done.
     using ChoiceWriter = std::function<std::string(size_t, GenerationEvent&, bool& done)>;
     void stream_choices(httplib::Response& res, std::vector<std::shared_ptr<RequestHandle>> handles, std::string first,
-                        ChoiceWriter writer, std::function<std::string()> tail) {
+                        ChoiceWriter writer, std::function<std::string()> tail,
+                        std::shared_ptr<ModelRouter::Lease> lease = nullptr) {
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Accel-Buffering", "no");
         auto pending_first = std::make_shared<std::string>(std::move(first));
@@ -241,12 +289,13 @@ struct Server::Impl {
         const auto hard_deadline = Clock::now() + std::chrono::seconds(config.request_timeout_s + 30);
         res.set_chunked_content_provider(
             "text/event-stream",
-            [this, handles, pending_first, finished, ended, writer, tail, hard_deadline](size_t, httplib::DataSink& sink) {
+            [this, handles, pending_first, finished, ended, writer, tail, hard_deadline, lease](size_t, httplib::DataSink& sink) {
                 if (!pending_first->empty()) {
                     if (!sink.write(pending_first->data(), pending_first->size())) return false;
                     pending_first->clear();
                 }
                 if (*ended) {
+                    if (lease) lease->release();
                     sink.done();
                     return true;
                 }
@@ -267,20 +316,23 @@ struct Server::Impl {
                 if (!text.empty() && !sink.write(text.data(), text.size())) return false;
                 if (all_done) {
                     *ended = true;
+                    if (lease) lease->release();
                     sink.done();
                 }
                 return text.empty() ? sink.is_writable() : true;
             },
-            [handles](bool) {
+            [handles, lease](bool) {
                 for (auto& h : handles) h->cancel();  // finished, or the client went away
+                if (lease) lease->release();
             });
     }
 
     // POST /v1/chat/completions with n > 1 (OpenAI's shape: one choice per index).
     void chat_choices(const httplib::Request& req, httplib::Response& res, ChatJob& job,
-                      const chat::OutputParserOptions& popt) {
+                      const chat::OutputParserOptions& popt, const Use& use) {
+        ServedModel& sm = *use.model;
         const int32_t n = job.n_choices;
-        auto handles = submit_choices(std::move(job.gen), n);
+        auto handles = submit_choices(sm, std::move(job.gen), n);
         const std::string id = random_id("chatcmpl-");
         const long long created_at = unix_now();
         if (!job.stream) {
@@ -295,7 +347,7 @@ struct Server::Impl {
                     for (auto& h : handles) h->cancel();
                     throw ApiError(err.http_status, "server_error", err.error);
                 }
-                json one = openai_chat_body(id, created_at, model_id, c, job.logprobs);
+                json one = openai_chat_body(id, created_at, sm.model_id, c, job.logprobs);
                 if (i == 0) {
                     body = one;
                     total = c.usage;
@@ -313,7 +365,7 @@ struct Server::Impl {
         std::vector<std::shared_ptr<chat::StreamingOutputParser>> parsers;
         std::string first;
         for (int32_t i = 0; i < n; ++i) {
-            writers.push_back(std::make_shared<OpenAIChatStream>(id, created_at, model_id, job.include_usage, job.logprobs, i));
+            writers.push_back(std::make_shared<OpenAIChatStream>(id, created_at, sm.model_id, job.include_usage, job.logprobs, i));
             parsers.push_back(std::make_shared<chat::StreamingOutputParser>(popt));
             first += writers.back()->start();
         }
@@ -339,27 +391,29 @@ struct Server::Impl {
                 }
                 return out + writers[i]->finish_choice(c);
             },
-            [writers, total] { return writers[0]->end(*total); });
+            [writers, total] { return writers[0]->end(*total); }, use.lease);
     }
 
     void handle_chat(const httplib::Request& req, httplib::Response& res, Dialect dialect) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
-            check_request_lora(body);
+            const Use use = use_model(req, &body);
+            ServedModel& sm = *use.model;
+            check_request_lora(sm, body);
             ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body, config.default_sampling)
                                                          : parse_openai_chat(body, config.default_sampling);
             encode_images(job);
-            const chat::OutputParserOptions popt = formatter->prepare(job);
+            const chat::OutputParserOptions popt = sm.formatter->prepare(job);
             const std::vector<std::string> user_stops(job.gen.stop.begin(),
-                                                      job.gen.stop.end() - (formatter->is_default() ? 2 : 0));
+                                                      job.gen.stop.end() - (sm.formatter->is_default() ? 2 : 0));
             finish_request(job.gen);
             if (job.n_choices > 1) {
-                chat_choices(req, res, job, popt);
+                chat_choices(req, res, job, popt, use);
                 return;
             }
             const int32_t n_prompt = static_cast<int32_t>(job.gen.prompt.size());
-            auto handle = scheduler->submit(std::move(job.gen));
-            const std::string& model = model_id;  // llama-server names its model, not the request's name
+            auto handle = sm.scheduler->submit(std::move(job.gen));
+            const std::string& model = sm.model_id;  // llama-server names its model, not the request's name
             const long long created_at = unix_now();
             if (!job.stream) {
                 const ClientWatch watch = watch_client(req, handle);
@@ -388,7 +442,7 @@ struct Server::Impl {
                     collected->stop_word = ev.stop_word;
                     collected->usage = usage_of(ev);
                     return out + w->finish(*collected);
-                });
+                }, use.lease);
             } else {
                 auto w = std::make_shared<OpenAIChatStream>(random_id("chatcmpl-"), created_at, model,
                                                             job.include_usage, job.logprobs);
@@ -407,7 +461,7 @@ struct Server::Impl {
                     collected->finish_reason = ev.finish_reason;
                     collected->usage = usage_of(ev);
                     return out + w->finish(*collected);
-                });
+                }, use.lease);
             }
         });
     }
@@ -416,13 +470,15 @@ struct Server::Impl {
     // (unless store is false) so that a later request can continue it.
     void handle_responses(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
+            const json body = parse_body(req.body);
+            const Use use = use_model(req, &body);
+            ServedModel& sm = *use.model;
             ResponsesJob job = parse_openai_responses(
-                parse_body(req.body), [this](const std::string& id) { return response_store->get(id); },
-                config.default_sampling);
-            const chat::OutputParserOptions popt = formatter->prepare(job.chat);
+                body, [this](const std::string& id) { return response_store->get(id); }, config.default_sampling);
+            const chat::OutputParserOptions popt = sm.formatter->prepare(job.chat);
             finish_request(job.chat.gen);
-            auto handle = scheduler->submit(std::move(job.chat.gen));
-            const ResponseIds ids{random_id("resp_"), unix_now(), model_id};
+            auto handle = sm.scheduler->submit(std::move(job.chat.gen));
+            const ResponseIds ids{random_id("resp_"), unix_now(), sm.model_id};
             auto keep = [this, ids, store = job.store, conversation = job.conversation](const Collected& c) mutable {
                 if (!store) return;
                 conversation.push_back(response_reply_message(c));
@@ -450,7 +506,7 @@ struct Server::Impl {
                 collected->usage = usage_of(ev);
                 keep(*collected);
                 return out + w->finish(*collected);
-            });
+            }, use.lease);
         });
     }
 
@@ -481,17 +537,19 @@ struct Server::Impl {
     void handle_completions(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const json request_body = parse_body(req.body);
-            check_request_lora(request_body);
+            const Use use = use_model(req, &request_body);
+            ServedModel& sm = *use.model;
+            check_request_lora(sm, request_body);
             CompletionJob job =
-                parse_openai_completion(request_body, backend->vocab(), backend->n_vocab(), config.default_sampling);
+                parse_openai_completion(request_body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
             if (job.n_choices > 1) {
-                completion_choices(req, res, job, want_logprobs);
+                completion_choices(req, res, job, want_logprobs, use);
                 return;
             }
-            auto handle = scheduler->submit(std::move(job.gen));
-            const CompletionIds ids{random_id("cmpl-"), unix_now(), model_id};
+            auto handle = sm.scheduler->submit(std::move(job.gen));
+            const CompletionIds ids{random_id("cmpl-"), unix_now(), sm.model_id};
             if (!job.stream) {
                 const ClientWatch watch = watch_client(req, handle);
                 Collected c;
@@ -525,16 +583,18 @@ struct Server::Impl {
                     out += sse_event(dump(uj));
                 }
                 return out + sse_event("[DONE]");
-            });
+            }, use.lease);
         });
     }
 
     // POST /v1/completions with n > 1: one choice per index, as OpenAI.
-    void completion_choices(const httplib::Request& req, httplib::Response& res, CompletionJob& job, bool want_logprobs) {
+    void completion_choices(const httplib::Request& req, httplib::Response& res, CompletionJob& job, bool want_logprobs,
+                            const Use& use) {
+        ServedModel& sm = *use.model;
         const int32_t n = job.n_choices;
         const bool include_usage = job.include_usage;
-        auto handles = submit_choices(std::move(job.gen), n);
-        const CompletionIds ids{random_id("cmpl-"), unix_now(), model_id};
+        auto handles = submit_choices(sm, std::move(job.gen), n);
+        const CompletionIds ids{random_id("cmpl-"), unix_now(), sm.model_id};
         auto with_index = [](json body, size_t i) {
             body["choices"][0]["index"] = i;
             return body;
@@ -604,40 +664,64 @@ struct Server::Impl {
                     out += sse_event(dump(uj));
                 }
                 return out + sse_event("[DONE]");
-            });
+            }, use.lease);
     }
 
     void handle_embeddings(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            const EmbeddingJob job = parse_openai_embeddings(parse_body(req.body), backend->vocab(), backend->n_vocab());
+            const json body = parse_body(req.body);
+            const Use use = use_model(req, &body);
+            ServedModel& sm = *use.model;
+            const EmbeddingJob job = parse_openai_embeddings(body, sm.backend->vocab(), sm.backend->n_vocab());
             json data = json::array();
             int64_t n_tokens = 0;
             for (size_t i = 0; i < job.inputs.size(); ++i) {
-                if (job.inputs[i].size() > static_cast<size_t>(backend->max_embedding_tokens()))
+                if (job.inputs[i].size() > static_cast<size_t>(sm.backend->max_embedding_tokens()))
                     throw bad_request("input " + std::to_string(i) + " has " + std::to_string(job.inputs[i].size()) +
-                                      " tokens, more than the " + std::to_string(backend->max_embedding_tokens()) +
+                                      " tokens, more than the " + std::to_string(sm.backend->max_embedding_tokens()) +
                                       " this model embeds at once", "input");
                 std::vector<float> v;
                 try {
-                    v = backend->embed(job.inputs[i]);
+                    v = sm.backend->embed(job.inputs[i]);
                 } catch (const Error& e) {
                     throw ApiError(501, "not_supported_error", e.what());
                 }
                 n_tokens += static_cast<int64_t>(job.inputs[i].size());
                 data.push_back(embedding_json(i, v, job.base64));
             }
-            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", model_id},
+            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", sm.model_id},
                                  {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
         });
     }
 
     json model_json(const std::string& name) const {
+        if (router) {
+            const ModelEntry* entry = router->find(name);
+            for (const auto& st : router->status())
+                if (entry && st.entry.name == entry->name) return router_model_json(st, name);
+        }
         return {{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "cria"},
-                {"meta", {{"n_vocab", backend->n_vocab()}, {"n_ctx", backend->n_ctx_per_seq()}}}};
+                {"meta", {{"n_vocab", single->backend->n_vocab()}, {"n_ctx", single->backend->n_ctx_per_seq()}}}};
+    }
+    // A router's model as llama-server's router lists it: "status": {"value":
+    // "unloaded" | "loading" | "loaded"}, and a failed load as "unloaded" with
+    // "failed": true (and cria's "error": why).
+    json router_model_json(const ModelRouter::ModelStatus& st, const std::string& id) const {
+        json status = {{"value", st.state == ModelState::Failed ? "unloaded" : std::string(model_state_name(st.state))}};
+        if (st.state == ModelState::Failed) {
+            status["failed"] = true;
+            status["error"] = st.error;
+        }
+        return {{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "cria"}, {"in_cache", false},
+                {"path", st.entry.path}, {"aliases", st.entry.aliases}, {"status", status}};
     }
     json models_json() const {
         json data = json::array();
-        for (const auto& name : model_names) data.push_back(model_json(name));
+        if (router) {
+            for (const auto& st : router->status()) data.push_back(router_model_json(st, st.entry.name));
+        } else {
+            for (const auto& name : single->names) data.push_back(model_json(name));
+        }
         return {{"object", "list"}, {"data", data}};
     }
 
@@ -657,6 +741,8 @@ struct Server::Impl {
                 {"max_tokens", config.default_max_tokens}};
     }
 
+    // The HTTP server, its limits and routes (both constructors).
+    void start_http();
     // The routes (below), in four groups.
     void routes();
     void error_handlers();
@@ -669,11 +755,11 @@ struct Server::Impl {
     // carries no adapter settings of its own here: every request uses the
     // server's scales (POST /lora-adapters), so a request may name them
     // only as they are; other scales are a 400, never silently ignored.
-    void check_request_lora(const json& body) const {
+    void check_request_lora(ServedModel& sm, const json& body) const {
         if (!body.is_object() || !body.contains("lora")) return;
         const json& list = body["lora"];
         if (!list.is_array()) throw bad_request("'lora' must be an array of {\"id\", \"scale\"}", "lora");
-        const auto adapters = backend->lora_adapters();
+        const auto adapters = sm.backend->lora_adapters();
         for (const json& e : list) {
             if (!e.is_object() || !e.contains("id") || !e["id"].is_number_integer() || !e.contains("scale") ||
                 !e["scale"].is_number())
@@ -729,9 +815,41 @@ void Server::Impl::error_handlers() {
 
 // Models, chat, completions and embeddings (OpenAI and Anthropic).
 void Server::Impl::api_routes() {
-    http->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-        send_json(res, 200, {{"status", "ok"}});
+    http->Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            json out = {{"status", "ok"}};
+            // Router mode, ?model=NAME: that model's load state too (nothing is loaded for it).
+            if (router && req.has_param("model")) {
+                const std::string name = req.get_param_value("model");
+                const ModelEntry* entry = router->find(name);
+                if (!entry) throw ApiError(404, "model_not_found", "The model `" + name + "` does not exist", "model");
+                for (const auto& st : router->status())
+                    if (st.entry.name == entry->name) out["model_status"] = router_model_json(st, entry->name)["status"];
+            }
+            send_json(res, 200, out);
+        });
     });
+    // Router mode: load or unload a model by name (llama-server's routes and replies).
+    auto model_action = [this](const httplib::Request& req, httplib::Response& res, bool load) {
+        guarded(req, res, [&] {
+            if (!router)
+                throw ApiError(501, "not_supported_error",
+                               "this server serves one model: start it with --models-dir or --models-preset to load "
+                               "and unload models");
+            const json body = parse_body(req.body);
+            const std::string name = requested_model(req, &body);
+            if (name.empty()) throw bad_request("'model' is required", "model");
+            try {
+                if (load) router->load(name);
+                else router->unload(name);
+            } catch (const ModelRouterError& e) {
+                throw router_error(e);
+            }
+            send_json(res, 200, {{"success", true}});
+        });
+    };
+    http->Post("/models/load", [model_action](const httplib::Request& req, httplib::Response& res) { model_action(req, res, true); });
+    http->Post("/models/unload", [model_action](const httplib::Request& req, httplib::Response& res) { model_action(req, res, false); });
     http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
     http->Get("/models", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
     http->Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -747,10 +865,12 @@ void Server::Impl::api_routes() {
     http->Post("/v1/messages/count_tokens", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             json body = parse_body(req.body);
+            const Use use = use_model(req, &body);
+            ServedModel& sm = *use.model;
             if (!body.contains("max_tokens")) body["max_tokens"] = 1;
             ChatJob job = parse_anthropic_messages(body);
             encode_images(job);
-            formatter->prepare(job);
+            sm.formatter->prepare(job);
             send_json(res, 200, {{"input_tokens", job.gen.prompt.size()}});
         });
     });
@@ -767,14 +887,16 @@ void Server::Impl::tool_routes() {
     http->Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
+            const Use use = use_model(req, &body);
+            ServedModel& sm = *use.model;
             if (!body.contains("content") || !body["content"].is_string()) throw bad_request("'content' must be a string", "content");
             const bool add_special = body.contains("add_special") && body["add_special"].is_boolean() && body["add_special"].get<bool>();
             const bool parse_special = !body.contains("parse_special") || !body["parse_special"].is_boolean() || body["parse_special"].get<bool>();
             const bool with_pieces = body.contains("with_pieces") && body["with_pieces"].is_boolean() && body["with_pieces"].get<bool>();
-            const auto ids = backend->vocab().tokenize(body["content"].get<std::string>(), add_special, parse_special);
+            const auto ids = sm.backend->vocab().tokenize(body["content"].get<std::string>(), add_special, parse_special);
             json tokens = json::array();
             for (TokenId id : ids) {
-                if (with_pieces) tokens.push_back({{"id", id}, {"piece", backend->vocab().token_to_piece(id)}});
+                if (with_pieces) tokens.push_back({{"id", id}, {"piece", sm.backend->vocab().token_to_piece(id)}});
                 else tokens.push_back(id);
             }
             send_json(res, 200, {{"tokens", tokens}});
@@ -783,58 +905,84 @@ void Server::Impl::tool_routes() {
     http->Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
+            const Use use = use_model(req, &body);
+            ServedModel& sm = *use.model;
             if (!body.contains("tokens") || !body["tokens"].is_array()) throw bad_request("'tokens' must be an array", "tokens");
             std::vector<TokenId> ids;
             for (const auto& t : body["tokens"]) {
-                if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= backend->n_vocab())
+                if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= sm.backend->n_vocab())
                     throw bad_request("'tokens' must hold token ids of this vocabulary", "tokens");
                 ids.push_back(t.get<TokenId>());
             }
-            send_json(res, 200, {{"content", backend->vocab().detokenize(ids)}});
+            send_json(res, 200, {{"content", sm.backend->vocab().detokenize(ids)}});
         });
     });
     http->Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            const ChatJob job = parse_openai_chat(parse_body(req.body));
-            send_json(res, 200, {{"prompt", formatter->render(job.messages, job.tools, true, job.template_kwargs)}});
+            const json body = parse_body(req.body);
+            const Use use = use_model(req, &body);
+            ServedModel& sm = *use.model;
+            const ChatJob job = parse_openai_chat(body);
+            send_json(res, 200, {{"prompt", sm.formatter->render(job.messages, job.tools, true, job.template_kwargs)}});
         });
     });
-    http->Get("/props", [this](const httplib::Request&, httplib::Response& res) {
-        const auto& o = scheduler->options();
-        send_json(res, 200, {{"default_generation_settings", {{"n_ctx", backend->n_ctx_per_seq()}, {"params", default_params_json()}}},
+    http->Get("/props", [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+        // A router without ?model= describes itself (llama-server's router says "role": "router").
+        if (router && !req.has_param("model")) {
+            send_json(res, 200, {{"role", "router"},
+                                 {"models", router->models().size()},
+                                 {"build_info", std::string("cria ") + cria::version_string() + " (" + cria::git_commit() + ")"},
+                                 {"endpoint_slots", true},
+                                 {"endpoint_metrics", config.metrics}});
+            return;
+        }
+        const Use use = use_model(req, nullptr);
+        ServedModel& sm = *use.model;
+        const auto& o = sm.scheduler->options();
+        send_json(res, 200, {{"default_generation_settings", {{"n_ctx", sm.backend->n_ctx_per_seq()}, {"params", default_params_json()}}},
                              {"total_slots", o.n_slots},
-                             {"model_alias", model_id},
-                             {"model_path", config.model_path},
-                             {"model_name", backend->model_name()},
-                             {"chat_template", formatter->source()},
-                             {"chat_template_is_default", formatter->is_default()},
+                             {"model_alias", sm.model_id},
+                             {"model_path", sm.path},
+                             {"model_name", sm.backend->model_name()},
+                             {"chat_template", sm.formatter->source()},
+                             {"chat_template_is_default", sm.formatter->is_default()},
                              {"build_info", std::string("cria ") + cria::version_string() + " (" + cria::git_commit() + ")"},
                              {"endpoint_slots", true},
                              {"endpoint_metrics", config.metrics}});
+        });
     });
     http->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             if (!config.metrics) throw ApiError(501, "not_supported_error", "metrics are disabled (start the server with --metrics)");
-            res.set_content(metrics_text(scheduler->stats(), http_requests.load()), "text/plain; version=0.0.4");
+            const Use use = use_model(req, nullptr);
+            ServedModel& sm = *use.model;
+            res.set_content(metrics_text(sm.scheduler->stats(), http_requests.load()), "text/plain; version=0.0.4");
         });
     });
 }
 
 // Slots (list, save, restore, erase) and the web page.
 void Server::Impl::slot_routes() {
-    http->Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
-        json out = json::array();
-        for (const auto& s : scheduler->slots())
-            out.push_back({{"id", s.id}, {"n_ctx", backend->n_ctx_per_seq()}, {"is_processing", s.busy},
-                           {"n_cached", s.n_cached}, {"n_prompt", s.n_prompt}, {"n_generated", s.n_generated}});
-        send_json(res, 200, out);
+    http->Get("/slots", [this](const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            const Use use = use_model(req, nullptr);
+            ServedModel& sm = *use.model;
+            json out = json::array();
+            for (const auto& s : sm.scheduler->slots())
+                out.push_back({{"id", s.id}, {"n_ctx", sm.backend->n_ctx_per_seq()}, {"is_processing", s.busy},
+                               {"n_cached", s.n_cached}, {"n_prompt", s.n_prompt}, {"n_generated", s.n_generated}});
+            send_json(res, 200, out);
+        });
     });
     http->Post(R"(/slots/(\d{1,6}))", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const int32_t id = std::stoi(req.matches[1].str());
+            const Use use = use_model(req, nullptr);  // router mode: ?model=NAME
+            ServedModel& sm = *use.model;
             const std::string action = req.get_param_value("action");
             if (action == "erase") {
-                scheduler->erase_slot(id);
+                sm.scheduler->erase_slot(id);
                 send_json(res, 200, {{"id_slot", id}, {"action", "erase"}});
                 return;
             }
@@ -850,10 +998,10 @@ void Server::Impl::slot_routes() {
             const auto t0 = Clock::now();
             size_t n = 0;
             if (action == "save") {
-                n = scheduler->save_slot(id, path);
+                n = sm.scheduler->save_slot(id, path);
             } else {
                 if (!std::filesystem::exists(path)) throw ApiError(404, "not_found_error", "no slot file named " + name);
-                n = scheduler->restore_slot(id, path);
+                n = sm.scheduler->restore_slot(id, path);
             }
             const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
             send_json(res, 200, {{"id_slot", id}, {"filename", name},
@@ -874,22 +1022,27 @@ void Server::Impl::slot_routes() {
 // LoRA adapters (llama-server's routes): the list with the scales in force,
 // and new scales for every request to come (refused while a slot is busy).
 void Server::Impl::lora_routes() {
-    auto list = [this] {
+    auto list = [](ServedModel& sm) {
         json out = json::array();
-        const auto adapters = backend->lora_adapters();
+        const auto adapters = sm.backend->lora_adapters();
         for (size_t i = 0; i < adapters.size(); ++i)
             out.push_back({{"id", i}, {"path", adapters[i].path}, {"scale", adapters[i].scale}});
         return out;
     };
     http->Get("/lora-adapters", [this, list](const httplib::Request& req, httplib::Response& res) {
-        guarded(req, res, [&] { send_json(res, 200, list()); });
+        guarded(req, res, [&] {
+            const Use use = use_model(req, nullptr);  // router mode: ?model=NAME
+            send_json(res, 200, list(*use.model));
+        });
     });
     http->Post("/lora-adapters", [this, list](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             // llama-server's body is an array, which parse_body (objects only) refuses.
             const json body = json::parse(req.body, nullptr, false);
             if (body.is_discarded() || !body.is_array()) throw bad_request("the body must be an array of {\"id\", \"scale\"}");
-            const auto adapters = backend->lora_adapters();
+            const Use use = use_model(req, nullptr);  // router mode: ?model=NAME
+            ServedModel& sm = *use.model;
+            const auto adapters = sm.backend->lora_adapters();
             std::vector<float> scales;
             for (const auto& a : adapters) scales.push_back(a.scale);  // adapters not listed keep their scale
             for (const json& e : body) {
@@ -904,11 +1057,11 @@ void Server::Impl::lora_routes() {
                 scales[static_cast<size_t>(id)] = static_cast<float>(scale);
             }
             try {
-                scheduler->set_lora_scales(scales);
+                sm.scheduler->set_lora_scales(scales);
             } catch (const Error& e) {
                 throw ApiError(409, "invalid_request_error", e.what());
             }
-            send_json(res, 200, list());
+            send_json(res, 200, list(sm));
         });
     });
 }
@@ -916,22 +1069,37 @@ void Server::Impl::lora_routes() {
 Server::Server(std::unique_ptr<Backend> backend, ServerConfig config) : impl_(std::make_unique<Impl>()) {
     auto& m = *impl_;
     m.config = std::move(config);
-    m.backend = std::move(backend);
-    std::string tmpl = m.config.chat_template.empty() ? m.backend->chat_template() : m.config.chat_template;
-    m.formatter = std::make_unique<ChatFormatter>(m.backend->vocab(), tmpl);
-    m.formatter->set_parse_special_in_content(m.config.parse_special_in_content);
-    if (m.config.image_encoder) m.formatter->set_image_delimiters(m.config.image_encoder->delimiters());
-    m.scheduler = std::make_unique<Scheduler>(*m.backend, m.config.scheduler);
+    std::vector<std::string> names = m.config.model_aliases;
+    if (std::all_of(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }))
+        names = {std::filesystem::path(m.config.model_path).filename().string()};
+    m.single = std::make_shared<ServedModel>(std::move(backend), m.config, std::move(names), m.config.model_path);
+    m.start_http();
+}
+
+Server::Server(RouterConfig rc, ServerConfig config) : impl_(std::make_unique<Impl>()) {
+    auto& m = *impl_;
+    m.config = std::move(config);
+    if (m.config.image_encoder) throw Error("router mode takes no vision projector (--mmproj): it belongs to one model");
+    auto make_backend = std::move(rc.make_backend);
+    const ServerConfig* cfg = &m.config;  // the Impl outlives the router's loads (stop() ends them first)
+    auto loader = [make_backend, cfg](const ModelEntry& entry) -> std::shared_ptr<LoadedModel> {
+        std::fprintf(stderr, "cria serve: loading model '%s' (%s)\n", entry.name.c_str(), entry.path.c_str());
+        std::vector<std::string> names{entry.name};
+        names.insert(names.end(), entry.aliases.begin(), entry.aliases.end());
+        ServerConfig model_config = *cfg;
+        if (entry.n_parallel > 0) model_config.scheduler.n_slots = entry.n_parallel;  // the preset's parallel
+        auto served = std::make_shared<ServedModel>(make_backend(entry), model_config, std::move(names), entry.path);
+        served->model_id = entry.name;  // replies name the model as the router lists it
+        return served;
+    };
+    m.router = std::make_shared<ModelRouter>(std::move(rc.models), std::move(loader), rc.limits, std::move(rc.estimate),
+                                             std::move(rc.available));
+    m.start_http();
+}
+
+void Server::Impl::start_http() {
+    auto& m = *this;
     m.port = m.config.port;  // until start() binds (serve_bytes() checks Host against it)
-    for (const auto& alias : m.config.model_aliases)
-        if (!alias.empty()) m.model_names.push_back(alias);
-    std::sort(m.model_names.begin(), m.model_names.end());
-    m.model_names.erase(std::unique(m.model_names.begin(), m.model_names.end()), m.model_names.end());
-    if (m.model_names.empty()) {
-        std::string name = std::filesystem::path(m.config.model_path).filename().string();
-        m.model_names.push_back(name.empty() ? m.backend->model_name() : name);
-    }
-    m.model_id = m.model_names.front();
     ConnectionLimits limits;
     limits.header_timeout = std::chrono::seconds(m.config.header_timeout_s);
     limits.body_timeout = std::chrono::seconds(m.config.read_timeout_s);
@@ -983,6 +1151,10 @@ Server::Exchange Server::serve_bytes(std::string_view bytes) {
     impl_->http->serve_in_memory(stream, [&] { return stream.has_more(); });
     return {stream.output(), stream.statuses()};
 }
-Scheduler& Server::scheduler() { return *impl_->scheduler; }
+Scheduler& Server::scheduler() {
+    if (!impl_->single) throw Error("a router has a scheduler per model");
+    return *impl_->single->scheduler;
+}
+std::shared_ptr<ModelRouter> Server::router() const { return impl_->router; }
 
 }  // namespace cria::server

@@ -1,6 +1,7 @@
 // cria serve: the OpenAI- and Anthropic-compatible HTTP server (llama-server's flags).
 //
-//   cria serve -m MODEL [-c N] [-np N] [-t N] [--host H] [--port P] [--api-key K]
+//   cria serve -m MODEL | --models-dir DIR | --models-preset FILE [--models-max N] [--models-load-timeout S]
+//              [-c N] [-np N] [-t N] [--host H] [--port P] [--api-key K]
 //              [--chat-template JINJA | --chat-template-file FILE] [--slot-save-path DIR] [--metrics]
 //              [-a ALIAS] [-b N] [-ub N] [-ctk T] [-ctv T] [--load-mode M] [--no-repack] [-n N] [--max-tokens N]
 //              [--max-queue N] [--cache-ram MIB] [--max-body BYTES] [--max-connections N] [--header-timeout S] [--timeout S] [--no-webui]
@@ -21,6 +22,7 @@
 #include "cria/model/model.h"
 #include "cria/runtime/options.h"
 #include "cria/sampling/options.h"
+#include "cria/server/model_catalog.h"
 #include "cria/server/runtime_backend.h"
 #include "cria/server/server.h"
 #include "cria/spec/options.h"
@@ -47,6 +49,11 @@ extern "C" void on_signal(int) { g_stop = 1; }
 
 struct ServeOptions {
     std::string model;
+    std::string models_dir;     // router mode: every GGUF model in this directory
+    std::string models_preset;  // router mode: llama-server's INI presets
+    size_t models_max = 4;
+    int models_load_timeout = 600;
+    bool no_models_autoload = false;
     int32_t n_ctx = 0;
     int32_t n_parallel = 1;
     int threads = 0;
@@ -90,6 +97,23 @@ std::function<int()> setup(CLI::App& cmd) {
     auto opt = std::make_shared<ServeOptions>();
     // -m is read with the other one-dash flags: CLI11 would take "-md FILE" as "-m d".
     cmd.add_option("--model", opt->model, "GGUF model file; also -m FILE");
+    cmd.add_option("--models-dir", opt->models_dir,
+                   "Router mode: serve every GGUF model in DIR (not recursing; projectors and LoRA adapters left out), "
+                   "one process, loaded on first request, selected by a request's \"model\" (file name with or "
+                   "without .gguf, or alias)");
+    cmd.add_option("--models-preset", opt->models_preset,
+                   "Router mode: llama-server's INI preset file, a [NAME] section per model with model = PATH, alias, "
+                   "ctx-size, parallel ([*]: defaults for all)");
+    cmd.add_option("--models-max", opt->models_max,
+                   "Router mode: most models loaded at once (default 4, 0: no limit); loading one more unloads the "
+                   "least recently used idle one");
+    cmd.add_option("--models-load-timeout", opt->models_load_timeout,
+                   "Router mode: seconds a request waits for its model to load (then 504), and an unload for the "
+                   "model's requests to end (then 409)");
+    cmd.add_flag("--no-models-autoload", opt->no_models_autoload,
+                 "Router mode: load models only on POST /models/load (a request for a model not loaded is a 400)");
+    cmd.add_flag("--models-autoload", [opt](int64_t) { opt->no_models_autoload = false; },
+                 "Router mode: load a model on its first request (the default)");
     cmd.add_option("--ctx-size", opt->n_ctx, "Total context (KV cells), shared by the slots (0: training context per slot); also -c N");
     cmd.add_option("--parallel", opt->n_parallel, "Slots (requests served at once); also -np N");
     cmd.add_option("-t,--threads", opt->threads, "Threads (default: all hardware threads)");
@@ -160,7 +184,16 @@ std::function<int()> setup(CLI::App& cmd) {
                                                      {"-ctk", &opt->cache_type_k},
                                                      {"-ctv", &opt->cache_type_v},
                                                      {"-cram", &opt->cache_ram}});
-        if (opt->model.empty()) throw Error("no model given (-m FILE)");
+        const bool router_mode = !opt->models_dir.empty() || !opt->models_preset.empty();
+        if (router_mode && !opt->model.empty())
+            throw Error("give either -m FILE or --models-dir / --models-preset (router mode), not both");
+        if (!router_mode && opt->model.empty()) throw Error("no model given (-m FILE, or --models-dir DIR / --models-preset FILE)");
+        if (router_mode && !opt->aliases.empty())
+            throw Error("-a/--alias names the one model of -m; in router mode give aliases per model in --models-preset (alias = ...)");
+        if (router_mode && !opt->mmproj.empty()) throw Error("--mmproj is not supported in router mode (a projector belongs to one model)");
+        if (router_mode && (!opt->lora.files.empty() || !opt->lora.scaled_files.empty()))
+            throw Error("--lora is not supported in router mode (an adapter belongs to one base model)");
+        if (opt->models_load_timeout < 1) throw Error("--models-load-timeout must be positive");
         if (!draft_model.empty()) spec::apply_option(opt->spec, "-md", draft_model);
         if (!seed.empty()) sampling::apply_option(opt->sampling, "-s", seed);
         // llama.cpp processes escapes in the DRY breakers for every tool (its -e is on by default).
@@ -224,6 +257,43 @@ std::function<int()> setup(CLI::App& cmd) {
         bp.repack = !opt->no_repack;
         for (const auto& f : opt->lora.files) bp.lora.emplace_back(f, 1.0f);
         for (const auto& fs : opt->lora.scaled_files) bp.lora.push_back(fs);
+        std::signal(SIGPIPE, SIG_IGN);
+        std::signal(SIGINT, on_signal);
+        std::signal(SIGTERM, on_signal);
+        if (router_mode) {
+            std::vector<server::ModelEntry> models;
+            if (!opt->models_dir.empty()) models = server::scan_models_dir(opt->models_dir);
+            if (!opt->models_preset.empty()) server::apply_models_preset(opt->models_preset, models);
+            if (models.empty()) throw Error("router mode found no models to serve");
+            server::RouterConfig rc;
+            rc.models = models;
+            rc.make_backend = [bp](const server::ModelEntry& e) -> std::unique_ptr<server::Backend> {
+                server::RuntimeBackendParams p = bp;
+                if (e.n_ctx >= 0) p.n_ctx = e.n_ctx;
+                if (e.n_parallel > 0) p.n_seq = e.n_parallel;
+                auto backend = std::make_unique<server::RuntimeBackend>(e.path, p);
+                std::fprintf(stderr, "cria serve: model '%s': %s\n", e.name.c_str(), backend->describe_settings().c_str());
+                return backend;
+            };
+            rc.limits.max_loaded = opt->models_max;
+            rc.limits.load_timeout = std::chrono::seconds(opt->models_load_timeout);
+            rc.limits.autoload = !opt->no_models_autoload;
+            rc.estimate = [bp](const server::ModelEntry& e) {
+                return server::estimate_model_bytes(e, e.n_ctx >= 0 ? e.n_ctx : bp.n_ctx, e.n_parallel > 0 ? e.n_parallel : bp.n_seq);
+            };
+            rc.available = [] { return server::available_memory_bytes(); };
+            server::Server srv(std::move(rc), config);
+            srv.start();
+            std::fprintf(stderr, "cria serve: router mode, %zu models (at most %zu loaded), listening on http://%s:%d\n",
+                         models.size(), opt->models_max, opt->host.c_str(), srv.port());
+            for (const auto& e : models) std::fprintf(stderr, "cria serve:   %s  %s\n", e.name.c_str(), e.path.c_str());
+            std::fflush(stderr);
+            while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            std::fprintf(stderr, "cria serve: stopping\n");
+            srv.stop();
+            srv.wait();
+            return 0;
+        }
         std::fprintf(stderr, "cria serve: loading %s\n", opt->model.c_str());
         auto backend = std::make_unique<server::RuntimeBackend>(opt->model, bp);
         std::fprintf(stderr, "cria serve: %s\n", backend->describe_settings().c_str());
@@ -242,9 +312,6 @@ std::function<int()> setup(CLI::App& cmd) {
                          std::string(vision::projector_type_name(config.image_encoder->mmproj().hparams().projector)).c_str());
         }
         server::Server srv(std::move(backend), config);
-        std::signal(SIGPIPE, SIG_IGN);
-        std::signal(SIGINT, on_signal);
-        std::signal(SIGTERM, on_signal);
         srv.start();
         std::fprintf(stderr, "cria serve: listening on http://%s:%d (%d slots of %d tokens)%s%s\n", opt->host.c_str(),
                      srv.port(), opt->n_parallel, per_slot, opt->api_key.empty() ? "" : ", API key required",

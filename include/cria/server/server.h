@@ -4,6 +4,7 @@
 // Scheduler. Handlers run on a thread per connection (bounded_http_server.h);
 // generation runs on the scheduler's thread.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "cria/media/image_encoder.h"
 #include "cria/server/backend.h"
+#include "cria/server/model_router.h"
 #include "cria/sampling/params.h"
 #include "cria/server/scheduler.h"
 
@@ -56,10 +58,24 @@ struct ServerConfig {
     SchedulerOptions scheduler;
 };
 
+// Router mode (`cria serve --models-dir` / `--models-preset`): the models,
+// how to load one's backend (its per-model options applied), and the
+// router's limits and memory check (model_router.h).
+struct RouterConfig {
+    std::vector<ModelEntry> models;
+    std::function<std::unique_ptr<Backend>(const ModelEntry&)> make_backend;
+    RouterLimits limits;
+    ModelRouter::MemoryEstimate estimate;    // empty: memory is not checked
+    ModelRouter::MemoryAvailable available;
+};
+
 class Server {
 public:
-    // Takes the backend; throws cria::Error when the chat template does not parse.
+    // One model: takes the backend; throws cria::Error when the chat template does not parse.
     Server(std::unique_ptr<Backend> backend, ServerConfig config);
+    // Router mode: a request's "model" (or ?model=) picks one of router.models,
+    // loaded on first use. config.model_aliases and model_path are not used.
+    Server(RouterConfig router, ServerConfig config);
     ~Server();
 
     // Binds (throws cria::Error when it cannot) and serves on a thread of its own.
@@ -75,7 +91,10 @@ public:
         std::vector<int> statuses;  // the status of each answer, in order
     };
     Exchange serve_bytes(std::string_view bytes);
+    // The one model's scheduler; throws cria::Error in router mode.
     Scheduler& scheduler();
+    // The router (null with one model).
+    std::shared_ptr<ModelRouter> router() const;
 
     struct Impl;
 
