@@ -1,0 +1,215 @@
+// Tiled (flash-style) attention for prompt processing. A task takes a tile
+// of consecutive query tokens and one KV head; its rows are every (token,
+// query head of that KV head's group) pair, so M = tokens x group rows share
+// each key and value block. Keys are visited in blocks of kKeys; per block:
+//   S = Q K^T     the block's keys converted to f32 and transposed once per
+//                 tile, then one small matrix product for all M rows;
+//   online softmax per row (running maximum and sum, the row's output
+//                 rescaled when its maximum grows);
+//   O += P V      the block's values converted to f32 once per tile, one
+//                 small matrix product.
+// Blocks that no row of the tile can see are never visited, and the mask is
+// applied only to blocks that some row sees in part (the causal diagonal,
+// window edges): the others are used as computed.
+//
+// Key blocks start at multiples of kKeys in the cache (not at a row's first
+// visible key), and a row's scores, maxima, sums and products never depend on
+// the other rows of its tile: each output row is computed the same way
+// whichever tile or thread handles it, so results are bit-identical for any
+// thread count. Keys a row cannot see are -inf scores, probability 0, which
+// add exact zeros.
+
+#include "ops/attention_tiled.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "cria/quant/quantize.h"
+#include "ops/small_gemm.h"
+#include "ops/vec.h"
+
+namespace cria::ops {
+namespace {
+
+constexpr int64_t kKeys = 64;      // keys per block
+constexpr int64_t kTileRows = 64;  // query rows (tokens x group) a tile aims for
+
+struct TileScratch {
+    std::vector<float> q;         // M x head_dim: the tile's queries, packed
+    std::vector<float> kt;        // head_dim x kKeys: the key block, transposed
+    std::vector<float> v;         // kKeys x head_dim_v: the value block
+    std::vector<float> s;         // M x kKeys: scores, then probabilities
+    std::vector<float> o;         // M x head_dim_v: unnormalised outputs
+    std::vector<float> max, sum;  // per row: running maximum and denominator
+    std::vector<float> row;       // one key row in f32
+    std::vector<int64_t> lo, hi;  // per token: visible keys [lo, hi]
+};
+
+// One cache row as f32 (any cache type the op accepts).
+void row_to_f32(const VecKernels& k, ElementType type, const char* src, float* dst, int64_t n) {
+    switch (type) {
+        case ElementType::F32:
+            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+            break;
+        case ElementType::F16:
+            k.f16_to_f32(reinterpret_cast<const uint16_t*>(src), dst, n);
+            break;
+        case ElementType::BF16:
+            k.bf16_to_f32(reinterpret_cast<const uint16_t*>(src), dst, n);
+            break;
+        default:
+            quant::dequantize_row(type, src, dst, n);
+    }
+}
+
+}  // namespace
+
+void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorView& kc, const TensorView& vc,
+                     const AttentionParams& params, const TensorView& out) {
+    const int64_t head_dim = q.ne[0], n_heads = q.ne[1], n_tokens = q.ne[2];
+    const int64_t n_kv_heads = kc.ne[1], n_kv = kc.ne[2], head_dim_v = vc.ne[0];
+    const int64_t group = n_heads / n_kv_heads;
+    const int64_t tokens_per_tile = std::max<int64_t>(1, kTileRows / group);
+    const int64_t n_tiles = (n_tokens + tokens_per_tile - 1) / tokens_per_tile;
+    const int64_t max_rows = tokens_per_tile * group;
+    const VecKernels& k = vec_kernels();
+    const cpu::Isa isa = cpu::best_isa();
+    // F32 values are multiplied in place when their rows are float-aligned.
+    const bool v_in_place = vc.type == ElementType::F32 && vc.nb[2] % sizeof(float) == 0;
+    std::vector<TileScratch> scratch(static_cast<size_t>(pool.size()));
+
+    pool.parallel_for(n_tiles * n_kv_heads, [&](int64_t task, int thread) {
+        // Under a causal mask later tiles see more keys: hand them out first.
+        const int64_t tile = n_tiles - 1 - task / n_kv_heads;
+        const int64_t kv_head = task % n_kv_heads;
+        const int64_t t0 = tile * tokens_per_tile;
+        const int64_t nt = std::min(tokens_per_tile, n_tokens - t0);
+        const int64_t m = nt * group;  // row r: token t0 + r / group, head kv_head * group + r % group
+        TileScratch& s = scratch[static_cast<size_t>(thread)];
+        s.q.resize(static_cast<size_t>(max_rows * head_dim));
+        s.kt.resize(static_cast<size_t>(head_dim * kKeys));
+        s.v.resize(static_cast<size_t>(kKeys * head_dim_v));
+        s.s.resize(static_cast<size_t>(max_rows * kKeys));
+        s.o.assign(static_cast<size_t>(m * head_dim_v), 0.0f);
+        s.max.assign(static_cast<size_t>(m), -std::numeric_limits<float>::infinity());
+        s.sum.assign(static_cast<size_t>(m), 0.0f);
+        s.row.resize(static_cast<size_t>(head_dim));
+        s.lo.resize(static_cast<size_t>(nt));
+        s.hi.resize(static_cast<size_t>(nt));
+
+        // Visible keys of each token, and of the tile as a whole.
+        int64_t first = n_kv, last = -1;
+        for (int64_t i = 0; i < nt; ++i) {
+            const int64_t t = t0 + i;
+            const int64_t pos = params.positions != nullptr ? params.positions[t] : n_kv - n_tokens + t;
+            const int64_t hi = params.causal ? std::min(pos, n_kv - 1) : n_kv - 1;
+            const int64_t lo = params.window > 0 ? std::max<int64_t>(0, pos - params.window + 1) : 0;
+            s.lo[static_cast<size_t>(i)] = lo;
+            s.hi[static_cast<size_t>(i)] = hi;
+            if (lo <= hi) {
+                first = std::min(first, lo);
+                last = std::max(last, hi);
+            }
+        }
+        for (int64_t r = 0; r < m; ++r) {
+            const auto* src = reinterpret_cast<const float*>(q.row(kv_head * group + r % group, t0 + r / group));
+            std::copy(src, src + head_dim, s.q.data() + r * head_dim);
+        }
+
+        for (int64_t start = first / kKeys * kKeys; start <= last; start += kKeys) {
+            const int64_t count = std::min(kKeys, last + 1 - start);
+            const int64_t end = start + count - 1;
+            bool any_sees = false, all_see_all = true;
+            for (size_t i = 0; i < static_cast<size_t>(nt); ++i) {
+                if (s.lo[i] <= end && s.hi[i] >= start) any_sees = true;
+                if (s.lo[i] > start || s.hi[i] < end) all_see_all = false;
+            }
+            if (!any_sees) continue;  // a gap between windows of different tokens
+
+            for (int64_t j = 0; j < count; ++j) {
+                const char* src = kc.row(kv_head, start + j);
+                const float* key = reinterpret_cast<const float*>(src);
+                if (kc.type != ElementType::F32 || reinterpret_cast<uintptr_t>(src) % alignof(float) != 0) {
+                    row_to_f32(k, kc.type, src, s.row.data(), head_dim);
+                    key = s.row.data();
+                }
+                for (int64_t d = 0; d < head_dim; ++d) s.kt[static_cast<size_t>(d * kKeys + j)] = key[d];
+            }
+            small_gemm({.a = s.q.data(), .lda = head_dim, .b = s.kt.data(), .ldb = kKeys, .c = s.s.data(),
+                        .ldc = kKeys, .m = m, .n = count, .k = head_dim},
+                       isa);
+
+            for (int64_t r = 0; r < m; ++r) {
+                const size_t i = static_cast<size_t>(r / group);
+                float* scores = s.s.data() + r * kKeys;
+                if (s.lo[i] > end || s.hi[i] < start) {
+                    // Nothing visible in this block: weight 0 for every value.
+                    std::fill(scores, scores + count, 0.0f);
+                    continue;
+                }
+                for (int64_t j = 0; j < count; ++j) {
+                    float score = scores[j] * params.scale;
+                    if (params.softcap > 0.0f) score = params.softcap * std::tanh(score / params.softcap);
+                    scores[j] = score;
+                }
+                if (!all_see_all) {
+                    for (int64_t j = 0; j < count; ++j)
+                        if (start + j < s.lo[i] || start + j > s.hi[i]) scores[j] = -std::numeric_limits<float>::infinity();
+                }
+                float& running_max = s.max[static_cast<size_t>(r)];
+                float& running_sum = s.sum[static_cast<size_t>(r)];
+                const float block_max = k.max(scores, count);
+                if (block_max > running_max) {
+                    // Rescale what was accumulated against the old maximum.
+                    const float factor = std::exp(running_max - block_max);
+                    float* acc = s.o.data() + r * head_dim_v;
+                    if (running_sum != 0.0f) k.scale(acc, factor, acc, head_dim_v);
+                    running_sum *= factor;
+                    running_max = block_max;
+                }
+                running_sum += k.exp_shift_sum(scores, running_max, scores, count);
+            }
+
+            const float* values = reinterpret_cast<const float*>(vc.row(kv_head, start));
+            int64_t ldv = static_cast<int64_t>(vc.nb[2] / sizeof(float));
+            if (!v_in_place || reinterpret_cast<uintptr_t>(values) % alignof(float) != 0) {
+                for (int64_t j = 0; j < count; ++j)
+                    row_to_f32(k, vc.type, vc.row(kv_head, start + j), s.v.data() + j * head_dim_v, head_dim_v);
+                values = s.v.data();
+                ldv = head_dim_v;
+            }
+            small_gemm({.a = s.s.data(), .lda = kKeys, .b = values, .ldb = ldv, .c = s.o.data(), .ldc = head_dim_v,
+                        .m = m, .n = head_dim_v, .k = count, .accumulate = true},
+                       isa);
+        }
+
+        for (int64_t r = 0; r < m; ++r) {
+            const int64_t h = kv_head * group + r % group;
+            float* acc = s.o.data() + r * head_dim_v;
+            float running_max = s.max[static_cast<size_t>(r)], running_sum = s.sum[static_cast<size_t>(r)];
+            if (params.sinks != nullptr) {
+                // The sink joins the denominator only.
+                const float sink = params.sinks[h];
+                if (sink > running_max) {
+                    const float factor = std::exp(running_max - sink);
+                    k.scale(acc, factor, acc, head_dim_v);
+                    running_sum *= factor;
+                    running_max = sink;
+                }
+                running_sum += std::exp(sink - running_max);
+            }
+            float* y = reinterpret_cast<float*>(out.row(h, t0 + r / group));
+            if (running_sum > 0.0f) {
+                k.scale(acc, 1.0f / running_sum, y, head_dim_v);
+            } else {
+                // No visible key (and no sink): zeros rather than 0/0.
+                std::fill(y, y + head_dim_v, 0.0f);
+            }
+        }
+    });
+}
+
+}  // namespace cria::ops
