@@ -36,6 +36,7 @@ namespace {
 
 constexpr int64_t kKeys = 64;      // keys per block
 constexpr int64_t kTileRows = 64;  // query rows (tokens x group) a tile aims for
+constexpr int64_t kKeysAtOnce = 16;  // keys converted together before transposing
 
 struct TileScratch {
     std::vector<float> q;         // M x head_dim: the tile's queries, packed
@@ -44,7 +45,7 @@ struct TileScratch {
     std::vector<float> s;         // M x kKeys: scores, then probabilities
     std::vector<float> o;         // M x head_dim_v: unnormalised outputs
     std::vector<float> max, sum;  // per row: running maximum and denominator
-    std::vector<float> row;       // one key row in f32
+    std::vector<float> rows;      // kKeysAtOnce key rows in f32
     std::vector<int64_t> lo, hi;  // per token: visible keys [lo, hi]
 };
 
@@ -65,6 +66,18 @@ void row_to_f32(const VecKernels& k, ElementType type, const char* src, float* d
     }
 }
 
+// Asks for rows [first, first + count) of one KV head of a cache to be
+// brought into the cache hierarchy. The heads of a cache position are stored
+// together, so one head's consecutive rows are n_kv_heads rows apart and a
+// 4 KiB page holds only a few of them: too few for the hardware prefetchers
+// to follow, and converting a block would wait on memory at every row.
+void prefetch_rows(const TensorView& c, int64_t head, int64_t first, int64_t count, size_t row_bytes) {
+    for (int64_t j = first; j < first + count; ++j) {
+        const char* row = c.row(head, j);
+        for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b, 0, 2);
+    }
+}
+
 }  // namespace
 
 void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorView& kc, const TensorView& vc,
@@ -79,12 +92,16 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
     const cpu::Isa isa = cpu::best_isa();
     // F32 values are multiplied in place when their rows are float-aligned.
     const bool v_in_place = vc.type == ElementType::F32 && vc.nb[2] % sizeof(float) == 0;
+    const size_t k_row_bytes = *row_size_bytes(kc.type, static_cast<uint64_t>(head_dim));
+    const size_t v_row_bytes = *row_size_bytes(vc.type, static_cast<uint64_t>(head_dim_v));
     std::vector<TileScratch> scratch(static_cast<size_t>(pool.size()));
 
     pool.parallel_for(n_tiles * n_kv_heads, [&](int64_t task, int thread) {
-        // Under a causal mask later tiles see more keys: hand them out first.
-        const int64_t tile = n_tiles - 1 - task / n_kv_heads;
-        const int64_t kv_head = task % n_kv_heads;
+        // The tiles of one KV head one after the other, so its keys and values
+        // stay in the core's cache from one tile to the next; under a causal
+        // mask later tiles see more keys, so they go first.
+        const int64_t kv_head = task / n_tiles;
+        const int64_t tile = n_tiles - 1 - task % n_tiles;
         const int64_t t0 = tile * tokens_per_tile;
         const int64_t nt = std::min(tokens_per_tile, n_tokens - t0);
         const int64_t m = nt * group;  // row r: token t0 + r / group, head kv_head * group + r % group
@@ -96,7 +113,7 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
         s.o.assign(static_cast<size_t>(m * head_dim_v), 0.0f);
         s.max.assign(static_cast<size_t>(m), -std::numeric_limits<float>::infinity());
         s.sum.assign(static_cast<size_t>(m), 0.0f);
-        s.row.resize(static_cast<size_t>(head_dim));
+        s.rows.resize(static_cast<size_t>(kKeysAtOnce * head_dim));
         s.lo.resize(static_cast<size_t>(nt));
         s.hi.resize(static_cast<size_t>(nt));
 
@@ -128,15 +145,24 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                 if (s.lo[i] > start || s.hi[i] < end) all_see_all = false;
             }
             if (!any_sees) continue;  // a gap between windows of different tokens
+            if (start + kKeys <= last) {
+                const int64_t next = std::min(kKeys, last + 1 - (start + kKeys));
+                prefetch_rows(kc, kv_head, start + kKeys, next, k_row_bytes);
+                prefetch_rows(vc, kv_head, start + kKeys, next, v_row_bytes);
+            }
 
-            for (int64_t j = 0; j < count; ++j) {
-                const char* src = kc.row(kv_head, start + j);
-                const float* key = reinterpret_cast<const float*>(src);
-                if (kc.type != ElementType::F32 || reinterpret_cast<uintptr_t>(src) % alignof(float) != 0) {
-                    row_to_f32(k, kc.type, src, s.row.data(), head_dim);
-                    key = s.row.data();
+            // The key block transposed, kKeysAtOnce keys at a time: their rows
+            // converted first, then kt written a run of kKeysAtOnce floats per
+            // head_dim index (one key at a time would touch head_dim cache
+            // lines of kt per key).
+            for (int64_t j0 = 0; j0 < count; j0 += kKeysAtOnce) {
+                const int64_t n = std::min(kKeysAtOnce, count - j0);
+                for (int64_t j = 0; j < n; ++j)
+                    row_to_f32(k, kc.type, kc.row(kv_head, start + j0 + j), s.rows.data() + j * head_dim, head_dim);
+                for (int64_t d = 0; d < head_dim; ++d) {
+                    float* dst = s.kt.data() + d * kKeys + j0;
+                    for (int64_t j = 0; j < n; ++j) dst[j] = s.rows[static_cast<size_t>(j * head_dim + d)];
                 }
-                for (int64_t d = 0; d < head_dim; ++d) s.kt[static_cast<size_t>(d * kKeys + j)] = key[d];
             }
             small_gemm({.a = s.q.data(), .lda = head_dim, .b = s.kt.data(), .ldb = kKeys, .c = s.s.data(),
                         .ldc = kKeys, .m = m, .n = count, .k = head_dim},
