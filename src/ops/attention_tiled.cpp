@@ -176,10 +176,11 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                     std::fill(scores, scores + count, 0.0f);
                     continue;
                 }
-                for (int64_t j = 0; j < count; ++j) {
-                    float score = scores[j] * params.scale;
-                    if (params.softcap > 0.0f) score = params.softcap * std::tanh(score / params.softcap);
-                    scores[j] = score;
+                if (params.softcap > 0.0f) {
+                    for (int64_t j = 0; j < count; ++j)
+                        scores[j] = params.softcap * std::tanh(scores[j] * params.scale / params.softcap);
+                } else {
+                    k.scale(scores, params.scale, scores, count);
                 }
                 if (!all_see_all) {
                     for (int64_t j = 0; j < count; ++j)

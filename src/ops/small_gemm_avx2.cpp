@@ -1,7 +1,8 @@
 // small_gemm for AVX2 + FMA: tiles of 4 rows x 16 columns of C in 8
 // registers; per step of k, two loads of B's row and four broadcasts of A
 // feed eight FMAs. Columns past the last whole 8 go through masked loads
-// and stores.
+// and stores. The loops over rows carry `#pragma GCC unroll`: unrolled only
+// late, the sums stay an array in memory (a store per FMA).
 
 #if defined(__x86_64__)
 // The vector types only travel between functions of this file.
@@ -30,6 +31,7 @@ void tile(const SmallGemm& g, int64_t i0, int64_t j0) {
     const __m256i m0 = tail_mask(cols), m1 = tail_mask(cols - 8);
     const bool second = cols > 8;
     __m256 acc[kR][2];
+    #pragma GCC unroll 8
     for (int r = 0; r < kR; ++r) {
         const float* c = g.c + (i0 + r) * g.ldc + j0;
         acc[r][0] = g.accumulate ? _mm256_maskload_ps(c, m0) : _mm256_setzero_ps();
@@ -39,12 +41,14 @@ void tile(const SmallGemm& g, int64_t i0, int64_t j0) {
         const float* b = g.b + p * g.ldb + j0;
         const __m256 b0 = _mm256_maskload_ps(b, m0);
         const __m256 b1 = second ? _mm256_maskload_ps(b + 8, m1) : _mm256_setzero_ps();
+        #pragma GCC unroll 8
         for (int r = 0; r < kR; ++r) {
             const __m256 a = _mm256_set1_ps(g.a[(i0 + r) * g.lda + p]);
             acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
             acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
         }
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < kR; ++r) {
         float* c = g.c + (i0 + r) * g.ldc + j0;
         _mm256_maskstore_ps(c, m0, acc[r][0]);
