@@ -1,12 +1,14 @@
 // The tiled attention path (kTiledAttentionMinTokens query tokens or more)
 // against the reference that materialises every score in double
 // (ReferenceOps::attention), on sizes that do not fit the tiles: token
-// counts that the tile (64 rows / group tokens) does not divide, key counts
-// that the 64-key blocks do not divide, head sizes that are not a multiple
-// of 16, grouped-query ratios 1/2/4/8, window edges, a cache longer than the
-// prompt, positions out of order (tokens of two sequences interleaved) and
-// soft-capping with sinks. Every ISA level; 1 and 3 threads must agree bit
-// for bit. Tolerance as in attention_test.cpp (same float vs double sums).
+// counts that the tiles (up to 256 rows / group tokens) do not divide, key
+// counts that the 64-key blocks do not divide, head sizes that are not a
+// multiple of 16, grouped-query ratios 1/2/4/8, window edges, a cache longer
+// than the prompt, positions out of order (tokens of two sequences
+// interleaved), soft-capping with sinks, and edge shapes (head size 1, 64
+// query heads per KV head, one cached key, one key past a block). Every ISA
+// level; 1 and 3 threads (which tile differently) must agree bit for bit.
+// Tolerance as in attention_test.cpp (same float vs double sums).
 
 #include <cstring>
 #include <memory>
@@ -121,6 +123,14 @@ TEST(AttentionTiled, InterleavedPositionsSoftcapAndSinks) {
         check({"interleaved, window 30", ElementType::F16, 48, 48, 2, ratio, 41, 140, true, 30, 0.0f, false, true});
         check({"softcap and sinks", ElementType::BF16, 48, 48, 2, ratio, 70, 70, true, 0, 30.0f, true, false});
     }
+}
+
+TEST(AttentionTiled, EdgeShapes) {
+    check({"head size 1", ElementType::F32, 1, 3, 1, 1, 5, 5, true, 0, 0.0f, false, false});
+    check({"64 query heads per kv head", ElementType::F16, 16, 16, 1, 64, 9, 9, true, 0, 0.0f, false, false});
+    check({"one cached key", ElementType::F16, 16, 16, 1, 2, 4, 1, false, 0, 0.0f, false, true});
+    check({"exactly one block", ElementType::F16, 32, 32, 2, 2, 64, 64, true, 0, 0.0f, false, false});
+    check({"one key past a block", ElementType::F16, 32, 32, 2, 2, 65, 65, true, 0, 0.0f, false, false});
 }
 
 }  // namespace
