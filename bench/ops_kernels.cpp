@@ -7,11 +7,19 @@
 //   BM_Attention/isa/kv   one query token, 32 heads over 8 kv heads, head dim
 //                         128, 2048 cached tokens, kv type 0 = f32, 1 = f16,
 //                         8 = q8_0 (ggml type ids)
+//   BM_AttentionPrefill/shape/n   a causal prompt of n tokens attending to
+//                         itself (f16 cache, avx512): shape 0 = Qwen3-0.6B
+//                         (16 heads over 8, head dim 128), 1 = Llama-3.2-1B
+//                         (32 heads over 8, head dim 64); items = query rows
+//                         x visible keys
+//   BM_AttentionVerify/n  n query tokens (a verify batch, a short turn) at
+//                         the end of a 2048-token f16 cache, Qwen3-0.6B shape
 //
 //   ./bench_ops_kernels --benchmark_min_time=0.2
 
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <vector>
@@ -125,6 +133,46 @@ void BM_Attention(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * heads * n_kv);
 }
 BENCHMARK(BM_Attention)->ArgsProduct({{0, 1, 2}, {0, 1, 8}});
+
+void BM_AttentionPrefill(benchmark::State& state) {
+    const bool llama = state.range(0) == 1;
+    const int64_t d = llama ? 64 : 128, heads = llama ? 32 : 16, kv_heads = 8, n = state.range(1);
+    const auto q = random_floats(static_cast<size_t>(d * heads * n), 7);
+    const auto kf = random_floats(static_cast<size_t>(d * kv_heads * n), 8);
+    const auto vf = random_floats(static_cast<size_t>(d * kv_heads * n), 9);
+    std::vector<uint8_t> k(kf.size() * 2), v(vf.size() * 2);
+    cria::quant::quantize_rows(ElementType::F16, kf.data(), k.data(), kv_heads * n, d);
+    cria::quant::quantize_rows(ElementType::F16, vf.data(), v.data(), kv_heads * n, d);
+    std::vector<float> out(static_cast<size_t>(d * heads * n));
+    const auto vq = TensorView::contiguous(ElementType::F32, q.data(), {d, heads, n});
+    const auto vk = TensorView::contiguous(ElementType::F16, k.data(), {d, kv_heads, n});
+    const auto vv = TensorView::contiguous(ElementType::F16, v.data(), {d, kv_heads, n});
+    const auto vo = TensorView::contiguous(ElementType::F32, out.data(), {d, heads, n});
+    cria::ops::AttentionParams p;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+    for (auto _ : state) single_thread_ops().attention(vq, vk, vv, p, vo);
+    state.SetItemsProcessed(state.iterations() * heads * n * (n + 1) / 2);
+}
+BENCHMARK(BM_AttentionPrefill)->ArgsProduct({{0, 1}, {512, 4096}})->Unit(benchmark::kMillisecond);
+
+void BM_AttentionVerify(benchmark::State& state) {
+    const int64_t d = 128, heads = 16, kv_heads = 8, n_kv = 2048, n = state.range(0);
+    const auto q = random_floats(static_cast<size_t>(d * heads * n), 7);
+    const auto kf = random_floats(static_cast<size_t>(d * kv_heads * n_kv), 8);
+    std::vector<uint8_t> k(kf.size() * 2), v(kf.size() * 2);
+    cria::quant::quantize_rows(ElementType::F16, kf.data(), k.data(), kv_heads * n_kv, d);
+    cria::quant::quantize_rows(ElementType::F16, kf.data(), v.data(), kv_heads * n_kv, d);
+    std::vector<float> out(static_cast<size_t>(d * heads * n));
+    const auto vq = TensorView::contiguous(ElementType::F32, q.data(), {d, heads, n});
+    const auto vk = TensorView::contiguous(ElementType::F16, k.data(), {d, kv_heads, n_kv});
+    const auto vv = TensorView::contiguous(ElementType::F16, v.data(), {d, kv_heads, n_kv});
+    const auto vo = TensorView::contiguous(ElementType::F32, out.data(), {d, heads, n});
+    cria::ops::AttentionParams p;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(d));
+    for (auto _ : state) single_thread_ops().attention(vq, vk, vv, p, vo);
+    state.SetItemsProcessed(state.iterations() * heads * n * n_kv);
+}
+BENCHMARK(BM_AttentionVerify)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(8)->Arg(16);
 
 }  // namespace
 

@@ -1,4 +1,8 @@
-// Attention of query tokens over a KV cache, flash style: keys are visited in
+// Attention of query tokens over a KV cache. From kTiledAttentionMinTokens
+// query tokens on, tiles of queries go through attention_tiled (two small
+// matrix products per key block); fewer (decode steps) take the path below.
+//
+// One query row at a time, flash style: keys are visited in
 // blocks, scores of a block are exponentiated against a running maximum, and
 // the running sum and output are rescaled whenever the maximum grows, so no
 // full score row is ever stored. One task per query token and group of query
@@ -17,6 +21,7 @@
 
 #include "cria/ops/cpu_ops.h"
 #include "cria/quant/quantize.h"
+#include "ops/attention_tiled.h"
 #include "ops/checks.h"
 #include "ops/vec.h"
 
@@ -62,6 +67,7 @@ void CpuOps::attention(const TensorView& q, const TensorView& kc, const TensorVi
     require(params.window >= 0 && params.softcap >= 0.0f, op, "window and softcap must not be negative");
     require(params.positions != nullptr || n_tokens <= n_kv, op, "more query tokens than cache entries need positions");
     require(out.data != q.data, op, "out must not alias q");
+    if (n_tokens >= kTiledAttentionMinTokens) return attention_tiled(pool_, q, kc, vc, params, out);
 
     const int64_t group = n_heads / n_kv_heads;
     const VecKernels& k = vec_kernels();

@@ -2,7 +2,7 @@
 // level against a double-precision product, on awkward shapes (columns that
 // are not whole vectors, rows that are not whole tiles), strided rows, and
 // with accumulation into a scaled C (one scale, or one per column too), and
-// A given as its transpose.
+// A given as its transpose; and a row's result independent of its tile.
 
 #include <gtest/gtest.h>
 
@@ -20,8 +20,8 @@ using test::random_floats;
 TEST(SmallGemm, EveryLevelMatchesDoubleProduct) {
     uint32_t seed = 1;
     for (cpu::Isa isa : test::runnable_isas())
-        for (int64_t m : {1, 3, 4, 7, 13, 64})
-            for (int64_t n : {1, 7, 16, 31, 32, 33, 50, 128})
+        for (int64_t m : {1, 2, 3, 4, 5, 7, 13, 64})
+            for (int64_t n : {1, 7, 16, 31, 32, 33, 48, 50, 80, 100, 128})
                 for (int64_t k : {1, 5, 64, 129})
                     for (bool accumulate : {false, true})
                     for (bool transposed : {false, true})
@@ -51,6 +51,30 @@ TEST(SmallGemm, EveryLevelMatchesDoubleProduct) {
                         // Every element, the padding between rows included (left untouched).
                         EXPECT_TRUE(all_close(c, expected, 1e-4 * static_cast<double>(k), 1e-5));
                     }
+}
+
+// A row of C does not depend on the rows computed with it nor on how many
+// columns the product has (tiled attention relies on this for results that
+// are bit-identical whatever its tile size): each row alone, and the first
+// columns alone, equal the whole product bit for bit.
+TEST(SmallGemm, RowsAndColumnsDoNotDependOnTheTile) {
+    const int64_t m = 23, n = 100, k = 77;
+    const auto a = random_floats(static_cast<size_t>(m * k), 11);
+    const auto b = random_floats(static_cast<size_t>(k * n), 12);
+    const auto c0 = random_floats(static_cast<size_t>(m * n), 13);
+    for (cpu::Isa isa : test::runnable_isas())
+        for (bool accumulate : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << test::isa_label(isa) << " accumulate " << accumulate);
+            std::vector<float> whole = c0;
+            small_gemm({a.data(), k, b.data(), n, whole.data(), n, m, n, k, accumulate}, isa);
+            for (int64_t i = 0; i < m; ++i) {
+                for (int64_t cols : {n, int64_t{40}, int64_t{17}}) {
+                    std::vector<float> row(c0.begin() + i * n, c0.begin() + (i + 1) * n);
+                    small_gemm({a.data() + i * k, k, b.data(), n, row.data(), n, 1, cols, k, accumulate}, isa);
+                    for (int64_t j = 0; j < cols; ++j) ASSERT_EQ(row[j], whole[i * n + j]) << "row " << i << " col " << j;
+                }
+            }
+        }
 }
 
 }  // namespace
