@@ -878,8 +878,8 @@ void Server::Impl::slot_routes() {
 }
 
 // LoRA adapters (llama-server's routes): the list with the server's scales,
-// and new server scales for every request to come that names none (running
-// requests keep theirs).
+// and new server scales (adapters not listed at 0) for every request to come
+// that names none (running requests keep theirs).
 void Server::Impl::lora_routes() {
     auto list = [this] {
         json out = json::array();
@@ -898,7 +898,8 @@ void Server::Impl::lora_routes() {
             const json body = json::parse(req.body, nullptr, false);
             if (body.is_discarded() || !body.is_array()) throw bad_request("the body must be an array of {\"id\", \"scale\"}");
             const auto adapters = backend->lora_adapters();
-            std::vector<float> scales = scheduler->lora_scales();  // adapters not listed keep their scale
+            // As llama-server (construct_lora_list): adapters the list does not name get scale 0.
+            std::vector<float> scales(adapters.size(), 0.0f);
             for (const json& e : body) {
                 if (!e.is_object() || !e.contains("id") || !e["id"].is_number_integer() || !e.contains("scale") ||
                     !e["scale"].is_number())
