@@ -113,6 +113,13 @@ async function level(clients, seconds) {
   const rssBefore = rssKiB();
   const cpuBefore = cpuSeconds();
   const started = Date.now();
+  // Halfway: the RSS this level has reached (its buffers at working size)
+  // and the prompt cache's size, for the leak check after the last level.
+  const half = {};
+  const halfway = setTimeout(async () => {
+    half.rss_mib = Math.max(rssBefore, ...rssSamples.slice(firstSample)) / 1024;
+    half.cache_mib = await promptCacheMiB().catch(() => 0);
+  }, seconds * 500);
   await Promise.all(Array.from({ length: clients }, async (_, c) => {
     let n = 0;
     while (Date.now() < end) {
@@ -129,6 +136,7 @@ async function level(clients, seconds) {
       }
     }
   }));
+  clearTimeout(halfway);
   const elapsed = (Date.now() - started) / 1000;
   ttfts.sort((a, b) => a - b);
   const samples = [rssBefore, ...rssSamples.slice(firstSample), rssKiB()].filter((v) => !Number.isNaN(v));
@@ -137,7 +145,7 @@ async function level(clients, seconds) {
            tokens_per_cpu_s: Number((tokens / (cpuSeconds() - cpuBefore)).toFixed(1)),
            ttft_p50_ms: Math.round(percentile(ttfts, 50)), ttft_p99_ms: Math.round(percentile(ttfts, 99)),
            rss_min_mib: samples.length ? Math.round(Math.min(...samples) / 1024) : NaN,
-           rss_max_mib: samples.length ? Math.round(Math.max(...samples) / 1024) : NaN };
+           rss_max_mib: samples.length ? Math.round(Math.max(...samples) / 1024) : NaN, half };
 }
 
 // The prompt cache's bytes (/metrics; 0 when the server has no --metrics):
@@ -164,7 +172,8 @@ for (const clients of levels) {
   const r = await level(clients, secondsPerLevel);
   r.prompt_cache_mib = Math.round(await promptCacheMiB());
   results.push(r);
-  console.log(JSON.stringify(r));
+  const { half, ...shown } = r;
+  console.log(JSON.stringify(shown));
 }
 clearInterval(sampler);
 const free = await slotsFree();
@@ -186,13 +195,16 @@ const summary = { slots_free: free, errors, ratio_4_to_1_clients: ratio,
                   rss_start_mib: Math.round(rssStart / 1024), rss_end_mib: Math.round(rssEnd / 1024) };
 console.log(JSON.stringify(summary));
 if (ratio !== null) console.log(`4 clients / 1 client (aggregate tokens/s): ${ratio}x`);
-// RSS may grow while buffers reach their working size (the first levels)
-// and while the prompt cache fills (its bytes are subtracted); more than
-// 64 MiB besides after the second level is a leak.
-const second = results.length > 1 ? results[1] : results[0];
-const cacheGrowth = results[results.length - 1].prompt_cache_mib - second.prompt_cache_mib;
-const rssGrowth = rssEnd / 1024 - second.rss_max_mib - Math.max(0, cacheGrowth);
-const rssOk = !pid || rssGrowth < 64;
-if (!rssOk) console.error(`RSS grew by ${Math.round(rssGrowth)} MiB after the second level, besides the prompt cache`);
+// RSS grows while each level's buffers reach their working size and while
+// the prompt cache fills (its bytes are subtracted). A leak: the second half
+// of the last level adding more than 64 MiB besides the cache.
+const last = results[results.length - 1];
+let rssOk = true;
+if (pid && last.half.rss_mib !== undefined) {
+  const cacheGrowth = Math.max(0, last.prompt_cache_mib - last.half.cache_mib);
+  const rssGrowth = rssEnd / 1024 - last.half.rss_mib - cacheGrowth;
+  rssOk = rssGrowth < 64;
+  if (!rssOk) console.error(`RSS grew by ${Math.round(rssGrowth)} MiB in the second half of the last level, besides the prompt cache`);
+}
 if (!free) console.error("slots still busy after the run");
 process.exit(free && errors === 0 && rssOk ? 0 : 1);
