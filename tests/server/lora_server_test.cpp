@@ -206,6 +206,19 @@ TEST(ServerLora, PerRequestScales) {
         EXPECT_EQ(d.done.n_cached, 0);
         EXPECT_EQ(s.stats().prompt_cache_hits, 1u);
         EXPECT_LT(logprob_gap(a, merged), 1e-3);
+
+        // Slot files record the scales: cells under scale 1 restore only while
+        // the server's scales are 1 (a restore is under the server's scales).
+        const Outcome e = wait(s.submit(with_scale(1.0f)));
+        EXPECT_EQ(e.done.slot, 0);
+        const std::string slot_file = (dir / "slot.bin").string();
+        ASSERT_GT(s.save_slot(0, slot_file), 0u);
+        EXPECT_THROW(s.restore_slot(0, slot_file), cria::Error);  // the server's 0.25
+        s.set_lora_scales({1.0f});
+        ASSERT_GT(s.restore_slot(0, slot_file), 0u);
+        const Outcome f = wait(s.submit(with_scale(1.0f)));  // the restored cells are reused
+        EXPECT_GT(f.done.n_cached, 0);
+        EXPECT_LT(logprob_gap(f, merged), 1e-3);
     }
 }
 
