@@ -14,18 +14,18 @@ size_t common_prefix(std::span<const TokenId> a, std::span<const TokenId> b) {
 
 }  // namespace
 
-bool PromptCache::would_keep(std::span<const TokenId> tokens, uint64_t state_bytes) const {
+bool PromptCache::would_keep(std::span<const TokenId> tokens, uint64_t state_bytes, const std::vector<float>& lora) const {
     if (!enabled() || tokens.empty() || state_bytes > budget_) return false;
     for (const Entry& e : entries_)
-        if (common_prefix(e.tokens, tokens) == tokens.size()) return false;  // already held, with as much or more
+        if (e.lora == lora && common_prefix(e.tokens, tokens) == tokens.size()) return false;  // already held, with as much or more
     return true;
 }
 
-bool PromptCache::insert(std::vector<TokenId> tokens, std::vector<uint8_t> state) {
-    if (!would_keep(tokens, state.size())) return false;
-    // Entries the new one extends are of no more use.
+bool PromptCache::insert(std::vector<TokenId> tokens, std::vector<uint8_t> state, const std::vector<float>& lora) {
+    if (!would_keep(tokens, state.size(), lora)) return false;
+    // Entries the new one extends (under the same scales) are of no more use.
     for (auto it = entries_.begin(); it != entries_.end();) {
-        if (common_prefix(it->tokens, tokens) == it->tokens.size()) {
+        if (it->lora == lora && common_prefix(it->tokens, tokens) == it->tokens.size()) {
             bytes_ -= it->state.size();
             it = entries_.erase(it);
         } else {
@@ -37,14 +37,16 @@ bool PromptCache::insert(std::vector<TokenId> tokens, std::vector<uint8_t> state
         entries_.pop_back();
     }
     bytes_ += state.size();
-    entries_.push_front(Entry{std::move(tokens), std::move(state)});
+    entries_.push_front(Entry{std::move(tokens), std::move(state), lora});
     return true;
 }
 
-PromptCache::Match PromptCache::best_match(std::span<const TokenId> prompt, size_t more_than) {
+PromptCache::Match PromptCache::best_match(std::span<const TokenId> prompt, size_t more_than,
+                                           const std::vector<float>& lora) {
     auto best = entries_.end();
     size_t best_len = more_than;
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->lora != lora) continue;
         const size_t len = common_prefix(it->tokens, prompt);
         if (len > best_len) best = it, best_len = len;
     }

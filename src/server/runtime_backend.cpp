@@ -43,6 +43,7 @@ RuntimeBackend::RuntimeBackend(const std::string& model_path, const RuntimeBacke
 
 std::vector<Backend::LoraAdapterInfo> RuntimeBackend::lora_adapters() const {
     std::vector<LoraAdapterInfo> out;
+    std::lock_guard lock(lora_mutex_);
     for (size_t i = 0; i < adapters_.size(); ++i) out.push_back({adapters_[i]->path(), lora_scales_[i]});
     return out;
 }
@@ -53,6 +54,7 @@ void RuntimeBackend::set_lora_scales(const std::vector<float>& scales) {
     model::LoraSet set;
     for (size_t i = 0; i < adapters_.size(); ++i) set.add(*adapters_[i], scales[i]);
     ctx_->set_lora(std::move(set));
+    std::lock_guard lock(lora_mutex_);
     lora_scales_ = scales;
 }
 

@@ -60,6 +60,9 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options)
         slots_.push_back(std::move(slot));
     }
     stats_.slots_total = options_.n_slots;
+    for (const Backend::LoraAdapterInfo& a : backend_.lora_adapters()) lora_scales_.push_back(a.scale);
+    applied_lora_ = lora_scales_;
+    for (auto& slot : slots_) slot->lora = lora_scales_;
     if (options_.turn_checkpoint_bytes > 0 && backend_.wants_turn_checkpoints())
         checkpoints_ = std::make_unique<StateCheckpoints>(options_.turn_checkpoint_bytes);
     if (options_.speculative.enabled()) {
@@ -119,6 +122,14 @@ std::shared_ptr<RequestHandle> Scheduler::submit(GenerationRequest request) {
         throw Error("the prompt must not end with an image");
     if (request.top_logprobs > 20) throw Error("top_logprobs must be at most 20");
     check_speculative(request.speculative);
+    if (!request.lora.empty()) {
+        const size_t n_adapters = backend_.lora_adapters().size();
+        if (request.lora.size() != n_adapters)
+            throw Error("the request has " + std::to_string(request.lora.size()) + " LoRA scales; the server has " +
+                        std::to_string(n_adapters) + " adapters");
+        for (float scale : request.lora)
+            if (!std::isfinite(scale)) throw Error("a LoRA scale is not a finite number");
+    }
     Pending pending;
     pending.handle = std::make_shared<RequestHandle>();
     pending.deadline = Clock::now() + request.timeout;
@@ -241,11 +252,13 @@ void Scheduler::assign_waiting() {
                 late = true;
                 ++stats_.requests_failed;
             } else {
-                // The idle slot with the longest cached prefix; ties go to the lowest id.
+                // The idle slot with the longest cached prefix (computed with the
+                // request's LoRA scales); ties go to the lowest id.
+                const std::vector<float>& lora = front.request.lora.empty() ? lora_scales_ : front.request.lora;
                 size_t best_len = 0;
                 for (auto& s : slots_) {
                     if (s->busy) continue;
-                    const size_t len = reusable_prefix(s->cache, s->cache_images, front.request);
+                    const size_t len = s->lora == lora ? reusable_prefix(s->cache, s->cache_images, front.request) : 0;
                     if (!slot || len > best_len) slot = s.get(), best_len = len;
                 }
                 if (!slot) return;
@@ -307,10 +320,15 @@ void Scheduler::start(Slot& slot, Pending pending) {
     const int32_t room = n_ctx - static_cast<int32_t>(slot.request.prompt.size());
     slot.max_tokens = slot.request.max_tokens < 0 ? room : std::min(slot.request.max_tokens, room);
     if (options_.max_tokens_cap > 0) slot.max_tokens = std::min(slot.max_tokens, options_.max_tokens_cap);
-    // Keep the longest common prefix, but always evaluate at least the last
-    // prompt token: its logits are needed for the first sample.
-    size_t keep = reusable_prefix(slot.cache, slot.cache_images, slot.request);
-    if (prompt_cache_.enabled()) keep = use_prompt_cache(slot, keep);
+    // Keep the longest common prefix computed with the request's LoRA scales,
+    // but always evaluate at least the last prompt token: its logits are
+    // needed for the first sample.
+    const std::vector<float> lora = slot.request.lora.empty() ? lora_scales() : slot.request.lora;
+    size_t keep = slot.lora == lora ? reusable_prefix(slot.cache, slot.cache_images, slot.request) : 0;
+    if (prompt_cache_.enabled()) keep = use_prompt_cache(slot, keep, lora);
+    // Whatever the slot keeps from here on (its first `keep` cells, a lender's
+    // or a checkpoint's) is under `lora`; the rest is dropped below.
+    slot.lora = lora;
     if (keep == slot.request.prompt.size()) --keep;  // text: the prompt never ends with an image
     // Another slot holding more of the prompt lends its cells (n > 1 choices
     // of one prompt, started once the first has evaluated it); images count
@@ -318,7 +336,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
     Slot* lender = nullptr;
     size_t lent = keep;
     for (auto& other : slots_) {
-        if (other.get() == &slot) continue;
+        if (other.get() == &slot || other->lora != lora) continue;
         const size_t len = std::min(reusable_prefix(other->cache, other->cache_images, slot.request),
                                     slot.request.prompt.size() - 1);
         if (len > lent) lender = other.get(), lent = len;
@@ -344,7 +362,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
     // only a slot's whole cache; a turn checkpoint that covers more of the
     // prompt than that is loaded instead.
     const StateCheckpoints::Checkpoint* checkpoint =
-        checkpoints_ ? checkpoints_->longest_prefix_of(slot.request.prompt) : nullptr;
+        checkpoints_ ? checkpoints_->longest_prefix_of(slot.request.prompt, lora) : nullptr;
     const bool checkpoint_first = checkpoint && checkpoint->tokens.size() > keep;
     if (!checkpoint_first && backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
         slot.cache.resize(keep);

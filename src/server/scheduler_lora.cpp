@@ -1,6 +1,11 @@
-// LoRA scales on the scheduler's side: one set of scales for every slot (a
-// batch never mixes rows of different adapter settings), changed only while
-// no slot is busy, and no cached state computed with the old scales is kept.
+// LoRA scales on the scheduler's side: the server's scales, used by every
+// request that names none. A slot's cells are keyed by the scales they were
+// computed with (Slot::lora, and the prompt cache's and turn checkpoints'
+// entries), and a step decodes each set of scales in a batch of its own
+// (scheduler_batch.cpp), so new server scales drop nothing and wait for no
+// slot: running requests keep theirs.
+
+#include <cmath>
 
 #include "cria/core/error.h"
 #include "cria/server/scheduler.h"
@@ -9,18 +14,24 @@
 namespace cria::server {
 
 void Scheduler::set_lora_scales(const std::vector<float>& scales) {
-    run_on_loop([&] {
-        for (const auto& slot : slots_)
-            if (slot->busy)
-                throw Error("slot " + std::to_string(slot->id) +
-                            " is busy: LoRA scales change only between requests (try again when the slots are idle)");
-        backend_.set_lora_scales(scales);
-        for (const auto& slot : slots_) clear_sequence(*slot);
-        prompt_cache_ = PromptCache(options_.prompt_cache_bytes);
-        std::lock_guard lock(mutex_);
-        stats_.prompt_cache_entries = 0;
-        stats_.prompt_cache_bytes = 0;
-    });
+    const size_t n_adapters = backend_.lora_adapters().size();
+    if (scales.size() != n_adapters)
+        throw Error("expected " + std::to_string(n_adapters) + " LoRA scales, got " + std::to_string(scales.size()));
+    for (float scale : scales)
+        if (!std::isfinite(scale)) throw Error("a LoRA scale is not a finite number");
+    std::lock_guard lock(mutex_);
+    lora_scales_ = scales;
+}
+
+void Scheduler::apply_lora(const std::vector<float>& lora) {
+    if (lora == applied_lora_) return;
+    backend_.set_lora_scales(lora);
+    applied_lora_ = lora;
+}
+
+std::vector<float> Scheduler::lora_scales() const {
+    std::lock_guard lock(mutex_);
+    return lora_scales_;
 }
 
 }  // namespace cria::server

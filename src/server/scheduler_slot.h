@@ -31,6 +31,9 @@ struct Scheduler::Slot {
     bool busy = false;
     std::vector<TokenId> cache;  // tokens the backend holds for sequence `id`
     std::vector<PromptImage> cache_images;  // the images among them (placeholders in `cache`)
+    // The LoRA scales `cache`'s cells were computed with (while busy: the
+    // request's); cells under other scales are never reused.
+    std::vector<float> lora;
 
     // The request being served.
     GenerationRequest request;
@@ -74,6 +77,7 @@ struct Scheduler::StepPlan {
         Slot* slot;
         size_t n_tokens;  // [last, draft...]
     };
+    const std::vector<float>* lora = nullptr;  // the LoRA scales of every slot in the batch
     std::vector<BatchToken> batch;
     std::vector<Slot*> owners;  // slot of each batch entry
     std::vector<Verify> verifies;

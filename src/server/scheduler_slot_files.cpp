@@ -35,6 +35,8 @@ size_t Scheduler::save_slot(int32_t id, const std::string& path) {
     run_on_loop([&] {
         Slot& slot = *slots_[static_cast<size_t>(id)];
         if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
+        // The file records the scales of the cells (LoraSet::identity).
+        apply_lora(slot.lora);
         // The images among the tokens go into the file with their hashes.
         std::vector<runtime::SavedMedia> media;
         for (const PromptImage& img : slot.cache_images)
@@ -53,6 +55,10 @@ size_t Scheduler::restore_slot(int32_t id, const std::string& path) {
         if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
         // The backend loads the cells themselves: nothing is evaluated, and a
         // refused file leaves the slot as it was.
+        // Restored as computed with the server's LoRA scales: the backend
+        // refuses a file saved under others (say, a request's own).
+        const std::vector<float> lora = lora_scales();
+        apply_lora(lora);
         std::vector<runtime::SavedMedia> media;
         std::vector<TokenId> tokens = backend_.restore_sequence_with_media(id, path, media);
         // The cells of each image are known by its hash and size only: a
@@ -73,6 +79,7 @@ size_t Scheduler::restore_slot(int32_t id, const std::string& path) {
         }
         slot.cache = std::move(tokens);
         slot.cache_images = std::move(images);
+        slot.lora = lora;
         n = slot.cache.size();
     });
     return n;

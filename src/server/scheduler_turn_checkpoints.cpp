@@ -1,6 +1,6 @@
 // Turn checkpoints of the scheduler (server/state_checkpoints.h): a finished
 // request leaves its slot's state in the store, and a later prompt that
-// starts with its tokens resumes from it in any slot.
+// starts with its tokens (under the same LoRA scales) resumes from it in any slot.
 
 #include <exception>
 
@@ -13,7 +13,8 @@ void Scheduler::keep_turn_checkpoint(Slot& slot) {
     // A slot holding images is not kept: the state would not say which images its placeholders stand for.
     if (!checkpoints_ || slot.cache.empty() || !slot.cache_images.empty()) return;
     try {
-        checkpoints_->put(slot.cache, backend_.snapshot_sequence(slot.id, slot.cache));
+        apply_lora(slot.lora);
+        checkpoints_->put(slot.cache, backend_.snapshot_sequence(slot.id, slot.cache), slot.lora);
     } catch (const std::exception&) {
         // A checkpoint only saves work later: without it the next turn is evaluated in full.
         return;
@@ -26,6 +27,7 @@ void Scheduler::keep_turn_checkpoint(Slot& slot) {
 bool Scheduler::resume_from_checkpoint(Slot& slot, const StateCheckpoints::Checkpoint& checkpoint) {
     std::vector<TokenId> tokens;
     try {
+        apply_lora(checkpoint.lora);
         tokens = backend_.restore_snapshot(slot.id, checkpoint.state);
     } catch (const std::exception&) {
         return false;  // the backend left the sequence as it was

@@ -399,9 +399,10 @@ struct Server::Impl {
             const json body = parse_body(req.body);
             const Use use = use_model(req, &body);
             ServedModel& sm = *use.model;
-            check_request_lora(sm, body);
+            const std::vector<float> lora = request_lora(sm, body);
             ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body, config.default_sampling)
                                                          : parse_openai_chat(body, config.default_sampling);
+            job.gen.lora = lora;
             encode_images(job);
             const chat::OutputParserOptions popt = sm.formatter->prepare(job);
             const std::vector<std::string> user_stops(job.gen.stop.begin(),
@@ -473,8 +474,10 @@ struct Server::Impl {
             const json body = parse_body(req.body);
             const Use use = use_model(req, &body);
             ServedModel& sm = *use.model;
+            const std::vector<float> lora = request_lora(sm, body);
             ResponsesJob job = parse_openai_responses(
                 body, [this](const std::string& id) { return response_store->get(id); }, config.default_sampling);
+            job.chat.gen.lora = lora;
             const chat::OutputParserOptions popt = sm.formatter->prepare(job.chat);
             finish_request(job.chat.gen);
             auto handle = sm.scheduler->submit(std::move(job.chat.gen));
@@ -539,9 +542,10 @@ struct Server::Impl {
             const json request_body = parse_body(req.body);
             const Use use = use_model(req, &request_body);
             ServedModel& sm = *use.model;
-            check_request_lora(sm, request_body);
+            const std::vector<float> lora = request_lora(sm, request_body);
             CompletionJob job =
                 parse_openai_completion(request_body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
+            job.gen.lora = lora;
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
             if (job.n_choices > 1) {
@@ -751,27 +755,29 @@ struct Server::Impl {
     void slot_routes();
     void lora_routes();
 
-    // llama-server's per-request "lora": [{"id", "scale"}]. A batch row
-    // carries no adapter settings of its own here: every request uses the
-    // server's scales (POST /lora-adapters), so a request may name them
-    // only as they are; other scales are a 400, never silently ignored.
-    void check_request_lora(ServedModel& sm, const json& body) const {
-        if (!body.is_object() || !body.contains("lora")) return;
+    // llama-server's per-request "lora": [{"id", "scale"}] (its
+    // parse_lora_request / construct_lora_list): a non-empty list gives every
+    // adapter a scale, those it does not name 0; no list, or an empty one,
+    // leaves the server's scales (an empty vector). The scheduler decodes
+    // requests under different scales in batches of their own.
+    std::vector<float> request_lora(ServedModel& sm, const json& body) const {
+        if (!body.is_object() || !body.contains("lora")) return {};
         const json& list = body["lora"];
         if (!list.is_array()) throw bad_request("'lora' must be an array of {\"id\", \"scale\"}", "lora");
-        const auto adapters = sm.backend->lora_adapters();
+        if (list.empty()) return {};
+        std::vector<float> scales(sm.backend->lora_adapters().size(), 0.0f);
         for (const json& e : list) {
             if (!e.is_object() || !e.contains("id") || !e["id"].is_number_integer() || !e.contains("scale") ||
                 !e["scale"].is_number())
                 throw bad_request("'lora' entries must be {\"id\": integer, \"scale\": number}", "lora");
             const auto id = e["id"].get<int64_t>();
-            if (id < 0 || id >= static_cast<int64_t>(adapters.size()))
+            if (id < 0 || id >= static_cast<int64_t>(scales.size()))
                 throw bad_request("'lora': no adapter with id " + std::to_string(id), "lora");
-            if (e["scale"].get<double>() != static_cast<double>(adapters[static_cast<size_t>(id)].scale))
-                throw bad_request("per-request LoRA scales are not supported: every request uses the server's scales "
-                                  "(GET /lora-adapters; change them with POST /lora-adapters)",
-                                  "lora");
+            const double scale = e["scale"].get<double>();
+            if (!std::isfinite(scale) || std::fabs(scale) > 1e6) throw bad_request("'lora': the scale must be a finite number", "lora");
+            scales[static_cast<size_t>(id)] = static_cast<float>(scale);
         }
+        return scales;
     }
 };
 
@@ -1019,14 +1025,16 @@ void Server::Impl::slot_routes() {
     }
 }
 
-// LoRA adapters (llama-server's routes): the list with the scales in force,
-// and new scales for every request to come (refused while a slot is busy).
+// LoRA adapters (llama-server's routes): the list with the server's scales,
+// and new server scales (adapters not listed at 0) for every request to come
+// that names none (running requests keep theirs).
 void Server::Impl::lora_routes() {
     auto list = [](ServedModel& sm) {
         json out = json::array();
         const auto adapters = sm.backend->lora_adapters();
-        for (size_t i = 0; i < adapters.size(); ++i)
-            out.push_back({{"id", i}, {"path", adapters[i].path}, {"scale", adapters[i].scale}});
+        const std::vector<float> scales = sm.scheduler->lora_scales();
+        for (size_t i = 0; i < adapters.size() && i < scales.size(); ++i)
+            out.push_back({{"id", i}, {"path", adapters[i].path}, {"scale", scales[i]}});
         return out;
     };
     http->Get("/lora-adapters", [this, list](const httplib::Request& req, httplib::Response& res) {
@@ -1043,8 +1051,8 @@ void Server::Impl::lora_routes() {
             const Use use = use_model(req, nullptr);  // router mode: ?model=NAME
             ServedModel& sm = *use.model;
             const auto adapters = sm.backend->lora_adapters();
-            std::vector<float> scales;
-            for (const auto& a : adapters) scales.push_back(a.scale);  // adapters not listed keep their scale
+            // As llama-server (construct_lora_list): adapters the list does not name get scale 0.
+            std::vector<float> scales(adapters.size(), 0.0f);
             for (const json& e : body) {
                 if (!e.is_object() || !e.contains("id") || !e["id"].is_number_integer() || !e.contains("scale") ||
                     !e["scale"].is_number())
@@ -1059,7 +1067,7 @@ void Server::Impl::lora_routes() {
             try {
                 sm.scheduler->set_lora_scales(scales);
             } catch (const Error& e) {
-                throw ApiError(409, "invalid_request_error", e.what());
+                throw bad_request(e.what());
             }
             send_json(res, 200, list(sm));
         });

@@ -4,14 +4,14 @@
 
 namespace cria::server {
 
-void StateCheckpoints::put(std::vector<TokenId> tokens, std::vector<uint8_t> state) {
+void StateCheckpoints::put(std::vector<TokenId> tokens, std::vector<uint8_t> state, const std::vector<float>& lora) {
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
-        if (it->tokens == tokens) {
+        if (it->tokens == tokens && it->lora == lora) {
             bytes_ -= bytes_of(*it);
             entries_.erase(it);
             break;
         }
-    Checkpoint c{std::move(tokens), std::move(state)};
+    Checkpoint c{std::move(tokens), std::move(state), lora};
     if (bytes_of(c) > max_bytes_) return;  // it would push out everything and still not fit
     bytes_ += bytes_of(c);
     entries_.push_front(std::move(c));
@@ -21,9 +21,11 @@ void StateCheckpoints::put(std::vector<TokenId> tokens, std::vector<uint8_t> sta
     }
 }
 
-const StateCheckpoints::Checkpoint* StateCheckpoints::longest_prefix_of(std::span<const TokenId> prompt) {
+const StateCheckpoints::Checkpoint* StateCheckpoints::longest_prefix_of(std::span<const TokenId> prompt,
+                                                                         const std::vector<float>& lora) {
     auto best = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->lora != lora) continue;
         const auto& t = it->tokens;
         if (t.empty() || t.size() >= prompt.size()) continue;
         if (best != entries_.end() && t.size() <= best->tokens.size()) continue;

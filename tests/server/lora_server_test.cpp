@@ -1,7 +1,8 @@
 // LoRA adapters in the server: every slot decodes with the server's scales
 // (a synthetic base + adapter gives the merged model's tokens and
-// log-probabilities), scale 0 gives the base, new scales drop the cached
-// cells computed with the old ones, and they change only between requests.
+// log-probabilities), scale 0 gives the base, requests with scales of their
+// own ("lora") running at once each get their scales, and no cached cells
+// (slots, the prompt cache) computed under some scales serve others.
 #include <gtest/gtest.h>
 
 #include <httplib.h>
@@ -113,7 +114,7 @@ TEST(ServerLora, SlotsDecodeWithTheServersScales) {
 
     // Scale 0: the base model, and nothing cached under the old scale is reused.
     s.set_lora_scales({0.0f});
-    EXPECT_EQ(backend.lora_adapters()[0].scale, 0.0f);
+    EXPECT_EQ(s.lora_scales(), std::vector<float>{0.0f});
     const Outcome zero = wait(s.submit(greedy(12)));
     EXPECT_EQ(zero.done.n_cached, 0);
     EXPECT_LT(logprob_gap(zero, plain), 1e-5);
@@ -123,7 +124,7 @@ TEST(ServerLora, SlotsDecodeWithTheServersScales) {
     EXPECT_GT(adapter_effect, 1e-2);  // (or the ids differ, which logprob_gap would not allow either)
 
     EXPECT_THROW(s.set_lora_scales({1.0f, 2.0f}), cria::Error);
-    // Busy slots: the scales change only between requests.
+    // Busy slots keep the scales they started with; the server's change for later requests.
     auto busy = s.submit(greedy(400));
     bool started = false;
     for (int i = 0; i < 100 && !started; ++i) {
@@ -131,12 +132,99 @@ TEST(ServerLora, SlotsDecodeWithTheServersScales) {
         started = ev && ev->kind == GenerationEvent::Kind::Text;
     }
     ASSERT_TRUE(started);
-    EXPECT_THROW(s.set_lora_scales({1.0f}), cria::Error);
+    EXPECT_NO_THROW(s.set_lora_scales({0.5f}));
     busy->cancel();
+    wait(busy);
+    GenerationRequest bad = greedy(2);
+    bad.lora = {1.0f, 1.0f};  // two scales, one adapter
+    EXPECT_THROW(s.submit(bad), cria::Error);
 }
 
-// The routes: the list, new scales (kept by adapters not named), bad ids and
-// scales, and a request's "lora" only as the scales in force.
+// Requests with their own scales: two at once with different scales each
+// equal the merged model at that scale (they run in separate decodes of one
+// step), scale 0 equals the base, and neither a slot's cells nor the prompt
+// cache serve a request under other scales.
+TEST(ServerLora, PerRequestScales) {
+    const auto dir = cria::test::temp_dir() / "lora-per-request";
+    std::filesystem::create_directories(dir);
+    const std::string base_path = (dir / "base.gguf").string();
+    cria::model::SyntheticModelSpec spec = cria::model::SyntheticModelSpec::tiny("llama");
+    spec.weight_type = cria::ElementType::F32;
+    cria::model::write_synthetic_model(spec, base_path);
+    const auto base_file = cria::gguf::File::open(base_path);
+    cria::test::AdapterSpec adapter;
+    adapter.alpha = 4.0f;
+    adapter.tensors = {cria::test::random_pair(*base_file, "blk.0.attn_v.weight", 4, 31),
+                       cria::test::random_pair(*base_file, "blk.1.ffn_gate.weight", 4, 32)};
+    const std::string adapter_path = (dir / "adapter.gguf").string();
+    const std::string merged_path = (dir / "merged.gguf").string();
+    cria::test::write_adapter(adapter, adapter_path);
+    cria::test::write_merged(*base_file, {{&adapter, 1.0f}}, merged_path);
+
+    Outcome merged, plain;
+    {
+        RuntimeBackend b(merged_path, params());
+        Scheduler sched(b, {.n_slots = 1});
+        merged = wait(sched.submit(greedy(12)));
+    }
+    {
+        RuntimeBackend b(base_path, params());
+        Scheduler sched(b, {.n_slots = 1});
+        plain = wait(sched.submit(greedy(12)));
+    }
+    auto with_scale = [](float scale) {
+        GenerationRequest g = greedy(12);
+        g.lora = {scale};
+        return g;
+    };
+    // The server's scale (0.25) is neither: a request naming its own must not get it.
+    {
+        RuntimeBackend backend(base_path, params({{adapter_path, 0.25f}}));
+        Scheduler s(backend, {.n_slots = 2});
+        auto one = s.submit(with_scale(1.0f));
+        auto zero = s.submit(with_scale(0.0f));
+        const Outcome got_one = wait(one), got_zero = wait(zero);
+        EXPECT_LT(logprob_gap(got_one, merged), 1e-3);
+        EXPECT_LT(logprob_gap(got_zero, plain), 1e-5);
+        EXPECT_EQ(got_zero.done.n_cached, 0);
+    }
+    {
+        // One slot and the prompt cache: each request's prompt is the same,
+        // so only the scales decide what may be reused.
+        RuntimeBackend backend(base_path, params({{adapter_path, 0.25f}}));
+        Scheduler s(backend, {.n_slots = 1, .prompt_cache_bytes = 16u << 20});
+        const Outcome a = wait(s.submit(with_scale(1.0f)));
+        const Outcome b = wait(s.submit(with_scale(0.0f)));  // the slot's cells (scale 1) go to the cache
+        EXPECT_EQ(b.done.n_cached, 0);
+        EXPECT_LT(logprob_gap(b, plain), 1e-5);
+        EXPECT_EQ(s.stats().prompt_cache_hits, 0u);
+        const Outcome c = wait(s.submit(with_scale(1.0f)));  // scale 1's entry is loaded
+        EXPECT_GT(c.done.n_cached, 0);
+        EXPECT_EQ(s.stats().prompt_cache_hits, 1u);
+        EXPECT_LT(logprob_gap(c, merged), 1e-3);
+        const Outcome d = wait(s.submit(greedy(12)));  // the server's 0.25: nothing cached under it
+        EXPECT_EQ(d.done.n_cached, 0);
+        EXPECT_EQ(s.stats().prompt_cache_hits, 1u);
+        EXPECT_LT(logprob_gap(a, merged), 1e-3);
+
+        // Slot files record the scales: cells under scale 1 restore only while
+        // the server's scales are 1 (a restore is under the server's scales).
+        const Outcome e = wait(s.submit(with_scale(1.0f)));
+        EXPECT_EQ(e.done.slot, 0);
+        const std::string slot_file = (dir / "slot.bin").string();
+        ASSERT_GT(s.save_slot(0, slot_file), 0u);
+        EXPECT_THROW(s.restore_slot(0, slot_file), cria::Error);  // the server's 0.25
+        s.set_lora_scales({1.0f});
+        ASSERT_GT(s.restore_slot(0, slot_file), 0u);
+        const Outcome f = wait(s.submit(with_scale(1.0f)));  // the restored cells are reused
+        EXPECT_GT(f.done.n_cached, 0);
+        EXPECT_LT(logprob_gap(f, merged), 1e-3);
+    }
+}
+
+// The routes: the list, new scales (adapters not named at 0), bad ids and
+// scales, and a request's "lora" (adapters it does not name at 0; an empty
+// list: the server's scales).
 TEST(ServerLora, Routes) {
     using json = nlohmann::json;
     std::signal(SIGPIPE, SIG_IGN);
@@ -168,7 +256,7 @@ TEST(ServerLora, Routes) {
     auto post = [&](const std::string& path, const std::string& body) { return c.Post(path.c_str(), body, "application/json"); };
     auto r = post("/lora-adapters", R"([{"id":1,"scale":-0.5}])");
     ASSERT_EQ(r->status, 200) << r->body;
-    EXPECT_EQ(json::parse(r->body)[0]["scale"], 1.0);
+    EXPECT_EQ(json::parse(r->body)[0]["scale"], 0.0);  // not listed: 0, as llama-server
     EXPECT_EQ(json::parse(r->body)[1]["scale"], -0.5);
     EXPECT_EQ(post("/lora-adapters", R"([{"id":2,"scale":1}])")->status, 400);
     EXPECT_EQ(post("/lora-adapters", R"([{"id":0,"scale":"big"}])")->status, 400);
@@ -176,11 +264,16 @@ TEST(ServerLora, Routes) {
     EXPECT_EQ(json::parse(c.Get("/lora-adapters")->body)[1]["scale"], -0.5);  // refused posts changed nothing
 
     const std::string prompt = R"("prompt":[1,17,250],"max_tokens":2,"temperature":0)";
-    EXPECT_EQ(post("/v1/completions", "{" + prompt + R"(,"lora":[{"id":1,"scale":-0.5}]})")->status, 200);
-    auto other = post("/v1/completions", "{" + prompt + R"(,"lora":[{"id":0,"scale":0.5}]})");
-    EXPECT_EQ(other->status, 400);
-    EXPECT_NE(other->body.find("per-request LoRA scales"), std::string::npos) << other->body;
+    auto text_of = [&](const std::string& lora) {
+        auto r = post("/v1/completions", "{" + prompt + lora + "}");
+        EXPECT_EQ(r->status, 200) << r->body;
+        return json::parse(r->body)["choices"][0]["text"].get<std::string>();
+    };
+    EXPECT_EQ(text_of(R"(,"lora":[{"id":1,"scale":2}])"), text_of(R"(,"lora":[{"id":0,"scale":0},{"id":1,"scale":2}])"));
+    EXPECT_EQ(text_of(R"(,"lora":[])"), text_of(""));
     EXPECT_EQ(post("/v1/completions", "{" + prompt + R"(,"lora":[{"id":7,"scale":1}]})")->status, 400);
+    EXPECT_EQ(post("/v1/completions", "{" + prompt + R"(,"lora":[{"id":0,"scale":"x"}]})")->status, 400);
+    EXPECT_EQ(post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"lora":[{"id":0,"scale":0.5}]})")->status, 200);
     server.stop();
     server.wait();
 }

@@ -47,6 +47,30 @@ TEST(PromptCache, APrefixOfAKeptPromptAddsNothingAndALongerOneReplacesIt) {
     EXPECT_EQ(cache.size(), 2u);
 }
 
+// Entries are keyed by the LoRA scales of their cells: a prompt under other
+// scales matches none, and the same tokens under two scales are two entries.
+TEST(PromptCache, EntriesServeOnlyTheirOwnLoraScales) {
+    PromptCache cache(1 << 20);
+    const std::vector<float> one{1.0f}, zero{0.0f};
+    ASSERT_TRUE(cache.insert({1, 2, 3, 4}, std::vector<uint8_t>(10, 1), one));
+    const std::vector<TokenId> prompt{1, 2, 3, 4, 5};
+    EXPECT_EQ(cache.best_match(prompt, 0, zero).entry, nullptr);
+    EXPECT_EQ(cache.best_match(prompt, 0).entry, nullptr);  // no adapters is other scales too
+    EXPECT_TRUE(cache.would_keep(std::vector<TokenId>{1, 2, 3}, 10, zero));  // a prefix, but under other scales
+    ASSERT_TRUE(cache.insert({1, 2, 3}, std::vector<uint8_t>(10, 0), zero));
+    EXPECT_EQ(cache.size(), 2u);
+    const PromptCache::Match m1 = cache.best_match(prompt, 0, one), m0 = cache.best_match(prompt, 0, zero);
+    ASSERT_NE(m1.entry, nullptr);
+    ASSERT_NE(m0.entry, nullptr);
+    EXPECT_EQ(m1.n_common, 4u);
+    EXPECT_EQ(m0.n_common, 3u);
+    EXPECT_EQ(m0.entry->state.front(), 0);
+    // A longer entry under one scale does not replace the other scale's.
+    ASSERT_TRUE(cache.insert({1, 2, 3, 4, 5, 6}, std::vector<uint8_t>(10, 1), one));
+    EXPECT_EQ(cache.size(), 2u);
+    EXPECT_EQ(cache.best_match(prompt, 0, zero).n_common, 3u);
+}
+
 TEST(PromptCache, OffOrOverBudgetKeepsNothing) {
     PromptCache off(0);
     EXPECT_FALSE(off.enabled());

@@ -183,6 +183,24 @@ TEST(StateCheckpoints, LongestPrefixLeavesOneTokenToEvaluate) {
     EXPECT_EQ(store.longest_prefix_of(unrelated), nullptr);
 }
 
+// Checkpoints are keyed by the LoRA scales of their state.
+TEST(StateCheckpoints, OnlyUnderTheirOwnLoraScales) {
+    StateCheckpoints store(1 << 20);
+    const std::vector<float> one{1.0f}, zero{0.0f};
+    store.put({1, 2, 3}, std::vector<uint8_t>(10, 1), one);
+    const std::vector<TokenId> prompt{1, 2, 3, 4};
+    EXPECT_EQ(store.longest_prefix_of(prompt, zero), nullptr);
+    EXPECT_EQ(store.longest_prefix_of(prompt), nullptr);
+    store.put({1, 2, 3}, std::vector<uint8_t>(10, 0), zero);  // the same tokens under other scales: kept apart
+    EXPECT_EQ(store.size(), 2u);
+    const auto* c = store.longest_prefix_of(prompt, zero);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->state.front(), 0);
+    c = store.longest_prefix_of(prompt, one);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->state.front(), 1);
+}
+
 TEST(StateCheckpoints, BoundedInBytesLeastRecentlyUsedFirst) {
     const size_t entry = 100 + 2 * sizeof(TokenId);
     StateCheckpoints store(3 * entry);

@@ -10,6 +10,10 @@
 // entry whose tokens are a prefix of a new one is dropped (the new one
 // serves every prompt the old one did, and more), and a new one that is a
 // prefix of an entry already kept is not stored.
+//
+// Entries are keyed by the LoRA scales their cells were computed with (the
+// cells depend on them): an entry serves only a prompt under the same
+// scales, and entries under other scales never replace each other.
 #include <cstdint>
 #include <list>
 #include <span>
@@ -26,6 +30,7 @@ public:
     struct Entry {
         std::vector<TokenId> tokens;
         std::vector<uint8_t> state;
+        std::vector<float> lora;  // the adapters' scales of its cells (empty: no adapters)
     };
     struct Match {
         const Entry* entry = nullptr;  // null: no entry shares more than asked
@@ -39,13 +44,14 @@ public:
     // Keeps `state` for `tokens`, evicting least recently used entries to make
     // room. False (nothing stored) when the cache is off, the state alone is
     // over the budget, or an entry already holds `tokens` or more of them.
-    bool insert(std::vector<TokenId> tokens, std::vector<uint8_t> state);
+    bool insert(std::vector<TokenId> tokens, std::vector<uint8_t> state, const std::vector<float>& lora = {});
     // Whether insert() would store an entry for `tokens` (the caller can skip
     // saving a state that would be refused).
-    bool would_keep(std::span<const TokenId> tokens, uint64_t state_bytes) const;
-    // The entry sharing the longest prefix with `prompt`, if it shares more
-    // than `more_than` tokens; it becomes the most recently used.
-    Match best_match(std::span<const TokenId> prompt, size_t more_than);
+    bool would_keep(std::span<const TokenId> tokens, uint64_t state_bytes, const std::vector<float>& lora = {}) const;
+    // The entry under the scales `lora` sharing the longest prefix with
+    // `prompt`, if it shares more than `more_than` tokens; it becomes the
+    // most recently used.
+    Match best_match(std::span<const TokenId> prompt, size_t more_than, const std::vector<float>& lora = {});
 
     size_t size() const { return entries_.size(); }
     uint64_t bytes() const { return bytes_; }

@@ -68,7 +68,10 @@ public:
                                                      std::vector<runtime::SavedMedia>& media) override;
     std::vector<uint8_t> sequence_state(int32_t seq, std::span<const TokenId> tokens) override;
     std::vector<TokenId> load_sequence_state(int32_t seq, std::span<const uint8_t> state) override;
-    // The adapters of params.lora (model/lora.h), applied to every decode of the slots' context.
+    // The adapters of params.lora (model/lora.h), applied to every decode of
+    // the slots' context with the scales set last (the scheduler sets each
+    // batch's). Safe to call from any thread: HTTP handlers list the
+    // adapters while the scheduler's thread changes the scales.
     std::vector<LoraAdapterInfo> lora_adapters() const override;
     void set_lora_scales(const std::vector<float>& scales) override;
     bool wants_turn_checkpoints() const override;
@@ -88,7 +91,8 @@ private:
     RuntimeBackendParams params_;
     std::unique_ptr<model::Model> model_;
     std::vector<std::unique_ptr<model::LoraAdapter>> adapters_;
-    std::vector<float> lora_scales_;
+    std::vector<float> lora_scales_;  // under lora_mutex_
+    mutable std::mutex lora_mutex_;
     std::unique_ptr<vocab::Vocab> vocab_;
     std::unique_ptr<runtime::Context> ctx_;
     std::vector<int32_t> output_entries_;  // batch entry of each logit row of the last decode()

@@ -71,6 +71,10 @@ struct GenerationRequest {
     bool render_special = false;         // show control tokens in the text
     std::chrono::seconds timeout{600};   // whole request, queue included
     SpeculativeRequest speculative;
+    // LoRA scales of this request, one per adapter (llama-server's "lora"
+    // list, unlisted adapters at 0); empty: the server's scales when the
+    // request starts. Slots under different scales never share a decode.
+    std::vector<float> lora;
 };
 
 struct TopLogprob {
@@ -213,12 +217,14 @@ public:
     size_t restore_slot(int32_t slot, const std::string& path);
     void erase_slot(int32_t slot);
 
-    // Sets the LoRA adapters' scales (Backend::set_lora_scales) between
-    // steps. Every slot's cached cells and the prompt cache were computed
-    // with the old scales, so they are dropped. Throws cria::Error while a
-    // slot is busy (every row of a batch uses the one set of scales, so they
-    // change only between requests) or for a wrong list.
+    // The server's LoRA scales (one per adapter): those of every request
+    // that names none. Setting them (between steps) changes the requests
+    // that start later; running ones keep the scales they started with.
+    // Cached cells (slots, prompt cache, turn checkpoints) are keyed by the
+    // scales they were computed with, so nothing is dropped. Throws
+    // cria::Error for a wrong list.
     void set_lora_scales(const std::vector<float>& scales);
+    std::vector<float> lora_scales() const;
 
 private:
     struct Slot;
@@ -241,6 +247,13 @@ private:
     void clear_sequence(Slot& slot);
     // Batch planning (scheduler_batch.cpp): one decode per step.
     bool step();
+    // One decode of the slots whose cells are under the scales `lora` (the
+    // backend's scales are set to them first); false when none had work.
+    bool step_group(const std::vector<float>& lora);
+    // Sets the backend's LoRA scales to `lora` unless they are already
+    // (scheduler_lora.cpp): before a decode, and before a slot's state is
+    // saved or loaded (the state records the scales and a load checks them).
+    void apply_lora(const std::vector<float>& lora);
     void leave_cancelled_and_late();
     void plan_generation(StepPlan& plan);
     void plan_prompts(StepPlan& plan);
@@ -276,8 +289,9 @@ private:
     // The prompt cache (scheduler_prompt_cache.cpp): before the slot drops
     // cells past `keep` (the prefix its cache shares with the new prompt),
     // keeps its state in the cache; then loads the cached entry sharing a
-    // longer prefix with the prompt, if any. Returns the tokens now kept.
-    size_t use_prompt_cache(Slot& slot, size_t keep);
+    // longer prefix with the prompt under the request's LoRA scales `lora`,
+    // if any. Returns the tokens now kept.
+    size_t use_prompt_cache(Slot& slot, size_t keep, const std::vector<float>& lora);
 
     Backend& backend_;
     SchedulerOptions options_;
@@ -295,6 +309,8 @@ private:
     std::vector<SlotInfo> slot_snapshot_;
     std::vector<float> logits_;
     PromptCache prompt_cache_;  // used by the loop's thread only
+    std::vector<float> lora_scales_;    // the server's (under mutex_)
+    std::vector<float> applied_lora_;   // the backend's now (the loop's thread only)
     std::thread thread_;
 };
 

@@ -11,7 +11,9 @@
 // turn: its issues #21831 and #24055.)
 //
 // The store is bounded in bytes; the least recently used checkpoint goes
-// first. A checkpoint larger than the whole budget is not kept.
+// first. A checkpoint larger than the whole budget is not kept. Checkpoints
+// are keyed by the LoRA scales their state was computed with: a prompt under
+// other scales never resumes from them.
 
 #include <cstddef>
 #include <cstdint>
@@ -30,17 +32,18 @@ public:
     struct Checkpoint {
         std::vector<TokenId> tokens;  // what the saved state holds, positions 0..n-1
         std::vector<uint8_t> state;   // Backend::snapshot_sequence's bytes
+        std::vector<float> lora;      // the adapters' scales of the state (empty: no adapters)
     };
 
     explicit StateCheckpoints(size_t max_bytes) : max_bytes_(max_bytes) {}
 
-    // Keeps a checkpoint (replacing one with the same tokens), then drops the
-    // least recently used ones until the store fits its budget.
-    void put(std::vector<TokenId> tokens, std::vector<uint8_t> state);
-    // The checkpoint with the most tokens that are a prefix of `prompt` and
-    // leave at least one prompt token to evaluate (its logits give the first
-    // sample); nullptr when none. A hit counts as a use.
-    const Checkpoint* longest_prefix_of(std::span<const TokenId> prompt);
+    // Keeps a checkpoint (replacing one with the same tokens and scales),
+    // then drops the least recently used ones until the store fits its budget.
+    void put(std::vector<TokenId> tokens, std::vector<uint8_t> state, const std::vector<float>& lora = {});
+    // The checkpoint under the scales `lora` with the most tokens that are a
+    // prefix of `prompt` and leave at least one prompt token to evaluate (its
+    // logits give the first sample); nullptr when none. A hit counts as a use.
+    const Checkpoint* longest_prefix_of(std::span<const TokenId> prompt, const std::vector<float>& lora = {});
 
     size_t size() const { return entries_.size(); }
     size_t bytes() const { return bytes_; }
