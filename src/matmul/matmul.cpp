@@ -28,6 +28,9 @@ TypeKernel detail::select_kernel(ElementType t, Isa isa, Packing packing, int64_
             cpu::cpu_features().avx512_bf16) {
             if (TypeKernel k = packed_avx512_bf16_dot_kernel(); k.tile) return k;
         }
+        if (isa >= Isa::Amx && n_cols >= kAmxKernelMinColumns) {
+            if (TypeKernel k = packed_amx_kernel(t, packing); k.tile) return k;
+        }
         if (isa >= Isa::Avx512Vnni && n_cols >= kWideKernelMinColumns) {
             if (TypeKernel k = packed_avx512_wide_kernel(t, packing); k.tile) return k;
         }

@@ -1,0 +1,117 @@
+// The AMX kernels on the hardware (amx_kernel.h): the tile policy issues the
+// AMX instructions, the block math uses AVX-512. Compiled for AMX and
+// AVX-512 with a target pragma (like the other kernel files); nothing here
+// runs unless cpu::best_isa() is Isa::Amx, which needs the CPU's AMX-TILE
+// and AMX-INT8 bits, the OS's XTILECFG/XTILEDATA state and the granted
+// arch_prctl permission (src/cpu/features.cpp).
+//
+// The tile registers are named in the instructions themselves (the
+// intrinsics take literal tile numbers), so the policy's templates map each
+// tile number the kernel uses to its own instruction.
+
+#include "matmul/amx_kernel.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8,amx-bf16")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace cria::matmul::detail {
+namespace {
+
+template <int>
+inline constexpr bool kNoSuchTile = false;
+
+// Expands `STMT(n)` for the tile number T (0..7) with a literal n.
+#define CRIA_AMX_FOR_TILE(T, STMT)                                         \
+    if constexpr ((T) == 0) { STMT(0); }                                   \
+    else if constexpr ((T) == 1) { STMT(1); }                              \
+    else if constexpr ((T) == 2) { STMT(2); }                              \
+    else if constexpr ((T) == 3) { STMT(3); }                              \
+    else if constexpr ((T) == 4) { STMT(4); }                              \
+    else if constexpr ((T) == 5) { STMT(5); }                              \
+    else if constexpr ((T) == 6) { STMT(6); }                              \
+    else if constexpr ((T) == 7) { STMT(7); }                              \
+    else { static_assert(kNoSuchTile<T>, "AMX has tiles 0..7"); }
+
+struct HardwareTiles {
+    void configure(const TileConfig& c) { _tile_loadconfig(&c); }
+    template <int T>
+    void zero() {
+#define CRIA_ZERO(n) _tile_zero(n)
+        CRIA_AMX_FOR_TILE(T, CRIA_ZERO)
+#undef CRIA_ZERO
+    }
+    template <int T>
+    void load(const void* base, size_t stride) {
+#define CRIA_LOAD(n) _tile_loadd(n, base, static_cast<long>(stride))
+        CRIA_AMX_FOR_TILE(T, CRIA_LOAD)
+#undef CRIA_LOAD
+    }
+    template <int T>
+    void store(void* base, size_t stride) {
+#define CRIA_STORE(n) _tile_stored(n, base, static_cast<long>(stride))
+        CRIA_AMX_FOR_TILE(T, CRIA_STORE)
+#undef CRIA_STORE
+    }
+    // The products the kernels issue: C[2i + g] += A[4 + i] x B[6 + g].
+    template <int C, int A, int B>
+    void dp_signed_unsigned() {
+        if constexpr (C == 0 && A == 4 && B == 6) _tile_dpbsud(0, 4, 6);
+        else if constexpr (C == 1 && A == 4 && B == 7) _tile_dpbsud(1, 4, 7);
+        else if constexpr (C == 2 && A == 5 && B == 6) _tile_dpbsud(2, 5, 6);
+        else if constexpr (C == 3 && A == 5 && B == 7) _tile_dpbsud(3, 5, 7);
+        else static_assert(kNoSuchTile<C>, "add this tile combination to HardwareTiles");
+    }
+    void release() { _tile_release(); }
+};
+
+#undef CRIA_AMX_FOR_TILE
+
+// The block math with AVX-512: the same operations as ScalarBlockMath
+// (exact f16 conversion, vpshufb table lookups, cvtdq2ps, one mul, one fma).
+struct Avx512BlockMath {
+    static void prefetch(const uint8_t* q) {
+        for (int line = 0; line < 8; ++line)
+            _mm_prefetch(reinterpret_cast<const char*>(q + 2048 + 64 * line), _MM_HINT_T0);
+    }
+    static void f16_scales(const uint8_t* p, float out[16]) {
+        _mm512_store_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+    }
+    static void unpack_nibbles(const uint8_t* q, const uint8_t* table, uint8_t* out) {
+        const __m512i low = _mm512_set1_epi8(0x0F);
+        const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(table)));
+        for (int j = 0; j < 4; ++j) {
+            const __m512i p = _mm512_loadu_si512(q + 64 * j);
+            _mm512_store_si512(out + 64 * j, _mm512_shuffle_epi8(lut, _mm512_and_si512(p, low)));
+            _mm512_store_si512(out + 64 * (j + 4),
+                               _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(p, 4), low)));
+        }
+    }
+    static void accumulate(const int32_t* c, int32_t correction, const float* dw, float da, float* acc) {
+        const __m512i dot = _mm512_sub_epi32(_mm512_load_si512(c), _mm512_set1_epi32(correction));
+        const __m512 scale = _mm512_mul_ps(_mm512_load_ps(dw), _mm512_set1_ps(da));
+        _mm512_store_ps(acc, _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, _mm512_load_ps(acc)));
+    }
+};
+
+}  // namespace
+
+TypeKernel packed_amx_kernel(ElementType t, Packing p) { return amx_kernel_for<HardwareTiles, Avx512BlockMath>(t, p); }
+
+}  // namespace cria::matmul::detail
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+#else
+
+namespace cria::matmul::detail {
+TypeKernel packed_amx_kernel(ElementType, Packing) { return {}; }
+}  // namespace cria::matmul::detail
+
+#endif

@@ -1,0 +1,230 @@
+// AMX kernels (src/matmul/amx_kernel.h). Their packing, tile shapes, loops
+// and scale handling run everywhere on the emulated tile policy: it must give
+// the wide VNNI kernel's results bit for bit (same exact integer block sums,
+// same float operations in the same order) and stay within matmul_test.cpp's
+// bound of the scalar reference, on random data of awkward sizes (rows not a
+// multiple of 16, 1..67 columns, 1..9 blocks). The hardware kernel must give
+// the emulation's results bit for bit; that test skips, saying why, on
+// machines without usable AMX.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cria/cpu/features.h"
+#include "cria/matmul/matmul.h"
+#include "cria/matmul/packing.h"
+#include "cria/quant/quantize.h"
+#include "matmul/amx_tiles.h"
+#include "matmul/kernels.h"
+#include "random_data.h"
+
+namespace {
+
+using cria::ElementType;
+using cria::cpu::Isa;
+namespace mm = cria::matmul;
+namespace detail = cria::matmul::detail;
+using namespace cria::matmul::test;
+
+const ElementType kAmxTypes[] = {ElementType::Q8_0, ElementType::Q4_0, ElementType::IQ4_NL};
+
+struct Shape { int64_t rows, n, blocks; };
+// Rows around one and two groups, columns around one and two A tiles (and a
+// column task of 64 plus a few), 1..9 blocks.
+const Shape kShapes[] = {{1, 1, 1},   {7, 16, 2},   {15, 17, 3}, {16, 31, 1},  {17, 32, 4},  {31, 33, 5},
+                         {33, 47, 9}, {48, 64, 2},  {50, 67, 7}, {65, 5, 6},   {97, 40, 8},  {16, 16, 9}};
+
+// A problem with its weights packed and its activations in Q8_0Planar form.
+struct AmxProblem {
+    ElementType type;
+    int64_t rows, k, n;
+    size_t w_stride;
+    std::vector<uint8_t> w, packed;
+    std::vector<float> x;
+    size_t act_bytes;
+    std::vector<uint8_t> act;
+
+    AmxProblem(ElementType t, const Shape& s, uint32_t seed)
+        : type(t), rows(s.rows), k(32 * s.blocks), n(s.n), w_stride(row_bytes(t, k) + 8),
+          w(random_weights(t, rows, k, w_stride, seed)), packed(mm::packed_bytes(t, rows, k, mm::Packing::Rows16)),
+          x(random_activations(n, k, seed + 1)),
+          act_bytes(detail::activation_row_bytes(detail::ActivationFormat::Q8_0Planar, k)),
+          act(act_bytes * static_cast<size_t>(n)) {
+        mm::pack_weights({type, w.data(), rows, k, w_stride}, mm::Packing::Rows16, packed.data());
+        for (int64_t c = 0; c < n; ++c)
+            detail::prepare_activation_row(detail::ActivationFormat::Q8_0Planar, x.data() + c * k, k,
+                                           act.data() + static_cast<size_t>(c) * act_bytes);
+    }
+
+    // The product through one kernel's tiles, as matmul walks them.
+    std::vector<float> run(const detail::TypeKernel& kernel) const {
+        EXPECT_EQ(kernel.act, detail::ActivationFormat::Q8_0Planar);
+        const size_t group_bytes = mm::packed_group_bytes(type, k, mm::Packing::Rows16);
+        std::vector<float> y(static_cast<size_t>(n * rows), -12345.0f);
+        detail::Tile t{};
+        t.k = k;
+        t.w_stride = group_bytes;
+        t.a_stride = act_bytes;
+        t.y_stride = static_cast<size_t>(rows);
+        for (int64_t r = 0; r < rows; r += kernel.max_rows) {
+            t.n_rows = static_cast<int>(std::min<int64_t>(kernel.max_rows, rows - r));
+            t.w = packed.data() + static_cast<size_t>(r / 16) * group_bytes;
+            for (int64_t c = 0; c < n; c += kernel.max_cols) {
+                t.n_cols = static_cast<int>(std::min<int64_t>(kernel.max_cols, n - c));
+                t.a = act.data() + static_cast<size_t>(c) * act_bytes;
+                t.y = y.data() + c * rows + r;
+                kernel.tile(t);
+            }
+        }
+        return y;
+    }
+
+    std::string describe(int64_t r, int64_t c) const {
+        return std::string(cria::element_type_name(type)) + " rows=" + std::to_string(rows) +
+               " k=" + std::to_string(k) + " n=" + std::to_string(n) + " at row " + std::to_string(r) + " col " +
+               std::to_string(c);
+    }
+};
+
+void expect_bit_identical(const AmxProblem& p, const std::vector<float>& got, const std::vector<float>& want) {
+    for (int64_t c = 0; c < p.n; ++c)
+        for (int64_t r = 0; r < p.rows; ++r) {
+            const size_t i = static_cast<size_t>(c * p.rows + r);
+            uint32_t a, b;
+            std::memcpy(&a, &got[i], 4);
+            std::memcpy(&b, &want[i], 4);
+            ASSERT_EQ(a, b) << p.describe(r, c) << ": " << got[i] << " vs " << want[i];
+        }
+}
+
+class AmxTypes : public ::testing::TestWithParam<ElementType> {};
+
+TEST_P(AmxTypes, EmulatedKernelIsWithinTheScalarReferenceBound) {
+    const detail::TypeKernel amx = detail::packed_amx_emulated_kernel(GetParam(), mm::Packing::Rows16);
+    ASSERT_NE(amx.tile, nullptr);
+    uint32_t seed = 300;
+    for (const Shape& s : kShapes) {
+        const AmxProblem p(GetParam(), s, seed++);
+        const std::vector<float> got = p.run(amx);
+        std::vector<float> want(static_cast<size_t>(p.n * p.rows));
+        mm::MatmulArgs a;
+        a.w = {p.type, p.w.data(), p.rows, p.k, p.w_stride};
+        a.x = p.x.data();
+        a.n = p.n;
+        a.x_stride = p.k;
+        a.y = want.data();
+        a.y_stride = p.rows;
+        a.r0 = 0;
+        a.r1 = p.rows;
+        mm::matmul(a, Isa::Scalar, nullptr);
+        std::vector<float> wf(static_cast<size_t>(p.k));
+        for (int64_t r = 0; r < p.rows; ++r) {
+            cria::quant::dequantize_row(p.type, p.w.data() + static_cast<size_t>(r) * p.w_stride, wf.data(), p.k);
+            for (int64_t c = 0; c < p.n; ++c) {
+                double magnitude = 0;
+                for (int64_t i = 0; i < p.k; ++i) magnitude += std::fabs(static_cast<double>(wf[i]) * p.x[c * p.k + i]);
+                const size_t i = static_cast<size_t>(c * p.rows + r);
+                // NaN fails: the check is diff <= bound.
+                ASSERT_TRUE(std::fabs(got[i] - want[i]) <= 1e-5 * magnitude + 1e-30)
+                    << p.describe(r, c) << ": " << got[i] << " vs scalar " << want[i];
+            }
+        }
+    }
+}
+
+TEST_P(AmxTypes, EmulatedKernelEqualsWideVnniKernelBitForBit) {
+    if (!cria::cpu::isa_supported(Isa::Avx512Vnni))
+        GTEST_SKIP() << "this CPU has no AVX512-VNNI, so there is no wide VNNI kernel to compare with";
+    const detail::TypeKernel amx = detail::packed_amx_emulated_kernel(GetParam(), mm::Packing::Rows16);
+    const detail::TypeKernel vnni = detail::packed_avx512_wide_kernel(GetParam(), mm::Packing::Rows16);
+    ASSERT_NE(vnni.tile, nullptr);
+    uint32_t seed = 500;
+    for (const Shape& s : kShapes) {
+        const AmxProblem p(GetParam(), s, seed++);
+        expect_bit_identical(p, p.run(amx), p.run(vnni));
+    }
+}
+
+// The reason the hardware AMX kernels cannot run here, or "" when they can.
+std::string why_no_amx() {
+    const auto& f = cria::cpu::cpu_features();
+    if (!f.cpu_has_amx_tile) return "this CPU has no AMX";
+    if (!f.os_saves_amx) return "the OS does not enable the AMX tile state (XCR0 bits 17, 18)";
+    if (!f.amx_permission_granted) return "the kernel refused the AMX permission request (arch_prctl)";
+    if (!f.amx_int8) return "this CPU has AMX-TILE but not AMX-INT8";
+    if (!cria::cpu::isa_supported(Isa::Amx)) return "the AMX level is not available";
+    return "";
+}
+
+TEST_P(AmxTypes, HardwareKernelEqualsEmulationBitForBit) {
+    if (const std::string why = why_no_amx(); !why.empty()) GTEST_SKIP() << why;
+    const detail::TypeKernel hw = detail::packed_amx_kernel(GetParam(), mm::Packing::Rows16);
+    ASSERT_NE(hw.tile, nullptr) << "the compiler could not build the AMX kernels";
+    const detail::TypeKernel emu = detail::packed_amx_emulated_kernel(GetParam(), mm::Packing::Rows16);
+    uint32_t seed = 700;
+    for (const Shape& s : kShapes) {
+        const AmxProblem p(GetParam(), s, seed++);
+        expect_bit_identical(p, p.run(hw), p.run(emu));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, AmxTypes, ::testing::ValuesIn(kAmxTypes),
+                         [](const auto& info) { return std::string(cria::element_type_name(info.param)); });
+
+TEST(AmxDispatch, OnlyTheAmxLevelWithManyColumnsSelectsTheAmxKernel) {
+    for (ElementType t : kAmxTypes) {
+        const detail::TileFn hw = detail::packed_amx_kernel(t, mm::Packing::Rows16).tile;
+        EXPECT_EQ(detail::select_kernel(t, Isa::Amx, mm::Packing::Rows16, 16).tile, hw);
+        EXPECT_NE(detail::select_kernel(t, Isa::Amx, mm::Packing::Rows16, 15).tile, hw);
+        EXPECT_NE(detail::select_kernel(t, Isa::Avx512Vnni, mm::Packing::Rows16, 64).tile, hw);
+        EXPECT_NE(detail::select_kernel(t, Isa::Amx, mm::Packing::None, 64).tile, hw);
+    }
+    // Types without an AMX kernel keep their VNNI kernels.
+    EXPECT_EQ(detail::packed_amx_kernel(ElementType::Q4_K, mm::Packing::Rows16).tile, nullptr);
+    // No machine reaches the AMX level without every condition of it.
+    const auto& f = cria::cpu::cpu_features();
+    if (cria::cpu::detected_isa() == Isa::Amx) {
+        EXPECT_TRUE(f.amx_tile && f.amx_int8 && f.amx_permission_granted);
+    }
+    if (!f.cpu_has_amx_tile) {
+        EXPECT_LT(static_cast<int>(cria::cpu::detected_isa()), static_cast<int>(Isa::Amx));
+    }
+}
+
+// The emulation refuses what the hardware would fault on.
+TEST(AmxEmulation, RefusesUnconfiguredTilesAndMismatchedShapes) {
+    detail::EmulatedTiles tiles;
+    EXPECT_THROW(tiles.zero<0>(), cria::Error);
+    detail::TileConfig cfg;
+    cfg.set(0, 2, 8);   // C: 2 x 2 int32
+    cfg.set(4, 2, 8);   // A: 2 x 8 bytes (K = 8)
+    cfg.set(6, 2, 8);   // B: 2 rows (K / 4) x 2 columns of 4 bytes
+    tiles.configure(cfg);
+    EXPECT_THROW(tiles.zero<1>(), cria::Error);
+    const int8_t a[2][8] = {{1, -2, 3, -4, 5, -6, 7, -8}, {-1, 1, -1, 1, -1, 1, -1, 1}};
+    const uint8_t b[2][8] = {{1, 2, 3, 4, 200, 201, 202, 203}, {5, 6, 7, 8, 255, 0, 255, 0}};
+    tiles.zero<0>();
+    tiles.load<4>(a, 8);
+    tiles.load<6>(b, 8);
+    tiles.dp_signed_unsigned<0, 4, 6>();
+    int32_t c[2][2];
+    tiles.store<0>(c, 8);
+    // C[m][n] = sum_k A[m][k] * B[k / 4][4n + k % 4].
+    for (int m = 0; m < 2; ++m)
+        for (int n = 0; n < 2; ++n) {
+            int32_t want = 0;
+            for (int k = 0; k < 8; ++k) want += a[m][k] * b[k / 4][4 * n + k % 4];
+            EXPECT_EQ(c[m][n], want) << m << "," << n;
+        }
+    cfg.set(6, 3, 8);  // B with 3 rows does not fit A's K = 8
+    tiles.configure(cfg);
+    EXPECT_THROW((tiles.dp_signed_unsigned<0, 4, 6>()), cria::Error);
+    cfg.set(6, 17, 8);
+    EXPECT_THROW(tiles.configure(cfg), cria::Error);
+}
+
+}  // namespace
