@@ -26,7 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cria/core/float16.h"
+#include "matmul/amx_block_math.h"
 #include "matmul/amx_tiles.h"
 #include "matmul/code_tables.h"
 #include "matmul/kernels.h"
@@ -52,35 +52,20 @@ struct AmxIq4Nl {
 // the code tables add 128).
 inline constexpr int32_t kAmxWeightOffset = 128;
 
-// The block math in plain C++, for the emulated kernel. Same operations,
-// in the same order, as the AVX-512 version in packed_kernels_amx.cpp.
-struct ScalarBlockMath {
-    static void prefetch(const uint8_t*) {}
-    // The 16 rows' f16 scales as floats (exact).
-    static void f16_scales(const uint8_t* p, float out[16]) {
-        for (int r = 0; r < 16; ++r) {
-            uint16_t h;
-            std::memcpy(&h, p + 2 * r, 2);
-            out[r] = f16_to_f32(h);
-        }
+// The configuration of the kernels' tiles: C[2i + g] (0..3) = tokens of
+// A_i x rows of group g, int32; A_i (4, 5) = tokens x 32 bytes; B_g (6, 7) =
+// 8 x 64 bytes. Only the tiles a call uses are configured: A_i and C have as
+// many rows as there are tokens, so no load reads past the columns.
+inline TileConfig amx_config_2x2(const int tokens[2], int groups) {
+    TileConfig cfg;
+    for (int i = 0; i < 2; ++i) {
+        if (tokens[i] == 0) continue;
+        cfg.set(4 + i, tokens[i], 32);
+        for (int g = 0; g < groups; ++g) cfg.set(2 * i + g, tokens[i], 64);
     }
-    // A B tile (8 rows of 64 bytes) from 4 Rows16 nibble registers:
-    // rows 0..3 are the low nibbles of registers 0..3 (values 4j..4j+3),
-    // rows 4..7 the high nibbles (values 16 + 4j..), through `table`.
-    static void unpack_nibbles(const uint8_t* q, const uint8_t* table, uint8_t* out) {
-        for (int j = 0; j < 4; ++j) {
-            for (int i = 0; i < 64; ++i) {
-                out[64 * j + i] = table[q[64 * j + i] & 0x0F];
-                out[64 * (j + 4) + i] = table[q[64 * j + i] >> 4];
-            }
-        }
-    }
-    // acc[r] += float(c[r] - correction) * (dw[r] * da), as one fma.
-    static void accumulate(const int32_t* c, int32_t correction, const float* dw, float da, float* acc) {
-        for (int r = 0; r < 16; ++r)
-            acc[r] = __builtin_fmaf(static_cast<float>(c[r] - correction), dw[r] * da, acc[r]);
-    }
-};
+    for (int g = 0; g < groups; ++g) cfg.set(6 + g, 8, 64);
+    return cfg;
+}
 
 template <class Tiles, class Math, class W>
 struct AmxBlocks32 {
@@ -93,15 +78,7 @@ struct AmxBlocks32 {
         const int groups = t.n_rows > 16 ? 2 : 1;
         const int tokens[2] = {std::min(16, t.n_cols), std::max(0, t.n_cols - 16)};
 
-        // Only the tiles this call uses are configured: A_i and C have as
-        // many rows as there are tokens, so no load reads past the columns.
-        TileConfig cfg;
-        for (int i = 0; i < 2; ++i) {
-            if (tokens[i] == 0) continue;
-            cfg.set(4 + i, tokens[i], 32);
-            for (int g = 0; g < groups; ++g) cfg.set(2 * i + g, tokens[i], 64);
-        }
-        for (int g = 0; g < groups; ++g) cfg.set(6 + g, 8, 64);
+        const TileConfig cfg = amx_config_2x2(tokens, groups);
         Tiles tiles;
         tiles.configure(cfg);
 
@@ -170,18 +147,5 @@ private:
         if (groups == 2) tiles.template zero<First + 1>();
     }
 };
-
-// The kernel of a policy pair for weight type t ({nullptr} for the others).
-template <class Tiles, class Math>
-TypeKernel amx_kernel_for(ElementType t, Packing p) {
-    if (p != Packing::Rows16) return {};
-    const auto make = [](TileFn f) { return TypeKernel{f, 32, 32, ActivationFormat::Q8_0Planar}; };
-    switch (t) {
-        case ElementType::Q8_0: return make(AmxBlocks32<Tiles, Math, AmxQ8_0>::run);
-        case ElementType::Q4_0: return make(AmxBlocks32<Tiles, Math, AmxQ4_0>::run);
-        case ElementType::IQ4_NL: return make(AmxBlocks32<Tiles, Math, AmxIq4Nl>::run);
-        default: return {};
-    }
-}
 
 }  // namespace cria::matmul::detail

@@ -9,7 +9,7 @@
 // intrinsics take literal tile numbers), so the policy's templates map each
 // tile number the kernel uses to its own instruction.
 
-#include "matmul/amx_kernel.h"
+#include "matmul/amx_kernel_select.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -91,6 +91,30 @@ struct Avx512BlockMath {
             _mm512_store_si512(out + 64 * (j + 4),
                                _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(p, 4), low)));
         }
+    }
+    static void unpack_q4_k_chunk(const uint8_t* q, uint8_t* lo, uint8_t* hi) {
+        const __m512i low = _mm512_set1_epi8(0x0F);
+        for (int t = 0; t < 8; ++t) {
+            const __m512i p = _mm512_loadu_si512(q + 64 * t);
+            _mm512_store_si512(lo + 64 * t, _mm512_and_si512(p, low));
+            _mm512_store_si512(hi + 64 * t, _mm512_and_si512(_mm512_srli_epi16(p, 4), low));
+        }
+    }
+    static void scale_add(const int32_t* c, const uint8_t* scales, int32_t* isum) {
+        const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+        _mm512_store_si512(isum, _mm512_add_epi32(_mm512_load_si512(isum), _mm512_mullo_epi32(_mm512_load_si512(c), s)));
+    }
+    static void mins_add(const uint8_t* mins, int32_t bsum, int32_t* msum) {
+        const __m512i m = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mins)));
+        _mm512_store_si512(msum, _mm512_add_epi32(_mm512_load_si512(msum), _mm512_mullo_epi32(m, _mm512_set1_epi32(bsum))));
+    }
+    static void accumulate_k(const int32_t* isum, const int32_t* msum, const float* d, const float* dmin, float da,
+                             float* acc) {
+        const __m512 vda = _mm512_set1_ps(da);
+        __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(isum)), _mm512_mul_ps(_mm512_load_ps(d), vda),
+                                   _mm512_load_ps(acc));
+        a = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(msum)), _mm512_mul_ps(_mm512_load_ps(dmin), vda), a);
+        _mm512_store_ps(acc, a);
     }
     static void accumulate(const int32_t* c, int32_t correction, const float* dw, float da, float* acc) {
         const __m512i dot = _mm512_sub_epi32(_mm512_load_si512(c), _mm512_set1_epi32(correction));

@@ -4,7 +4,7 @@
 // machine. Tests compare it bit for bit with the VNNI kernels; matmul never
 // selects it (it is far slower than any real kernel).
 
-#include "matmul/amx_kernel.h"
+#include "matmul/amx_kernel_select.h"
 
 namespace cria::matmul::detail {
 

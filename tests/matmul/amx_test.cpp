@@ -1,11 +1,12 @@
-// AMX kernels (src/matmul/amx_kernel.h). Their packing, tile shapes, loops
+// AMX kernels (src/matmul/amx_kernel*.h). Their packing, tile shapes, loops
 // and scale handling run everywhere on the emulated tile policy: it must give
-// the wide VNNI kernel's results bit for bit (same exact integer block sums,
-// same float operations in the same order) and stay within matmul_test.cpp's
-// bound of the scalar reference, on random data of awkward sizes (rows not a
-// multiple of 16, 1..67 columns, 1..9 blocks). The hardware kernel must give
-// the emulation's results bit for bit; that test skips, saying why, on
-// machines without usable AMX.
+// the VNNI kernel's results bit for bit (the wide one; Q4_K's 16-row one:
+// same exact integer block sums, same float operations in the same order)
+// and stay within matmul_test.cpp's bound of the scalar reference, on random
+// data of awkward sizes (rows not a multiple of 16, 1..67 columns, 1..9
+// blocks of 32 or 256 values). The hardware kernel must give the emulation's
+// results bit for bit; that test skips, saying why, on machines without
+// usable AMX.
 
 #include <gtest/gtest.h>
 
@@ -30,7 +31,10 @@ namespace mm = cria::matmul;
 namespace detail = cria::matmul::detail;
 using namespace cria::matmul::test;
 
-const ElementType kAmxTypes[] = {ElementType::Q8_0, ElementType::Q4_0, ElementType::IQ4_NL};
+const ElementType kAmxTypes[] = {ElementType::Q8_0, ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q4_K};
+
+// The activation format of each type's AMX kernel, and its block size.
+bool is_k_quant(ElementType t) { return t == ElementType::Q4_K; }
 
 struct Shape { int64_t rows, n, blocks; };
 // Rows around one and two groups, columns around one and two A tiles (and a
@@ -38,7 +42,8 @@ struct Shape { int64_t rows, n, blocks; };
 const Shape kShapes[] = {{1, 1, 1},   {7, 16, 2},   {15, 17, 3}, {16, 31, 1},  {17, 32, 4},  {31, 33, 5},
                          {33, 47, 9}, {48, 64, 2},  {50, 67, 7}, {65, 5, 6},   {97, 40, 8},  {16, 16, 9}};
 
-// A problem with its weights packed and its activations in Q8_0Planar form.
+// A problem with its weights packed and its activations in the AMX kernel's
+// format (Q8_0Planar; Q8_K for the K-quants, whose blocks are 256 values).
 struct AmxProblem {
     ElementType type;
     int64_t rows, k, n;
@@ -49,20 +54,24 @@ struct AmxProblem {
     std::vector<uint8_t> act;
 
     AmxProblem(ElementType t, const Shape& s, uint32_t seed)
-        : type(t), rows(s.rows), k(32 * s.blocks), n(s.n), w_stride(row_bytes(t, k) + 8),
+        : type(t), rows(s.rows), k((is_k_quant(t) ? 256 : 32) * s.blocks), n(s.n), w_stride(row_bytes(t, k) + 8),
           w(random_weights(t, rows, k, w_stride, seed)), packed(mm::packed_bytes(t, rows, k, mm::Packing::Rows16)),
           x(random_activations(n, k, seed + 1)),
-          act_bytes(detail::activation_row_bytes(detail::ActivationFormat::Q8_0Planar, k)),
+          act_bytes(detail::activation_row_bytes(format(), k)),
           act(act_bytes * static_cast<size_t>(n)) {
         mm::pack_weights({type, w.data(), rows, k, w_stride}, mm::Packing::Rows16, packed.data());
         for (int64_t c = 0; c < n; ++c)
-            detail::prepare_activation_row(detail::ActivationFormat::Q8_0Planar, x.data() + c * k, k,
+            detail::prepare_activation_row(format(), x.data() + c * k, k,
                                            act.data() + static_cast<size_t>(c) * act_bytes);
+    }
+
+    detail::ActivationFormat format() const {
+        return is_k_quant(type) ? detail::ActivationFormat::Q8_K : detail::ActivationFormat::Q8_0Planar;
     }
 
     // The product through one kernel's tiles, as matmul walks them.
     std::vector<float> run(const detail::TypeKernel& kernel) const {
-        EXPECT_EQ(kernel.act, detail::ActivationFormat::Q8_0Planar);
+        EXPECT_EQ(kernel.act, format());
         const size_t group_bytes = mm::packed_group_bytes(type, k, mm::Packing::Rows16);
         std::vector<float> y(static_cast<size_t>(n * rows), -12345.0f);
         detail::Tile t{};
@@ -136,11 +145,14 @@ TEST_P(AmxTypes, EmulatedKernelIsWithinTheScalarReferenceBound) {
     }
 }
 
-TEST_P(AmxTypes, EmulatedKernelEqualsWideVnniKernelBitForBit) {
+TEST_P(AmxTypes, EmulatedKernelEqualsVnniKernelBitForBit) {
     if (!cria::cpu::isa_supported(Isa::Avx512Vnni))
         GTEST_SKIP() << "this CPU has no AVX512-VNNI, so there is no wide VNNI kernel to compare with";
     const detail::TypeKernel amx = detail::packed_amx_emulated_kernel(GetParam(), mm::Packing::Rows16);
-    const detail::TypeKernel vnni = detail::packed_avx512_wide_kernel(GetParam(), mm::Packing::Rows16);
+    // Q4_K has no wide VNNI kernel: its 16-row kernel is the one to match.
+    const detail::TypeKernel vnni = is_k_quant(GetParam())
+                                        ? detail::packed_avx512_kernel(GetParam(), mm::Packing::Rows16)
+                                        : detail::packed_avx512_wide_kernel(GetParam(), mm::Packing::Rows16);
     ASSERT_NE(vnni.tile, nullptr);
     uint32_t seed = 500;
     for (const Shape& s : kShapes) {
@@ -184,7 +196,7 @@ TEST(AmxDispatch, OnlyTheAmxLevelWithManyColumnsSelectsTheAmxKernel) {
         EXPECT_NE(detail::select_kernel(t, Isa::Amx, mm::Packing::None, 64).tile, hw);
     }
     // Types without an AMX kernel keep their VNNI kernels.
-    EXPECT_EQ(detail::packed_amx_kernel(ElementType::Q4_K, mm::Packing::Rows16).tile, nullptr);
+    EXPECT_EQ(detail::packed_amx_kernel(ElementType::Q6_K, mm::Packing::Rows16).tile, nullptr);
     // No machine reaches the AMX level without every condition of it.
     const auto& f = cria::cpu::cpu_features();
     if (cria::cpu::detected_isa() == Isa::Amx) {
