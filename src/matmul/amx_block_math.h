@@ -49,6 +49,30 @@ struct ScalarBlockMath {
             hi[i] = q[i] >> 4;
         }
     }
+    // Q6_K: the B tiles (4 x 64 bytes) of a super-block's 16 sub-blocks,
+    // sub-block g at out + 256 g, of unsigned quants u = q + 32 (Rows16 Q6_K:
+    // ql registers 0..31, qh registers 32..47). Sub-block g = 8n + 2m + h
+    // holds values 128n + 32m + 16h..; its row i is register t = 4h + i:
+    // the low (m < 2) or high nibble of ql register 16n + 8(m & 1) + t with
+    // bits 2m, 2m + 1 of qh register 8n + t as bits 4, 5.
+    static void unpack_q6_k(const uint8_t* sb, uint8_t* out) {
+        for (int g = 0; g < 16; ++g) {
+            const int n = g / 8, m = (g % 8) / 2, h = g % 2;
+            for (int i = 0; i < 4; ++i) {
+                const int t = 4 * h + i;
+                const uint8_t* ql = sb + 64 * (16 * n + 8 * (m & 1) + t);
+                const uint8_t* qh = sb + 2048 + 64 * (8 * n + t);
+                for (int lane = 0; lane < 64; ++lane) {
+                    const int low = m < 2 ? (ql[lane] & 0x0F) : (ql[lane] >> 4);
+                    out[256 * g + 64 * i + lane] = static_cast<uint8_t>(low | (((qh[lane] >> (2 * m)) & 3) << 4));
+                }
+            }
+        }
+    }
+    // Q6_K: isum[r] += (c[r] - correction) * scales[r] (int8 scales).
+    static void scale_add_signed(const int32_t* c, int32_t correction, const uint8_t* scales, int32_t* isum) {
+        for (int r = 0; r < 16; ++r) isum[r] += (c[r] - correction) * static_cast<int32_t>(static_cast<int8_t>(scales[r]));
+    }
     // Q4_K: isum[r] += c[r] * scales[r] (a sub-block's 16 rows' 6-bit scales).
     static void scale_add(const int32_t* c, const uint8_t* scales, int32_t* isum) {
         for (int r = 0; r < 16; ++r) isum[r] += c[r] * static_cast<int32_t>(scales[r]);

@@ -53,17 +53,18 @@ struct AmxIq4Nl {
 inline constexpr int32_t kAmxWeightOffset = 128;
 
 // The configuration of the kernels' tiles: C[2i + g] (0..3) = tokens of
-// A_i x rows of group g, int32; A_i (4, 5) = tokens x 32 bytes; B_g (6, 7) =
-// 8 x 64 bytes. Only the tiles a call uses are configured: A_i and C have as
-// many rows as there are tokens, so no load reads past the columns.
-inline TileConfig amx_config_2x2(const int tokens[2], int groups) {
+// A_i x rows of group g, int32; A_i (4, 5) = tokens x k_bytes (the block's
+// activation quants); B_g (6, 7) = k_bytes / 4 x 64 bytes. Only the tiles a
+// call uses are configured: A_i and C have as many rows as there are
+// tokens, so no load reads past the columns.
+inline TileConfig amx_config_2x2(const int tokens[2], int groups, int k_bytes = 32) {
     TileConfig cfg;
     for (int i = 0; i < 2; ++i) {
         if (tokens[i] == 0) continue;
-        cfg.set(4 + i, tokens[i], 32);
+        cfg.set(4 + i, tokens[i], k_bytes);
         for (int g = 0; g < groups; ++g) cfg.set(2 * i + g, tokens[i], 64);
     }
-    for (int g = 0; g < groups; ++g) cfg.set(6 + g, 8, 64);
+    for (int g = 0; g < groups; ++g) cfg.set(6 + g, k_bytes / 4, 64);
     return cfg;
 }
 

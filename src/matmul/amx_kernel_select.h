@@ -1,10 +1,11 @@
 #pragma once
 // The AMX kernel of each weight type, for a tile policy and a block math
-// policy (amx_kernel.h, amx_kernel_q4_k.h): the hardware pair in
+// policy (amx_kernel.h, amx_kernel_q4_k.h, amx_kernel_q6_k.h): the hardware pair in
 // packed_kernels_amx.cpp, the emulated pair in packed_kernels_amx_emulated.cpp.
 
 #include "matmul/amx_kernel.h"
 #include "matmul/amx_kernel_q4_k.h"
+#include "matmul/amx_kernel_q6_k.h"
 #include "matmul/kernels.h"
 
 namespace cria::matmul::detail {
@@ -19,6 +20,7 @@ TypeKernel amx_kernel_for(ElementType t, Packing p) {
         case ElementType::Q4_0: return blocks32(AmxBlocks32<Tiles, Math, AmxQ4_0>::run);
         case ElementType::IQ4_NL: return blocks32(AmxBlocks32<Tiles, Math, AmxIq4Nl>::run);
         case ElementType::Q4_K: return {AmxQ4K<Tiles, Math>::run, 32, 32, ActivationFormat::Q8_K};
+        case ElementType::Q6_K: return {AmxQ6K<Tiles, Math>::run, 32, 32, ActivationFormat::Q8_K};
         default: return {};
     }
 }

@@ -116,12 +116,15 @@ TypeKernel packed_avx512_bf16_dot_kernel();
 // Products with at least this many columns use the wide kernels.
 constexpr int64_t kWideKernelMinColumns = 8;
 // AMX kernels (amx_kernel_select.h) for Rows16 Q8_0, Q4_0 and IQ4_NL
-// times Q8_0Planar activations and Q4_K times Q8_K: tiles of 32 rows x 32
+// times Q8_0Planar activations and Q4_K, Q6_K times Q8_K: tiles of 32 rows x 32
 // columns, results bit-identical to the VNNI kernels. The hardware one runs only where best_isa() is
 // Isa::Amx (packed_kernels_amx.cpp); the emulated one runs everywhere, for
 // tests (packed_kernels_amx_emulated.cpp). {nullptr} for other types.
 TypeKernel packed_amx_kernel(ElementType t, Packing p);
 TypeKernel packed_amx_emulated_kernel(ElementType t, Packing p);
+// The hardware kernel's AVX-512 half (its block math) on emulated tiles,
+// for tests on machines with AVX-512 VNNI but no AMX.
+TypeKernel packed_amx_emulated_tiles_avx512_math_kernel(ElementType t, Packing p);
 // Products with at least this many columns use the AMX kernels (where the
 // level is Isa::Amx): a tile multiply pays off once A holds 16 tokens.
 constexpr int64_t kAmxKernelMinColumns = 16;

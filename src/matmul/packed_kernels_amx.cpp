@@ -100,6 +100,25 @@ struct Avx512BlockMath {
             _mm512_store_si512(hi + 64 * t, _mm512_and_si512(_mm512_srli_epi16(p, 4), low));
         }
     }
+    static void unpack_q6_k(const uint8_t* sb, uint8_t* out) {
+        const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+        for (int g = 0; g < 16; ++g) {
+            const int n = g / 8, m = (g % 8) / 2, h = g % 2;
+            for (int i = 0; i < 4; ++i) {
+                const int t = 4 * h + i;
+                __m512i ql = _mm512_loadu_si512(sb + 64 * (16 * n + 8 * (m & 1) + t));
+                const __m512i qh = _mm512_loadu_si512(sb + 2048 + 64 * (8 * n + t));
+                if (m >= 2) ql = _mm512_srli_epi16(ql, 4);
+                const __m512i high = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * m), m2), 4);
+                _mm512_store_si512(out + 256 * g + 64 * i, _mm512_or_si512(_mm512_and_si512(ql, m4), high));
+            }
+        }
+    }
+    static void scale_add_signed(const int32_t* c, int32_t correction, const uint8_t* scales, int32_t* isum) {
+        const __m512i s = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+        const __m512i dot = _mm512_sub_epi32(_mm512_load_si512(c), _mm512_set1_epi32(correction));
+        _mm512_store_si512(isum, _mm512_add_epi32(_mm512_load_si512(isum), _mm512_mullo_epi32(dot, s)));
+    }
     static void scale_add(const int32_t* c, const uint8_t* scales, int32_t* isum) {
         const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
         _mm512_store_si512(isum, _mm512_add_epi32(_mm512_load_si512(isum), _mm512_mullo_epi32(_mm512_load_si512(c), s)));
@@ -127,6 +146,13 @@ struct Avx512BlockMath {
 
 TypeKernel packed_amx_kernel(ElementType t, Packing p) { return amx_kernel_for<HardwareTiles, Avx512BlockMath>(t, p); }
 
+// The hardware kernels' AVX-512 block math on emulated tiles: runs on any
+// AVX-512 VNNI machine, so tests check that half of the hardware kernels
+// without AMX.
+TypeKernel packed_amx_emulated_tiles_avx512_math_kernel(ElementType t, Packing p) {
+    return amx_kernel_for<EmulatedTiles, Avx512BlockMath>(t, p);
+}
+
 }  // namespace cria::matmul::detail
 
 #pragma GCC diagnostic pop
@@ -136,6 +162,7 @@ TypeKernel packed_amx_kernel(ElementType t, Packing p) { return amx_kernel_for<H
 
 namespace cria::matmul::detail {
 TypeKernel packed_amx_kernel(ElementType, Packing) { return {}; }
+TypeKernel packed_amx_emulated_tiles_avx512_math_kernel(ElementType, Packing) { return {}; }
 }  // namespace cria::matmul::detail
 
 #endif

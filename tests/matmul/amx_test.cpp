@@ -1,12 +1,13 @@
 // AMX kernels (src/matmul/amx_kernel*.h). Their packing, tile shapes, loops
 // and scale handling run everywhere on the emulated tile policy: it must give
-// the VNNI kernel's results bit for bit (the wide one; Q4_K's 16-row one:
+// the VNNI kernel's results bit for bit (the wide one, else the 16-row one:
 // same exact integer block sums, same float operations in the same order)
 // and stay within matmul_test.cpp's bound of the scalar reference, on random
 // data of awkward sizes (rows not a multiple of 16, 1..67 columns, 1..9
 // blocks of 32 or 256 values). The hardware kernel must give the emulation's
 // results bit for bit; that test skips, saying why, on machines without
-// usable AMX.
+// usable AMX. Its AVX-512 half (the block math) is checked on emulated tiles
+// wherever AVX-512 VNNI exists.
 
 #include <gtest/gtest.h>
 
@@ -31,10 +32,11 @@ namespace mm = cria::matmul;
 namespace detail = cria::matmul::detail;
 using namespace cria::matmul::test;
 
-const ElementType kAmxTypes[] = {ElementType::Q8_0, ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q4_K};
+const ElementType kAmxTypes[] = {ElementType::Q8_0, ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q4_K,
+                                 ElementType::Q6_K};
 
 // The activation format of each type's AMX kernel, and its block size.
-bool is_k_quant(ElementType t) { return t == ElementType::Q4_K; }
+bool is_k_quant(ElementType t) { return t == ElementType::Q4_K || t == ElementType::Q6_K; }
 
 struct Shape { int64_t rows, n, blocks; };
 // Rows around one and two groups, columns around one and two A tiles (and a
@@ -150,14 +152,29 @@ TEST_P(AmxTypes, EmulatedKernelEqualsVnniKernelBitForBit) {
         GTEST_SKIP() << "this CPU has no AVX512-VNNI, so there is no wide VNNI kernel to compare with";
     const detail::TypeKernel amx = detail::packed_amx_emulated_kernel(GetParam(), mm::Packing::Rows16);
     // Q4_K has no wide VNNI kernel: its 16-row kernel is the one to match.
-    const detail::TypeKernel vnni = is_k_quant(GetParam())
-                                        ? detail::packed_avx512_kernel(GetParam(), mm::Packing::Rows16)
-                                        : detail::packed_avx512_wide_kernel(GetParam(), mm::Packing::Rows16);
+    detail::TypeKernel vnni = detail::packed_avx512_wide_kernel(GetParam(), mm::Packing::Rows16);
+    if (!vnni.tile) vnni = detail::packed_avx512_kernel(GetParam(), mm::Packing::Rows16);
     ASSERT_NE(vnni.tile, nullptr);
     uint32_t seed = 500;
     for (const Shape& s : kShapes) {
         const AmxProblem p(GetParam(), s, seed++);
         expect_bit_identical(p, p.run(amx), p.run(vnni));
+    }
+}
+
+// The hardware kernels' AVX-512 block math (unpacking, int32 scaling, the
+// float step) on emulated tiles: all of the hardware kernel but the tile
+// instructions themselves.
+TEST_P(AmxTypes, Avx512BlockMathEqualsScalarBlockMathBitForBit) {
+    if (!cria::cpu::isa_supported(Isa::Avx512Vnni))
+        GTEST_SKIP() << "this CPU has no AVX-512 VNNI, which the hardware kernels' block math needs";
+    const detail::TypeKernel avx512 = detail::packed_amx_emulated_tiles_avx512_math_kernel(GetParam(), mm::Packing::Rows16);
+    ASSERT_NE(avx512.tile, nullptr) << "the compiler could not build the AMX kernels";
+    const detail::TypeKernel emu = detail::packed_amx_emulated_kernel(GetParam(), mm::Packing::Rows16);
+    uint32_t seed = 900;
+    for (const Shape& s : kShapes) {
+        const AmxProblem p(GetParam(), s, seed++);
+        expect_bit_identical(p, p.run(avx512), p.run(emu));
     }
 }
 
@@ -196,7 +213,7 @@ TEST(AmxDispatch, OnlyTheAmxLevelWithManyColumnsSelectsTheAmxKernel) {
         EXPECT_NE(detail::select_kernel(t, Isa::Amx, mm::Packing::None, 64).tile, hw);
     }
     // Types without an AMX kernel keep their VNNI kernels.
-    EXPECT_EQ(detail::packed_amx_kernel(ElementType::Q6_K, mm::Packing::Rows16).tile, nullptr);
+    EXPECT_EQ(detail::packed_amx_kernel(ElementType::MXFP4, mm::Packing::Rows16).tile, nullptr);
     // No machine reaches the AMX level without every condition of it.
     const auto& f = cria::cpu::cpu_features();
     if (cria::cpu::detected_isa() == Isa::Amx) {
