@@ -12,7 +12,7 @@
 //
 // matmat512-levels/<type>/<shape>/packed/<isa>: the packed product at one
 // instruction-set level, AMX beside VNNI for the types with an AMX kernel
-// (Q4_0, Q8_0, IQ4_NL, Q4_K, Q6_K);
+// (Q4_0, Q8_0, IQ4_NL, MXFP4, Q4_K, Q6_K);
 // a level the machine lacks skips with the reason (as an error line: this
 // Google Benchmark has no SkipWithMessage).
 //   ./bench_matmul_mat --benchmark_filter='matmat512-levels' --benchmark_min_time=1
@@ -152,7 +152,7 @@ const bool registered = [] {
                     ->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
         }
     // AMX beside VNNI on the types with an AMX kernel (Rows16, >= 16 columns).
-    for (ElementType t : {ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL, ElementType::Q4_K,
+    for (ElementType t : {ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL, ElementType::MXFP4, ElementType::Q4_K,
                           ElementType::Q6_K})
         for (const auto& s : {kShapes[0], kShapes[2]})
             for (cria::cpu::Isa isa : {cria::cpu::Isa::Avx512Vnni, cria::cpu::Isa::Amx}) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "cria/core/float16.h"
+#include "matmul/scales.h"
 
 namespace cria::matmul::detail {
 
@@ -22,6 +23,11 @@ struct ScalarBlockMath {
             std::memcpy(&h, p + 2 * r, 2);
             out[r] = f16_to_f32(h);
         }
+    }
+    // MXFP4: the 16 rows' E8M0 exponents as half their scale (the code
+    // book holds doubled values), as the VNNI kernel reads them.
+    static void e8m0_scales(const uint8_t* p, float out[16]) {
+        for (int r = 0; r < 16; ++r) out[r] = e8m0_to_f32_half(p[r]);
     }
     // A B tile (8 rows of 64 bytes) from 4 Rows16 nibble registers:
     // rows 0..3 are the low nibbles of registers 0..3 (values 4j..4j+3),

@@ -1,6 +1,6 @@
 #pragma once
 // The AMX kernel for Rows16-packed 32-value block types (Q8_0, Q4_0,
-// IQ4_NL) times Q8_0Planar activations, written once against a tile policy
+// IQ4_NL, MXFP4) times Q8_0Planar activations, written once against a tile policy
 // (amx_tiles.h: the hardware instructions or their emulation) and a block
 // math policy (the byte unpacking and float part: AVX-512 or scalar).
 //
@@ -33,19 +33,24 @@
 
 namespace cria::matmul::detail {
 
-// The weight formats: quant bytes of one block of 16 rows, and the nibble
-// code table (value + 128) of the 4-bit types (nullptr: bytes as stored).
+// The weight formats: quant bytes of one block of 16 rows, the nibble code
+// table (value + 128) of the 4-bit types (nullptr: bytes as stored), and
+// the scale bytes of 16 rows (f16 each; MXFP4: one E8M0 exponent each).
 struct AmxQ8_0 {
-    static constexpr size_t kQuantBytes = 32 * 16;
+    static constexpr size_t kQuantBytes = 32 * 16, kScaleBytes = 32;
     static const uint8_t* table() { return nullptr; }
 };
 struct AmxQ4_0 {
-    static constexpr size_t kQuantBytes = 16 * 16;
+    static constexpr size_t kQuantBytes = 16 * 16, kScaleBytes = 32;
     static const uint8_t* table() { return kCodeTables.q4_0; }
 };
 struct AmxIq4Nl {
-    static constexpr size_t kQuantBytes = 16 * 16;
+    static constexpr size_t kQuantBytes = 16 * 16, kScaleBytes = 32;
     static const uint8_t* table() { return kCodeTables.iq4nl; }
+};
+struct AmxMxfp4 {
+    static constexpr size_t kQuantBytes = 16 * 16, kScaleBytes = 16;
+    static const uint8_t* table() { return kCodeTables.mxfp4; }
 };
 
 // Every weight byte is its value + 128 (Q8_0's packing flips the sign bit;
@@ -92,7 +97,7 @@ struct AmxBlocks32 {
             if (tokens[1] > 0) zero_c<2>(tiles, groups);
             for (int g = 0; g < groups; ++g) {
                 const uint8_t* w = t.w + static_cast<size_t>(g) * t.w_stride;
-                const uint8_t* q = w + rows16_quants_offset(b, W::kQuantBytes);
+                const uint8_t* q = w + rows16_quants_offset(b, W::kQuantBytes, W::kScaleBytes);
                 Math::prefetch(q);
                 const uint8_t* bytes = q;
                 if constexpr (W::kQuantBytes != 512) {
@@ -101,7 +106,9 @@ struct AmxBlocks32 {
                 }
                 if (g == 0) tiles.template load<6>(bytes, 64);
                 else tiles.template load<7>(bytes, 64);
-                Math::f16_scales(w + rows16_scales_offset(b, nb, W::kQuantBytes), dw[g]);
+                const uint8_t* scales = w + rows16_scales_offset(b, nb, W::kQuantBytes, W::kScaleBytes);
+                if constexpr (W::kScaleBytes == 16) Math::e8m0_scales(scales, dw[g]);
+                else Math::f16_scales(scales, dw[g]);
             }
             if (tokens[0] > 0) {
                 tiles.template load<4>(t.a + 32 * b, t.a_stride);

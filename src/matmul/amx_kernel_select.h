@@ -19,6 +19,7 @@ TypeKernel amx_kernel_for(ElementType t, Packing p) {
         case ElementType::Q8_0: return blocks32(AmxBlocks32<Tiles, Math, AmxQ8_0>::run);
         case ElementType::Q4_0: return blocks32(AmxBlocks32<Tiles, Math, AmxQ4_0>::run);
         case ElementType::IQ4_NL: return blocks32(AmxBlocks32<Tiles, Math, AmxIq4Nl>::run);
+        case ElementType::MXFP4: return blocks32(AmxBlocks32<Tiles, Math, AmxMxfp4>::run);
         case ElementType::Q4_K: return {AmxQ4K<Tiles, Math>::run, 32, 32, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {AmxQ6K<Tiles, Math>::run, 32, 32, ActivationFormat::Q8_K};
         default: return {};

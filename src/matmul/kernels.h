@@ -115,8 +115,8 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p);
 TypeKernel packed_avx512_bf16_dot_kernel();
 // Products with at least this many columns use the wide kernels.
 constexpr int64_t kWideKernelMinColumns = 8;
-// AMX kernels (amx_kernel_select.h) for Rows16 Q8_0, Q4_0 and IQ4_NL
-// times Q8_0Planar activations and Q4_K, Q6_K times Q8_K: tiles of 32 rows x 32
+// AMX kernels (amx_kernel_select.h) for Rows16 Q8_0, Q4_0, IQ4_NL and
+// MXFP4 times Q8_0Planar activations and Q4_K, Q6_K times Q8_K: tiles of 32 rows x 32
 // columns, results bit-identical to the VNNI kernels. The hardware one runs only where best_isa() is
 // Isa::Amx (packed_kernels_amx.cpp); the emulated one runs everywhere, for
 // tests (packed_kernels_amx_emulated.cpp). {nullptr} for other types.

@@ -82,6 +82,15 @@ struct Avx512BlockMath {
     static void f16_scales(const uint8_t* p, float out[16]) {
         _mm512_store_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
     }
+    // As packed_kernels_avx512.cpp's E8M0Scales: e < 2 gives the subnormals
+    // 0x00200000 << e, otherwise the exponent field e - 1.
+    static void e8m0_scales(const uint8_t* p, float out[16]) {
+        const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+        const __m512i small = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+        const __mmask16 is_small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+        _mm512_store_ps(out, _mm512_castsi512_ps(_mm512_mask_blend_epi32(is_small, normal, small)));
+    }
     static void unpack_nibbles(const uint8_t* q, const uint8_t* table, uint8_t* out) {
         const __m512i low = _mm512_set1_epi8(0x0F);
         const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(table)));

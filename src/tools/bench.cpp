@@ -243,7 +243,7 @@ std::function<int()> setup(CLI::App& cmd) {
         // The CPU and the kernel level in use, so a figure says whether AMX ran.
         std::fprintf(opt->output == "md" ? stdout : stderr, "cpu: %s; %s\n", cpu::describe_cpu().c_str(),
                      cpu::best_isa() == cpu::Isa::Amx
-                         ? "AMX kernels in use (packed Q8_0/Q4_0/IQ4_NL/Q4_K/Q6_K products of 16+ tokens)"
+                         ? "AMX kernels in use (packed Q8_0/Q4_0/IQ4_NL/MXFP4/Q4_K/Q6_K products of 16+ tokens)"
                          : "AMX kernels not in use");
         // The peaks of each thread count, measured before any test runs.
         std::vector<std::pair<uint32_t, cpu::PeakRates>> peaks;

@@ -32,8 +32,8 @@ namespace mm = cria::matmul;
 namespace detail = cria::matmul::detail;
 using namespace cria::matmul::test;
 
-const ElementType kAmxTypes[] = {ElementType::Q8_0, ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q4_K,
-                                 ElementType::Q6_K};
+const ElementType kAmxTypes[] = {ElementType::Q8_0, ElementType::Q4_0, ElementType::IQ4_NL, ElementType::MXFP4,
+                                 ElementType::Q4_K, ElementType::Q6_K};
 
 // The activation format of each type's AMX kernel, and its block size.
 bool is_k_quant(ElementType t) { return t == ElementType::Q4_K || t == ElementType::Q6_K; }
@@ -213,7 +213,7 @@ TEST(AmxDispatch, OnlyTheAmxLevelWithManyColumnsSelectsTheAmxKernel) {
         EXPECT_NE(detail::select_kernel(t, Isa::Amx, mm::Packing::None, 64).tile, hw);
     }
     // Types without an AMX kernel keep their VNNI kernels.
-    EXPECT_EQ(detail::packed_amx_kernel(ElementType::MXFP4, mm::Packing::Rows16).tile, nullptr);
+    EXPECT_EQ(detail::packed_amx_kernel(ElementType::BF16, mm::Packing::Rows16).tile, nullptr);
     // No machine reaches the AMX level without every condition of it.
     const auto& f = cria::cpu::cpu_features();
     if (cria::cpu::detected_isa() == Isa::Amx) {
