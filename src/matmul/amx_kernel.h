@@ -38,19 +38,19 @@ namespace cria::matmul::detail {
 // the scale bytes of 16 rows (f16 each; MXFP4: one E8M0 exponent each).
 struct AmxQ8_0 {
     static constexpr size_t kQuantBytes = 32 * 16, kScaleBytes = 32;
-    static const uint8_t* table() { return nullptr; }
+    static constexpr const uint8_t* kTable = nullptr;
 };
 struct AmxQ4_0 {
     static constexpr size_t kQuantBytes = 16 * 16, kScaleBytes = 32;
-    static const uint8_t* table() { return kCodeTables.q4_0; }
+    static constexpr const uint8_t* kTable = kCodeTables.q4_0;
 };
 struct AmxIq4Nl {
     static constexpr size_t kQuantBytes = 16 * 16, kScaleBytes = 32;
-    static const uint8_t* table() { return kCodeTables.iq4nl; }
+    static constexpr const uint8_t* kTable = kCodeTables.iq4nl;
 };
 struct AmxMxfp4 {
     static constexpr size_t kQuantBytes = 16 * 16, kScaleBytes = 16;
-    static const uint8_t* table() { return kCodeTables.mxfp4; }
+    static constexpr const uint8_t* kTable = kCodeTables.mxfp4;
 };
 
 // Every weight byte is its value + 128 (Q8_0's packing flips the sign bit;
@@ -62,7 +62,8 @@ inline constexpr int32_t kAmxWeightOffset = 128;
 // activation quants); B_g (6, 7) = k_bytes / 4 x 64 bytes. Only the tiles a
 // call uses are configured: A_i and C have as many rows as there are
 // tokens, so no load reads past the columns.
-inline TileConfig amx_config_2x2(const int tokens[2], int groups, int k_bytes = 32) {
+// static: each file gets its own copy, compiled for that file's target.
+static inline TileConfig amx_config_2x2(const int tokens[2], int groups, int k_bytes = 32) {
     TileConfig cfg;
     for (int i = 0; i < 2; ++i) {
         if (tokens[i] == 0) continue;
@@ -101,7 +102,7 @@ struct AmxBlocks32 {
                 Math::prefetch(q);
                 const uint8_t* bytes = q;
                 if constexpr (W::kQuantBytes != 512) {
-                    Math::unpack_nibbles(q, W::table(), unpacked[g]);
+                    Math::unpack_nibbles(q, W::kTable, unpacked[g]);
                     bytes = unpacked[g];
                 }
                 if (g == 0) tiles.template load<6>(bytes, 64);

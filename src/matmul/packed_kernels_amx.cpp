@@ -9,7 +9,17 @@
 // intrinsics take literal tile numbers), so the policy's templates map each
 // tile number the kernel uses to its own instruction.
 
-#include "matmul/amx_kernel_select.h"
+// Everything the kernels share with other files (the emulated tiles, the
+// scalar block math, the headers they use) comes in before the target
+// pragma, so those inline functions are compiled for the baseline CPU here
+// too and the linker may keep either file's copy.
+#include "cria/core/float16.h"
+#include "cria/quant/blocks.h"
+#include "matmul/amx_block_math.h"
+#include "matmul/amx_tiles.h"
+#include "matmul/code_tables.h"
+#include "matmul/kernels.h"
+#include "matmul/scales.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -19,6 +29,13 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// The kernel templates come in under the pragma, so that the block math and
+// the tile instructions inline into their loops. Their instantiations here
+// are this file's own (the policies below live in an anonymous namespace)
+// and amx_kernel.h's one plain function is `static`, so nothing compiled
+// for AVX-512 is shared with the baseline files.
+#include "matmul/amx_kernel_select.h"
 
 namespace cria::matmul::detail {
 namespace {
@@ -168,6 +185,8 @@ TypeKernel packed_amx_emulated_tiles_avx512_math_kernel(ElementType t, Packing p
 #pragma GCC pop_options
 
 #else
+
+#include "matmul/amx_kernel_select.h"
 
 namespace cria::matmul::detail {
 TypeKernel packed_amx_kernel(ElementType, Packing) { return {}; }
