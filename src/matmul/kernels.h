@@ -128,6 +128,20 @@ TypeKernel packed_amx_emulated_tiles_avx512_math_kernel(ElementType t, Packing p
 // Products with at least this many columns use the AMX kernels (where the
 // level is Isa::Amx): a tile multiply pays off once A holds 16 tokens.
 constexpr int64_t kAmxKernelMinColumns = 16;
+// For tests: while one lives, select_kernel gives the products that would
+// use the AMX kernels the emulated ones instead, at every level, so the
+// matmul driver's AMX path (tile walk, tasks, row ranges, threads) runs on
+// machines without AMX. Process-wide; not while other threads run products.
+class AmxEmulationScope {
+public:
+    AmxEmulationScope();
+    ~AmxEmulationScope();
+    AmxEmulationScope(const AmxEmulationScope&) = delete;
+    AmxEmulationScope& operator=(const AmxEmulationScope&) = delete;
+
+private:
+    bool previous_;
+};
 
 // The kernel the products of `isa` use for type t in packing p: the highest
 // level that has one (packed weights: VNNI where the CPU has it, else the

@@ -13,10 +13,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "cria/cpu/features.h"
+#include "cria/cpu/thread_pool.h"
 #include "cria/matmul/matmul.h"
 #include "cria/matmul/packing.h"
 #include "cria/quant/quantize.h"
@@ -201,10 +204,48 @@ TEST_P(AmxTypes, HardwareKernelEqualsEmulationBitForBit) {
     }
 }
 
+// The matmul driver's AMX path (emulated tiles): tasks, tile walk, row
+// ranges and threads give the VNNI path's results bit for bit.
+TEST_P(AmxTypes, DriverWithEmulatedAmxEqualsVnniBitForBit) {
+    if (!cria::cpu::isa_supported(Isa::Avx512Vnni))
+        GTEST_SKIP() << "this CPU has no AVX-512 VNNI, whose results the AMX path must equal";
+    cria::cpu::ThreadPool pool(2);
+    uint32_t seed = 1100;
+    for (const Shape& s : {Shape{50, 16, 3}, Shape{97, 67, 2}, Shape{33, 40, 1}, Shape{130, 100, 2}}) {
+        const AmxProblem p(GetParam(), s, seed++);
+        for (const auto& [r0, r1] : {std::pair<int64_t, int64_t>{0, p.rows}, {16, p.rows}, {0, 32}}) {
+            const auto run = [&](bool emulate_amx) {
+                std::vector<float> y(static_cast<size_t>(p.n * p.rows), -12345.0f);
+                mm::MatmulArgs a;
+                a.w = {p.type, p.packed.data(), p.rows, p.k, 0, mm::Packing::Rows16};
+                a.x = p.x.data();
+                a.n = p.n;
+                a.x_stride = p.k;
+                a.y = y.data();
+                a.y_stride = p.rows;
+                a.r0 = r0;
+                a.r1 = r1;
+                std::optional<detail::AmxEmulationScope> scope;
+                if (emulate_amx) scope.emplace();
+                mm::matmul(a, Isa::Avx512Vnni, &pool);
+                return y;
+            };
+            expect_bit_identical(p, run(true), run(false));
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, AmxTypes, ::testing::ValuesIn(kAmxTypes),
                          [](const auto& info) { return std::string(cria::element_type_name(info.param)); });
 
 TEST(AmxDispatch, OnlyTheAmxLevelWithManyColumnsSelectsTheAmxKernel) {
+    {
+        detail::AmxEmulationScope scope;
+        EXPECT_EQ(detail::select_kernel(ElementType::Q8_0, Isa::Scalar, mm::Packing::Rows16, 16).tile,
+                  detail::packed_amx_emulated_kernel(ElementType::Q8_0, mm::Packing::Rows16).tile);
+    }
+    EXPECT_NE(detail::select_kernel(ElementType::Q8_0, Isa::Scalar, mm::Packing::Rows16, 16).tile,
+              detail::packed_amx_emulated_kernel(ElementType::Q8_0, mm::Packing::Rows16).tile);
     for (ElementType t : kAmxTypes) {
         const detail::TileFn hw = detail::packed_amx_kernel(t, mm::Packing::Rows16).tile;
         EXPECT_EQ(detail::select_kernel(t, Isa::Amx, mm::Packing::Rows16, 16).tile, hw);
