@@ -8,7 +8,8 @@
 //   load<T>(base, stride)             _tile_loadd: rows of colsb bytes, stride apart
 //   store<T>(base, stride)            _tile_stored
 //   dp_signed_unsigned<C, A, B>()     _tile_dpbsud (A int8, B uint8, C int32)
-//   dp_bf16<C, A, B>()                _tile_dpbf16ps (A, B bf16 pairs, C f32)
+//   dp_bf16<C, A, B>()                _tile_dpbf16ps (A, B bf16 pairs, C f32;
+//                                     emulation only until a kernel uses it)
 //   release()                         _tile_release
 // The hardware policy (packed_kernels_amx.cpp) issues the instructions; the
 // EmulatedTiles policy below computes exactly the same results in C++, so

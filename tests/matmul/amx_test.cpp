@@ -14,10 +14,12 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <random>
 #include <utility>
 #include <string>
 #include <vector>
 
+#include "cria/core/float16.h"
 #include "cria/cpu/features.h"
 #include "cria/cpu/thread_pool.h"
 #include "cria/matmul/matmul.h"
@@ -295,6 +297,51 @@ TEST(AmxEmulation, RefusesUnconfiguredTilesAndMismatchedShapes) {
     EXPECT_THROW((tiles.dp_signed_unsigned<0, 4, 6>()), cria::Error);
     cfg.set(6, 17, 8);
     EXPECT_THROW(tiles.configure(cfg), cria::Error);
+}
+
+}  // namespace
+
+namespace {
+
+// TDPBF16PS as emulated: C[m][n] += sum over pairs p of A[m][2p..2p+1] x
+// B[p][2n..2n+1] (the pair layout of B), within float rounding of the exact
+// sum, with denormal inputs read as zero.
+TEST(AmxEmulation, Bf16ProductUsesThePairLayout) {
+    constexpr int M = 3, N = 5, K = 8;  // A: M x K bf16, B: K/2 x 2N bf16
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    uint16_t a[M][K], b[K / 2][2 * N];
+    for (auto& row : a)
+        for (auto& v : row) v = cria::f32_to_bf16(u(rng));
+    for (auto& row : b)
+        for (auto& v : row) v = cria::f32_to_bf16(u(rng));
+    // A denormal in A meets a huge B value: read as zero, it adds nothing;
+    // read as its value, it would add about 1e-2, far outside the bound.
+    a[1][3] = 0x0001;
+    for (int n = 0; n < N; ++n) b[1][2 * n + 1] = cria::f32_to_bf16(1e38f);
+    detail::TileConfig cfg;
+    cfg.set(0, M, 4 * N);
+    cfg.set(4, M, 2 * K);
+    cfg.set(6, K / 2, 4 * N);
+    detail::EmulatedTiles tiles;
+    tiles.configure(cfg);
+    tiles.zero<0>();
+    tiles.load<4>(a, sizeof a[0]);
+    tiles.load<6>(b, sizeof b[0]);
+    tiles.dp_bf16<0, 4, 6>();
+    float c[M][N];
+    tiles.store<0>(c, sizeof c[0]);
+    for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) {
+            double want = 0, magnitude = 0;
+            for (int k = 0; k < K; ++k) {
+                const double av = (m == 1 && k == 3) ? 0.0 : cria::bf16_to_f32(a[m][k]);
+                const double p = av * cria::bf16_to_f32(b[k / 2][2 * n + k % 2]);
+                want += p;
+                magnitude += std::fabs(p);
+            }
+            EXPECT_NEAR(c[m][n], want, 1e-6 * magnitude + 1e-30) << m << "," << n;
+        }
 }
 
 }  // namespace
