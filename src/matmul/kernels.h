@@ -116,10 +116,11 @@ TypeKernel packed_avx512_bf16_dot_kernel();
 // Products with at least this many columns use the wide kernels.
 constexpr int64_t kWideKernelMinColumns = 8;
 // AMX kernels (amx_kernel_select.h) for Rows16 Q8_0, Q4_0, IQ4_NL and
-// MXFP4 times Q8_0Planar activations and Q4_K, Q6_K times Q8_K: tiles of 32 rows x 32
-// columns, results bit-identical to the VNNI kernels. The hardware one runs only where best_isa() is
-// Isa::Amx (packed_kernels_amx.cpp); the emulated one runs everywhere, for
-// tests (packed_kernels_amx_emulated.cpp). {nullptr} for other types.
+// MXFP4 times Q8_0Planar activations and Q4_K, Q6_K times Q8_K: tiles of
+// 32 rows x 32 columns, results bit-identical to the VNNI kernels. The
+// hardware one runs only where best_isa() is Isa::Amx
+// (packed_kernels_amx.cpp); the emulated one runs everywhere, for tests
+// (packed_kernels_amx_emulated.cpp). {nullptr} for other types.
 TypeKernel packed_amx_kernel(ElementType t, Packing p);
 TypeKernel packed_amx_emulated_kernel(ElementType t, Packing p);
 // The hardware kernel's AVX-512 half (its block math) on emulated tiles,
@@ -144,9 +145,10 @@ private:
 };
 
 // The kernel the products of `isa` use for type t in packing p: the highest
-// level that has one (packed weights: VNNI where the CPU has it, else the
-// scalar reference, which reads every packing). matmul.cpp.
-// n_cols: the product's activation vectors (wide kernels for many).
+// level that has one (packed weights: AMX at the AMX level for 16+ columns,
+// VNNI where the CPU has it, else the scalar reference, which reads every
+// packing). matmul.cpp. n_cols: the product's activation vectors (wide and
+// AMX kernels for many).
 TypeKernel select_kernel(ElementType t, Isa isa, Packing packing, int64_t n_cols = 1);
 
 }  // namespace cria::matmul::detail

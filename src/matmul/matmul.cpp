@@ -37,6 +37,8 @@ TypeKernel detail::select_kernel(ElementType t, Isa isa, Packing packing, int64_
             cpu::cpu_features().avx512_bf16) {
             if (TypeKernel k = packed_avx512_bf16_dot_kernel(); k.tile) return k;
         }
+        // AMX for many columns: bit-identical to the VNNI kernels below, so a
+        // row's result does not depend on the batch that computed it.
         const bool amx_emulated = g_amx_emulation.load(std::memory_order_relaxed);
         if ((isa >= Isa::Amx || amx_emulated) && n_cols >= kAmxKernelMinColumns) {
             const TypeKernel k = amx_emulated ? packed_amx_emulated_kernel(t, packing) : packed_amx_kernel(t, packing);
