@@ -9,6 +9,13 @@
 // multiply-add; frac_peak = the ratio.
 //
 //   ./bench_matmul_mat --benchmark_filter='q4_0|q8_0' --benchmark_min_time=1
+//
+// matmat512-levels/<type>/<shape>/packed/<isa>: the packed product at one
+// instruction-set level, AMX beside VNNI for the types with an AMX kernel
+// (Q4_0, Q8_0, IQ4_NL, MXFP4, Q4_K, Q6_K);
+// a level the machine lacks skips with the reason (as an error line: this
+// Google Benchmark has no SkipWithMessage).
+//   ./bench_matmul_mat --benchmark_filter='matmat512-levels' --benchmark_min_time=1
 
 #include <benchmark/benchmark.h>
 
@@ -16,6 +23,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -72,7 +80,17 @@ double peak(bool vnni, int threads) {
     return m = (vnni ? r.int8_ops_per_s : r.f32_ops_per_s) / 1e9;
 }
 
-void BM_MatMat(benchmark::State& state, ElementType type, int64_t k, int64_t rows, cria::matmul::Packing packing) {
+void BM_MatMat(benchmark::State& state, ElementType type, int64_t k, int64_t rows, cria::matmul::Packing packing,
+               std::optional<cria::cpu::Isa> level) {
+    if (level && !cria::cpu::isa_supported(*level)) {
+        const std::string why = *level == cria::cpu::Isa::Amx && cria::cpu::cpu_features().cpu_has_amx_tile
+                                    ? "skipped: AMX present but not usable (OS state or arch_prctl permission)"
+                                    : "skipped: this CPU has no " + std::string(cria::cpu::isa_name(*level));
+        state.SkipWithError(why.c_str());
+        for (auto _ : state) {
+        }
+        return;
+    }
     const int threads = static_cast<int>(state.range(0));
     const bool is_float = type == ElementType::F32 || type == ElementType::F16 || type == ElementType::BF16;
     const double machine_peak = cria::cpu::isa_supported(cria::cpu::Isa::Avx512Vnni) ? peak(!is_float, threads) : 0.0;
@@ -98,8 +116,9 @@ void BM_MatMat(benchmark::State& state, ElementType type, int64_t k, int64_t row
     a.y_stride = rows;
     a.r1 = rows;
     auto& pool = pool_of(threads);
+    const cria::cpu::Isa isa = level.value_or(cria::cpu::best_isa());
     for (auto _ : state) {
-        cria::matmul::matmul(a, pool);
+        cria::matmul::matmul(a, isa, &pool);
         benchmark::ClobberMemory();
     }
     const double flops = 2.0 * static_cast<double>(rows) * k * kTokens * static_cast<double>(state.iterations());
@@ -107,7 +126,7 @@ void BM_MatMat(benchmark::State& state, ElementType type, int64_t k, int64_t row
     state.counters["peak_GFLOP/s"] = machine_peak;
     if (machine_peak > 0)
         state.counters["frac_peak"] = benchmark::Counter(flops / 1e9 / machine_peak, benchmark::Counter::kIsRate);
-    state.SetLabel(std::string(cria::cpu::isa_name(cria::cpu::best_isa())));
+    state.SetLabel(std::string(cria::cpu::isa_name(isa)));
 }
 
 const ElementType kTypes[] = {
@@ -122,14 +141,28 @@ const bool registered = [] {
         for (const auto& s : kShapes) {
             const std::string name = "matmat512/" + std::string(cria::element_type_name(t)) + "/" +
                                      std::to_string(s[0]) + "x" + std::to_string(s[1]);
-            benchmark::RegisterBenchmark(name.c_str(), BM_MatMat, t, s[0], s[1], cria::matmul::Packing::None)
+            benchmark::RegisterBenchmark(name.c_str(), BM_MatMat, t, s[0], s[1], cria::matmul::Packing::None,
+                                         std::optional<cria::cpu::Isa>())
                 ->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
             // The layout the model loader packs this type into, when it packs it.
             const auto packing = cria::matmul::preferred_packing(t, cria::cpu::best_isa());
             if (packing != cria::matmul::Packing::None)
-                benchmark::RegisterBenchmark((name + "/packed").c_str(), BM_MatMat, t, s[0], s[1], packing)
+                benchmark::RegisterBenchmark((name + "/packed").c_str(), BM_MatMat, t, s[0], s[1], packing,
+                                             std::optional<cria::cpu::Isa>())
                     ->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
         }
+    // AMX beside VNNI on the types with an AMX kernel (Rows16, >= 16 columns).
+    for (ElementType t : {ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL, ElementType::MXFP4, ElementType::Q4_K,
+                          ElementType::Q6_K})
+        for (const auto& s : {kShapes[0], kShapes[2]})
+            for (cria::cpu::Isa isa : {cria::cpu::Isa::Avx512Vnni, cria::cpu::Isa::Amx}) {
+                const std::string name = "matmat512-levels/" + std::string(cria::element_type_name(t)) + "/" +
+                                         std::to_string(s[0]) + "x" + std::to_string(s[1]) + "/packed/" +
+                                         std::string(cria::cpu::isa_name(isa));
+                benchmark::RegisterBenchmark(name.c_str(), BM_MatMat, t, s[0], s[1], cria::matmul::Packing::Rows16,
+                                             std::optional<cria::cpu::Isa>(isa))
+                    ->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+            }
     return true;
 }();
 

@@ -115,11 +115,40 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p);
 TypeKernel packed_avx512_bf16_dot_kernel();
 // Products with at least this many columns use the wide kernels.
 constexpr int64_t kWideKernelMinColumns = 8;
+// AMX kernels (amx_kernel_select.h) for Rows16 Q8_0, Q4_0, IQ4_NL and
+// MXFP4 times Q8_0Planar activations and Q4_K, Q6_K times Q8_K: tiles of
+// 32 rows x 32 columns, results bit-identical to the VNNI kernels. The
+// hardware one runs only where best_isa() is Isa::Amx
+// (packed_kernels_amx.cpp); the emulated one runs everywhere, for tests
+// (packed_kernels_amx_emulated.cpp). {nullptr} for other types.
+TypeKernel packed_amx_kernel(ElementType t, Packing p);
+TypeKernel packed_amx_emulated_kernel(ElementType t, Packing p);
+// The hardware kernel's AVX-512 half (its block math) on emulated tiles,
+// for tests on machines with AVX-512 VNNI but no AMX.
+TypeKernel packed_amx_emulated_tiles_avx512_math_kernel(ElementType t, Packing p);
+// Products with at least this many columns use the AMX kernels (where the
+// level is Isa::Amx): a tile multiply pays off once A holds 16 tokens.
+constexpr int64_t kAmxKernelMinColumns = 16;
+// For tests: while one lives, select_kernel gives the products that would
+// use the AMX kernels the emulated ones instead, at every level, so the
+// matmul driver's AMX path (tile walk, tasks, row ranges, threads) runs on
+// machines without AMX. Process-wide; not while other threads run products.
+class AmxEmulationScope {
+public:
+    AmxEmulationScope();
+    ~AmxEmulationScope();
+    AmxEmulationScope(const AmxEmulationScope&) = delete;
+    AmxEmulationScope& operator=(const AmxEmulationScope&) = delete;
+
+private:
+    bool previous_;
+};
 
 // The kernel the products of `isa` use for type t in packing p: the highest
-// level that has one (packed weights: VNNI where the CPU has it, else the
-// scalar reference, which reads every packing). matmul.cpp.
-// n_cols: the product's activation vectors (wide kernels for many).
+// level that has one (packed weights: AMX at the AMX level for 16+ columns,
+// VNNI where the CPU has it, else the scalar reference, which reads every
+// packing). matmul.cpp. n_cols: the product's activation vectors (wide and
+// AMX kernels for many).
 TypeKernel select_kernel(ElementType t, Isa isa, Packing packing, int64_t n_cols = 1);
 
 }  // namespace cria::matmul::detail

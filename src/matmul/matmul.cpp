@@ -5,6 +5,7 @@
 #include "cria/matmul/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <new>
 #include <string>
@@ -15,6 +16,14 @@
 namespace cria::matmul {
 
 using namespace detail;
+
+namespace {
+// AmxEmulationScope's switch.
+std::atomic<bool> g_amx_emulation{false};
+}  // namespace
+
+detail::AmxEmulationScope::AmxEmulationScope() : previous_(g_amx_emulation.exchange(true)) {}
+detail::AmxEmulationScope::~AmxEmulationScope() { g_amx_emulation.store(previous_); }
 
 TypeKernel detail::select_kernel(ElementType t, Isa isa, Packing packing, int64_t n_cols) {
     if (packing != Packing::None) {
@@ -27,6 +36,13 @@ TypeKernel detail::select_kernel(ElementType t, Isa isa, Packing packing, int64_
         if (isa >= Isa::Avx512Vnni && t == ElementType::BF16 && packing == Packing::Rows16 &&
             cpu::cpu_features().avx512_bf16) {
             if (TypeKernel k = packed_avx512_bf16_dot_kernel(); k.tile) return k;
+        }
+        // AMX for many columns: bit-identical to the VNNI kernels below, so a
+        // row's result does not depend on the batch that computed it.
+        const bool amx_emulated = g_amx_emulation.load(std::memory_order_relaxed);
+        if ((isa >= Isa::Amx || amx_emulated) && n_cols >= kAmxKernelMinColumns) {
+            const TypeKernel k = amx_emulated ? packed_amx_emulated_kernel(t, packing) : packed_amx_kernel(t, packing);
+            if (k.tile) return k;
         }
         if (isa >= Isa::Avx512Vnni && n_cols >= kWideKernelMinColumns) {
             if (TypeKernel k = packed_avx512_wide_kernel(t, packing); k.tile) return k;

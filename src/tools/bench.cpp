@@ -30,6 +30,7 @@
 
 #include "cria/core/error.h"
 #include "cria/core/version.h"
+#include "cria/cpu/features.h"
 #include "cria/cpu/peak_probe.h"
 #include "cria/gguf/file.h"
 #include "cria/model/model.h"
@@ -239,6 +240,11 @@ std::function<int()> setup(CLI::App& cmd) {
 
         const std::string size = human_size(model->size_bytes()), params = human_params(model->n_params());
         const TokenWork work = token_work(*model);
+        // The CPU and the kernel level in use, so a figure says whether AMX ran.
+        std::fprintf(opt->output == "md" ? stdout : stderr, "cpu: %s; %s\n", cpu::describe_cpu().c_str(),
+                     cpu::best_isa() == cpu::Isa::Amx
+                         ? "AMX kernels in use (packed Q8_0/Q4_0/IQ4_NL/MXFP4/Q4_K/Q6_K products of 16+ tokens)"
+                         : "AMX kernels not in use");
         // The peaks of each thread count, measured before any test runs.
         std::vector<std::pair<uint32_t, cpu::PeakRates>> peaks;
         if (!opt->no_peak) {
@@ -305,6 +311,7 @@ std::function<int()> setup(CLI::App& cmd) {
                 all.push_back({{"build_commit", git_commit()},
                                {"build_number", build_number()},
                                {"backends", "CPU"},
+                               {"cria_isa", std::string(cpu::isa_name(cpu::best_isa()))},
                                {"model_filename", opt->model},
                                {"model_type", model->description()},
                                {"model_size", model->size_bytes()},
