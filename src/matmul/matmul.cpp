@@ -5,6 +5,7 @@
 #include "cria/matmul/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <new>
 #include <string>
@@ -227,6 +228,45 @@ void MatmulPlan::run_compute_task(int64_t task) {
     }
 }
 
+namespace {
+
+// The compute tasks of a product of a few activation vectors (a decode step),
+// in one contiguous stretch of rows per thread: thread i walks stretch i
+// front to back, then helps finish the others. A thread's weights are then
+// one sequential stream for the whole product, which the prefetchers follow
+// across task boundaries; tasks taken in turns from one shared counter would
+// interleave the two threads' reads in 64-144 KiB pieces and restart each
+// thread's stream at every piece, which costs most on the small matrices of
+// 1024-wide models (1-2 MiB each, a few microseconds per piece). A
+// descheduled thread's stretch is still finished by the others, task by
+// task. Which thread computes a row cannot change its value.
+void run_in_stretches(MatmulPlan& plan, cpu::ThreadPool& pool) {
+    const int64_t tasks = plan.compute_tasks();
+    const int64_t stretches = std::min<int64_t>(pool.size(), tasks);
+    struct alignas(64) Stretch {
+        std::atomic<int64_t> next{0};
+        int64_t end = 0;
+    };
+    std::unique_ptr<Stretch[]> stretch(new Stretch[static_cast<size_t>(stretches)]);
+    for (int64_t i = 0; i < stretches; ++i) {
+        stretch[i].next.store(tasks * i / stretches, std::memory_order_relaxed);
+        stretch[i].end = tasks * (i + 1) / stretches;
+    }
+    pool.parallel_for(
+        stretches,
+        [&](int64_t own, int) {
+            for (int64_t i = 0; i < stretches; ++i) {
+                Stretch& s = stretch[(own + i) % stretches];
+                for (int64_t t = s.next.fetch_add(1, std::memory_order_relaxed); t < s.end;
+                     t = s.next.fetch_add(1, std::memory_order_relaxed))
+                    plan.run_compute_task(t);
+            }
+        },
+        1);
+}
+
+}  // namespace
+
 void matmul(const MatmulArgs& args, Isa isa, cpu::ThreadPool* pool) {
     MatmulPlan plan(args, isa);
     if (!pool || pool->size() == 1) {
@@ -236,11 +276,13 @@ void matmul(const MatmulArgs& args, Isa isa, cpu::ThreadPool* pool) {
     }
     // A few activation vectors (decode, verify batches) are quantised in
     // microseconds: cheaper here than a second dispatch and join of the pool.
+    // Their product streams the weights once, in one stretch per thread.
     if (plan.quantize_tasks() <= kCallerQuantizeVectors) {
         for (int64_t i = 0; i < plan.quantize_tasks(); ++i) plan.run_quantize_task(i);
-    } else {
-        pool->parallel_for(plan.quantize_tasks(), [&](int64_t task, int) { plan.run_quantize_task(task); });
+        run_in_stretches(plan, *pool);
+        return;
     }
+    pool->parallel_for(plan.quantize_tasks(), [&](int64_t task, int) { plan.run_quantize_task(task); });
     pool->parallel_for(plan.compute_tasks(), [&](int64_t task, int) { plan.run_compute_task(task); });
 }
 
