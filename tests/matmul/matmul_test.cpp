@@ -213,10 +213,11 @@ TEST_P(MatmulTypes, ThreadsGiveIdenticalBits) {
     }
 }
 
-// A decode product (a few activation vectors) large enough for 16 tasks,
-// split into one stretch of tasks per thread (3 threads: stretches of 5, 5
-// and 6 tasks), and a product smaller than one task: every row is written,
-// once, with the bits of the calling thread alone.
+// A decode product (a few activation vectors) large enough for 52 tasks,
+// split into one stretch of tasks per thread (3 threads: stretches of 17, 17
+// and 18 tasks, each finished from its back end by the threads done first),
+// and a product smaller than one task: every row is written, once, with the
+// bits of the calling thread alone.
 TEST(Matmul, DecodeStretchesGiveIdenticalBits) {
     cria::cpu::ThreadPool pool(3);
     const Isa isa = cria::cpu::detected_isa();
