@@ -155,7 +155,9 @@ const ElementType kTypes[] = {
     ElementType::Q6_K, ElementType::IQ4_NL, ElementType::IQ4_XS, ElementType::MXFP4,
 };
 // K x rows, as ggml's ne0 x ne1 of the Llama-3.2-1B weights.
-const int64_t kShapes[][2] = {{2048, 2048}, {2048, 512}, {2048, 8192}, {8192, 2048}, {2048, 128256}};
+const int64_t kShapes[][2] = {{2048, 2048}, {2048, 512}, {2048, 8192}, {8192, 2048}, {2048, 128256},
+                              // Qwen3-0.6B: attn_q, attn_k/v, attn_output, ffn_gate/up, ffn_down, output.
+                              {1024, 2048}, {1024, 1024}, {2048, 1024}, {1024, 3072}, {3072, 1024}, {1024, 151936}};
 
 const bool registered = [] {
     for (ElementType t : kTypes)

@@ -17,6 +17,7 @@
 #include <new>
 
 #include "cria/cpu/features.h"
+#include "cria/cpu/peak_probe.h"
 #include "cria/cpu/thread_pool.h"
 
 namespace {
@@ -101,8 +102,19 @@ void BM_ReadSum(benchmark::State& state) {
                                                 benchmark::Counter::kIsRate);
 }
 
+// The read probe cria bench prints (cpu::measure_read_bandwidth, 256 MiB,
+// best of 5 passes), once per iteration: its spread over the repetitions is
+// the probe's repeatability, and its level should match BM_ReadSum's.
+void BM_PeakProbeRead(benchmark::State& state) {
+    const int threads = static_cast<int>(state.range(0));
+    double rate = 0;
+    for (auto _ : state) rate = cria::cpu::measure_read_bandwidth(threads, size_t{256} << 20, 5);
+    state.counters["GB/s"] = rate / 1e9;
+}
+
 }  // namespace
 
+BENCHMARK(BM_PeakProbeRead)->Arg(1)->Arg(2)->Iterations(1)->Repetitions(6)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Triad)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 BENCHMARK(BM_ReadSum)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 

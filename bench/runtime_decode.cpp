@@ -2,6 +2,7 @@
 // benchmark-sized model files.
 //
 //   bench_runtime_decode                         Google Benchmark: pp/tg on a small llama
+//   CRIA_BENCH_MODEL=F bench_runtime_decode      also tg128 of file F (BM_GenerateFile)
 //   bench_runtime_decode --make-models DIR [NAME...]  writes llama-1b-{f16,q4_0,q8_0,q4_k_m}.gguf
 //                                                qwen3-0.6b-q4_0.gguf and qwen35-hybrid-q4_0.gguf
 //                                                (a Qwen3.5-style hybrid; random weights, real
@@ -12,6 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -87,6 +89,42 @@ void BM_Generate(benchmark::State& state) {
     state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Generate)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// tg128 of a model file (CRIA_BENCH_MODEL=path, e.g. a speed model): one
+// token per iteration at positions 0..127, then the cache is cleared, as
+// `cria bench -n 128` generates. On 1 thread the CPU column is the CPU time
+// per token, which another process on the machine does not inflate the way
+// it does the wall time (only through the memory bus and caches).
+void BM_GenerateFile(benchmark::State& state, const std::string& path) {
+    static std::unique_ptr<model::Model> m;
+    static std::string loaded;
+    if (loaded != path) m = model::Model::load(path), loaded = path;
+    runtime::ContextParams cp;
+    cp.n_ctx = 256;
+    cp.n_threads = static_cast<int>(state.range(0));
+    runtime::Context ctx(*m, cp);
+    runtime::Batch b;
+    int32_t pos = 0;
+    for (auto _ : state) {
+        if (pos == 128) {
+            state.PauseTiming();
+            ctx.memory_clear();
+            pos = 0;
+            state.ResumeTiming();
+        }
+        b.clear();
+        b.add(pos % 100, pos, {0}, true);
+        ++pos;
+        ctx.decode(b);
+    }
+    state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+const bool file_benchmark_registered = [] {
+    if (const char* path = std::getenv("CRIA_BENCH_MODEL"))
+        benchmark::RegisterBenchmark("BM_GenerateFile", BM_GenerateFile, std::string(path))
+            ->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(128);
+    return true;
+}();
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include "cria/core/error.h"
 #include "matmul/kernels.h"
+#include "matmul/stretch.h"
 
 namespace cria::matmul {
 
@@ -65,15 +66,22 @@ TypeKernel detail::select_kernel(ElementType t, Isa isa, Packing packing, int64_
 namespace {
 
 // Matrix x vector is split into about kVectorTasks tasks of at least
-// kMinTaskBytes of weights. Few large tasks stream best: every task boundary
-// breaks a thread's sequential stream (the hardware and software prefetching
-// restart), and with tasks taken from a shared counter two threads' tasks
-// interleave in memory. 16 tasks still let a thread take over a descheduled
-// one's share. (2 threads, 2048 x 8192: 64 KiB tasks reached 0.65-0.75 of
-// the read bandwidth, 1 MiB tasks 0.81-0.92.) The split cannot change a
+// kMinTaskBytes of weights. Few large tasks stream best when tasks are taken
+// in turns from a shared counter: every task boundary breaks a thread's
+// sequential stream (the hardware and software prefetching restart), and two
+// threads' tasks interleave in memory. (2 threads, 2048 x 8192: 64 KiB tasks
+// reached 0.65-0.75 of the read bandwidth, 1 MiB tasks 0.81-0.92.) A decode
+// product (a few vectors) instead runs in one stretch of consecutive tasks
+// per thread (run_in_stretches), where a boundary breaks nothing, so it takes
+// smaller tasks, kDecodeTasks of at least kMinDecodeTaskBytes: a thread that
+// finishes its stretch first waits at most one small task for the other
+// (on the 1-2 MiB matrices of a 1024-wide model, 16 tasks left up to ~6
+// microseconds of one thread idle per product). The split cannot change a
 // result: every row is computed the same way whichever task holds it.
 constexpr int64_t kVectorTasks = 16;
 constexpr int64_t kMinTaskBytes = 64 * 1024;
+constexpr int64_t kDecodeTasks = 64;
+constexpr int64_t kMinDecodeTaskBytes = 16 * 1024;
 // Up to this many activation vectors are quantised by the calling thread.
 constexpr int64_t kCallerQuantizeVectors = 8;
 // Activation vectors one task covers in matrix x matrix: their quantised form
@@ -185,8 +193,10 @@ MatmulPlan::MatmulPlan(const MatmulArgs& args, Isa isa) : impl_(new Impl) {
     // (verify batches) the product is still bound by memory; for many, each
     // task meets its columns 16 rows at a time, so task size does not matter.
     const int64_t row_bytes = static_cast<int64_t>(*row_size_bytes(args.w.type, static_cast<uint64_t>(args.w.k)));
-    const int64_t min_rows = std::max<int64_t>(1, kMinTaskBytes / row_bytes);
-    int64_t rows_per_task = std::max(min_rows, (rows + kVectorTasks - 1) / kVectorTasks);
+    const bool decode = args.n <= kCallerQuantizeVectors;
+    const int64_t min_rows = std::max<int64_t>(1, (decode ? kMinDecodeTaskBytes : kMinTaskBytes) / row_bytes);
+    const int64_t target_tasks = decode ? kDecodeTasks : kVectorTasks;
+    int64_t rows_per_task = std::max(min_rows, (rows + target_tasks - 1) / target_tasks);
     rows_per_task = std::max(mr, (rows_per_task + mr - 1) / mr * mr);
     p.rows_per_task = rows_per_task;
     p.cols_per_task = kColumnsPerTask;
@@ -243,6 +253,42 @@ void MatmulPlan::run_compute_task(int64_t task) {
     }
 }
 
+namespace {
+
+// The compute tasks of a product of a few activation vectors (a decode step),
+// in one contiguous stretch of tasks per thread: thread i walks stretch i
+// front to back, then helps finish the others from their back ends. A
+// thread's weights are then one sequential stream for the whole product,
+// which the prefetchers follow across task boundaries, and a helper does not
+// interleave its reads with the owner's. (Tasks taken in turns from one
+// shared counter interleave the two threads' reads in 64-144 KiB pieces and
+// restart each thread's stream at every piece, which costs most on the small
+// matrices of 1024-wide models, 1-2 MiB each.) A descheduled thread's stretch
+// is still finished by the others, task by task. Which thread computes a row
+// cannot change its value.
+void run_in_stretches(MatmulPlan& plan, cpu::ThreadPool& pool) {
+    const int64_t tasks = plan.compute_tasks();
+    if (tasks > int64_t{0xFFFFFFFF}) {  // beyond the packed ends (no real matrix has so many tasks)
+        pool.parallel_for(tasks, [&](int64_t task, int) { plan.run_compute_task(task); });
+        return;
+    }
+    const int64_t stretches = std::min<int64_t>(pool.size(), tasks);
+    std::unique_ptr<Stretch[]> stretch(new Stretch[static_cast<size_t>(stretches)]);
+    for (int64_t i = 0; i < stretches; ++i) stretch[i].reset(tasks * i / stretches, tasks * (i + 1) / stretches);
+    pool.parallel_for(
+        stretches,
+        [&](int64_t own, int) {
+            for (int64_t t = stretch[own].take_front(); t >= 0; t = stretch[own].take_front()) plan.run_compute_task(t);
+            for (int64_t i = 1; i < stretches; ++i) {
+                Stretch& other = stretch[(own + i) % stretches];
+                for (int64_t t = other.take_back(); t >= 0; t = other.take_back()) plan.run_compute_task(t);
+            }
+        },
+        1);
+}
+
+}  // namespace
+
 void matmul(const MatmulArgs& args, Isa isa, cpu::ThreadPool* pool) {
     MatmulPlan plan(args, isa);
     if (!pool || pool->size() == 1) {
@@ -252,11 +298,13 @@ void matmul(const MatmulArgs& args, Isa isa, cpu::ThreadPool* pool) {
     }
     // A few activation vectors (decode, verify batches) are quantised in
     // microseconds: cheaper here than a second dispatch and join of the pool.
+    // Their product streams the weights once, in one stretch per thread.
     if (plan.quantize_tasks() <= kCallerQuantizeVectors) {
         for (int64_t i = 0; i < plan.quantize_tasks(); ++i) plan.run_quantize_task(i);
-    } else {
-        pool->parallel_for(plan.quantize_tasks(), [&](int64_t task, int) { plan.run_quantize_task(task); });
+        run_in_stretches(plan, *pool);
+        return;
     }
+    pool->parallel_for(plan.quantize_tasks(), [&](int64_t task, int) { plan.run_quantize_task(task); });
     pool->parallel_for(plan.compute_tasks(), [&](int64_t task, int) { plan.run_compute_task(task); });
 }
 

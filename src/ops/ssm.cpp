@@ -20,6 +20,27 @@ void CpuOps::ssm_conv(const TensorView& x, const float* weight, int64_t kernel, 
     const int64_t n_channels = x.ne[0], n_tokens = x.ne[1], n_prev = kernel - 1;
     const int64_t chunk = 16;  // channels per task: the inputs gathered per channel are reused K times
     const int64_t n_chunks = (n_channels + chunk - 1) / chunk;
+    if (n_tokens == 1) {
+        // A decode step: no window to gather, so no scratch to allocate per
+        // task; the same products summed in the same order as below.
+        const float* xt = x.row_f32(0);
+        float* yt = out.row_f32(0);
+        for_each_row(pool_, n_chunks, chunk * kernel * 4, [&](int64_t task, int) {
+            const int64_t c1 = std::min(n_channels, (task + 1) * chunk);
+            for (int64_t ch = task * chunk; ch < c1; ++ch) {
+                float* s = state + ch * n_prev;
+                const float* w = weight + ch * kernel;
+                const float xc = xt[ch];
+                float sum = 0.0f;
+                for (int64_t i = 0; i < n_prev; ++i) sum += s[i] * w[i];
+                sum += xc * w[n_prev];
+                yt[ch] = sum;
+                for (int64_t i = 0; i + 1 < n_prev; ++i) s[i] = s[i + 1];
+                if (n_prev > 0) s[n_prev - 1] = xc;
+            }
+        });
+        return;
+    }
     for_each_row(pool_, n_chunks, chunk * (n_tokens + kernel) * kernel, [&](int64_t task, int) {
         std::vector<float> window(static_cast<size_t>(n_prev + n_tokens));
         const int64_t c1 = std::min(n_channels, (task + 1) * chunk);

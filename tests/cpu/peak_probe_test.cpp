@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "cria/cpu/features.h"
 
@@ -40,6 +42,21 @@ TEST(PeakProbe, RatesMatchTheInstructionsThisCpuHas) {
 }
 
 TEST(PeakProbe, ZeroThreadsMeansOne) { EXPECT_EQ(measure_peaks(0).n_threads, 1); }
+
+// The read probe on awkward sizes: a buffer that does not split evenly into
+// lines, more threads than cores, fewer bytes than one line per thread, and
+// zero passes or threads (counted as one) all give a finite positive rate.
+// (Its stability is a property of the machine, checked by hand: see
+// bench/README.md.)
+TEST(PeakProbe, ReadBandwidthOnAwkwardSizes) {
+    for (const auto& [threads, bytes, passes] :
+         {std::tuple{1, size_t{1} << 20, 2}, std::tuple{3, size_t{1000003}, 3}, std::tuple{4, size_t{100}, 1},
+          std::tuple{0, size_t{4096}, 0}}) {
+        const double rate = measure_read_bandwidth(threads, bytes, passes);
+        EXPECT_TRUE(std::isfinite(rate)) << threads << " threads, " << bytes << " bytes";
+        EXPECT_GT(rate, 0.0) << threads << " threads, " << bytes << " bytes";
+    }
+}
 
 }  // namespace
 }  // namespace cria::cpu

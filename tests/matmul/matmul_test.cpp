@@ -213,6 +213,24 @@ TEST_P(MatmulTypes, ThreadsGiveIdenticalBits) {
     }
 }
 
+// A decode product (a few activation vectors) large enough for 52 tasks,
+// split into one stretch of tasks per thread (3 threads: stretches of 17, 17
+// and 18 tasks, each finished from its back end by the threads done first),
+// and a product smaller than one task: every row is written, once, with the
+// bits of the calling thread alone.
+TEST(Matmul, DecodeStretchesGiveIdenticalBits) {
+    cria::cpu::ThreadPool pool(3);
+    const Isa isa = cria::cpu::detected_isa();
+    for (const Shape& s : {Shape{4100, 1}, Shape{4100, 8}, Shape{3, 2}}) {
+        Problem p(ElementType::Q4_0, s.rows, 512, s.n, 77);
+        const std::vector<float> one = p.run(isa);
+        const std::vector<float> many = p.run(isa, &pool);
+        for (int64_t c = 0; c < p.n; ++c)
+            for (int64_t r = 0; r < s.rows; ++r) ASSERT_NE(many[c * p.y_stride + r], -12345.0f) << r;
+        ASSERT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float)));
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes, ::testing::ValuesIn(kAllTypes),
                          [](const auto& info) { return std::string(cria::element_type_name(info.param)); });
 

@@ -10,6 +10,13 @@
 // other tenants leave are all part of what a kernel can reach. A rate is the
 // best of a few short trials, so a trial that lost its core to another
 // process does not lower it. An instruction the CPU lacks gives 0.
+//
+// The read rate is the wall-clock rate of all threads reading their part of
+// one 256 MiB buffer at once (pseudo-random contents, so no page merging
+// makes it a cache rate), best of 5 passes: the same pattern as
+// bench_membw_triad's read-sum.
+
+#include <cstddef>
 
 namespace cria::cpu {
 
@@ -24,5 +31,11 @@ struct PeakRates {
 // Runs the probes (about half a second in all, most of it the first touch of
 // the memory probe's buffer). n_threads below 1 counts as 1.
 PeakRates measure_peaks(int n_threads);
+
+// Bytes per second that n_threads threads read together from a buffer of
+// `bytes` (split evenly, rounded down to 128-byte lines, at least one line
+// each), the best of `passes` timed passes. The caller's thread reads too.
+// n_threads and passes below 1 count as 1.
+double measure_read_bandwidth(int n_threads, size_t bytes, int passes);
 
 }  // namespace cria::cpu
