@@ -210,20 +210,23 @@ void write_delta_net_model(const SyntheticModelSpec& spec, const std::string& pa
     w.write(path);
 }
 
-// A WordPiece ("bert") vocabulary: [PAD] [UNK] [CLS] [SEP] [MASK], the
-// letters and "##" letters (so that every lowercase word tokenizes), a few
-// whole words, then made-up words up to n_vocab.
+// A WordPiece ("bert") vocabulary as llama.cpp's converter writes one:
+// [PAD] [UNK] [CLS] [SEP] [MASK], then word-initial pieces with the "\u2581"
+// marker (the letters, a few whole words) and continuation pieces without it
+// (the letters: so that every lowercase word tokenizes), then made-up words
+// up to n_vocab.
 void add_wpm_vocab(gguf::Writer& w, uint32_t n_vocab) {
+    const std::string marker = "\xE2\x96\x81";
     std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
     std::vector<int32_t> types = {3, 2, 3, 3, 3};  // control, unknown
     const std::string letters = "abcdefghijklmnopqrstuvwxyz";
+    for (char c : letters) tokens.push_back(marker + c);
     for (char c : letters) tokens.emplace_back(1, c);
-    for (char c : letters) tokens.push_back(std::string("##") + c);
     for (const char* word : {"the", "cat", "dog", "sat", "on", "mat", "hello", "world", "paris", "capital", "of",
                              "france", "is", "what", ".", ",", "?", "!"})
-        tokens.emplace_back(word);
+        tokens.push_back(marker + word);
     for (uint32_t i = 0; tokens.size() < n_vocab; ++i) {
-        std::string piece = "zz";
+        std::string piece = marker + "zz";
         for (uint32_t v = i;; v /= 26) {
             piece += letters[v % 26];
             if (v < 26) break;

@@ -19,6 +19,7 @@
 #include "cria/model/synthetic_model.h"
 #include "cria/quant/quantize.h"
 #include "cria/runtime/context.h"
+#include "cria/runtime/embedding.h"
 #include "support/test_paths.h"
 
 namespace cria::runtime {
@@ -185,6 +186,35 @@ TEST(EncoderPooling, NamesRoundTrip) {
     for (Pooling p : {Pooling::None, Pooling::Mean, Pooling::Cls, Pooling::Last, Pooling::Rank})
         EXPECT_EQ(parse_pooling(pooling_name(p)), p);
     EXPECT_THROW(parse_pooling("max"), Error);
+}
+
+TEST(EmbeddingNormalize, AsLlamaCppsEmbdNormalize) {
+    const std::vector<float> x = {3.0f, -4.0f, 0.0f, 12.0f};
+    const auto normed = [&](int mode) {
+        std::vector<float> v = x;
+        normalize_embedding(v, mode);
+        return v;
+    };
+    EXPECT_EQ(normed(-1), x);
+    EXPECT_FLOAT_EQ(normed(0)[3], 32760.0f);       // max |x| scaled to int16
+    EXPECT_FLOAT_EQ(normed(1)[1], -4.0f / 19.0f);  // taxicab
+    EXPECT_FLOAT_EQ(normed(2)[0], 3.0f / 13.0f);   // euclidean
+    const double p3 = std::cbrt(27.0 + 64.0 + 1728.0);
+    EXPECT_NEAR(normed(3)[3], 12.0 / p3, 1e-6);
+    std::vector<float> zero(3, 0.0f);
+    normalize_embedding(zero, 2);
+    EXPECT_EQ(zero, std::vector<float>(3, 0.0f));
+    EXPECT_THROW(normalize_embedding(zero, -2), Error);
+}
+
+TEST(EmbeddingNormalize, EmbedderRefusesEmptyAndLongInputs) {
+    Encoder& e = encoder("bert");
+    Embedder embedder(*e.model, Pooling::Mean, 2, 16);
+    EXPECT_THROW(embedder.embed(std::vector<TokenId>{}), Error);
+    EXPECT_THROW(embedder.embed(std::vector<TokenId>(17, 5)), Error);
+    EXPECT_EQ(embedder.embed(std::vector<TokenId>(16, 5)).size(), 1u);
+    Embedder per_token(*e.model, Pooling::None, 2, 16);
+    EXPECT_EQ(per_token.embed(kTokens).size(), kTokens.size());
 }
 
 }  // namespace
