@@ -344,6 +344,9 @@ struct Server::Impl {
 
     void handle_chat(const httplib::Request& req, httplib::Response& res, Dialect dialect) {
         guarded(req, res, [&] {
+            if (!backend->generates_text())
+                throw ApiError(501, "not_supported_error",
+                               "this model is an encoder (embeddings and reranking): it does not generate text");
             const json body = parse_body(req.body);
             check_request_lora(body);
             ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body, config.default_sampling)
@@ -416,6 +419,9 @@ struct Server::Impl {
     // (unless store is false) so that a later request can continue it.
     void handle_responses(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
+            if (!backend->generates_text())
+                throw ApiError(501, "not_supported_error",
+                               "this model is an encoder (embeddings and reranking): it does not generate text");
             ResponsesJob job = parse_openai_responses(
                 parse_body(req.body), [this](const std::string& id) { return response_store->get(id); },
                 config.default_sampling);
@@ -480,6 +486,9 @@ struct Server::Impl {
 
     void handle_completions(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
+            if (!backend->generates_text())
+                throw ApiError(501, "not_supported_error",
+                               "this model is an encoder (embeddings and reranking): it does not generate text");
             const json request_body = parse_body(req.body);
             check_request_lora(request_body);
             CompletionJob job =
@@ -631,6 +640,56 @@ struct Server::Impl {
         });
     }
 
+    // POST /v1/rerank (/rerank, /v1/reranking, /reranking), llama-server's
+    // shapes: {"query", "documents" | "texts" (TEI), "top_n"}; results sorted
+    // by relevance, at most top_n: [{"index", "relevance_score"}] in a list
+    // object, or TEI's bare [{"index", "score"}] when the request had "texts"
+    // (with "text" when return_text).
+    void handle_rerank(const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            const json body = parse_body(req.body);
+            if (!body.contains("query") || !body["query"].is_string())
+                throw bad_request("'query' must be a string", "query");
+            const bool tei = body.contains("texts");
+            const json& docs = tei ? body["texts"] : body.contains("documents") ? body["documents"] : json();
+            if (!docs.is_array() || docs.empty())
+                throw bad_request("'documents' must be a non-empty array of strings", "documents");
+            std::vector<std::string> documents;
+            for (const auto& d : docs) {
+                if (!d.is_string()) throw bad_request("'documents' must be strings", "documents");
+                documents.push_back(d.get<std::string>());
+            }
+            size_t top_n = documents.size();
+            if (body.contains("top_n") && !body["top_n"].is_null()) {
+                if (!body["top_n"].is_number_integer() || body["top_n"].get<int64_t>() < 0)
+                    throw bad_request("'top_n' must be a non-negative integer", "top_n");
+                top_n = std::min<size_t>(top_n, body["top_n"].get<size_t>());
+            }
+            const bool return_text = tei && body.value("return_text", false);
+            int64_t n_tokens = 0;
+            std::vector<float> scores;
+            try {
+                scores = backend->rerank(body["query"].get<std::string>(), documents, n_tokens);
+            } catch (const Error& e) {
+                throw ApiError(501, "not_supported_error", e.what());
+            }
+            std::vector<size_t> order(scores.size());
+            for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+            std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+            order.resize(top_n);
+            json results = json::array();
+            for (size_t i : order) {
+                json r = {{"index", i}, {tei ? "score" : "relevance_score", scores[i]}};
+                if (return_text) r["text"] = documents[i];
+                results.push_back(r);
+            }
+            if (tei) return send_json(res, 200, results);
+            send_json(res, 200, {{"model", model_id}, {"object", "list"},
+                                 {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}},
+                                 {"results", results}});
+        });
+    }
+
     json model_json(const std::string& name) const {
         return {{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "cria"},
                 {"meta", {{"n_vocab", backend->n_vocab()}, {"n_ctx", backend->n_ctx_per_seq()}}}};
@@ -760,6 +819,8 @@ void Server::Impl::api_routes() {
     http->Post("/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
     http->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
     http->Post("/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
+    for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"})
+        http->Post(path, [this](const httplib::Request& req, httplib::Response& res) { handle_rerank(req, res); });
 }
 
 // llama-server's extras: tokenizer, template, properties, metrics.
