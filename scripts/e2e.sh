@@ -2,7 +2,8 @@
 # End-to-end tests of `cria serve`: the official OpenAI and Anthropic SDKs
 # (tests/e2e/sdk.test.mjs) and the chat page in headless Chromium
 # (tests/e2e/webui.test.mjs), against a server this script starts on
-# 127.0.0.1 with the bundled austen-7m model. With --load it also runs the
+# 127.0.0.1 with the bundled austen-7m model; then embeddings and rerank
+# (tests/e2e/encoder.test.mjs) on tiny bert files (tools/mktinybert.py). With --load it also runs the
 # loopback load test (tests/e2e/load.mjs: 1, 2, 4, 8 streaming clients).
 #
 #   scripts/e2e.sh [--cria PATH] [--load] [--load-seconds N] [--load-seconds-8 N]
@@ -86,6 +87,16 @@ echo "== SDK and web page tests"
 python3 "$ROOT/tools/mktinymmproj.py" "$WORK/tiny-mmproj.gguf" 256 >/dev/null
 start_server -np 4 -c 8192 --mmproj "$WORK/tiny-mmproj.gguf"
 (cd "$ROOT/tests/e2e" && timeout 300 node --test --test-concurrency=1 sdk.test.mjs webui.test.mjs)
+stop_server
+
+echo "== encoder tests (bert embedder and reranker from tools/mktinybert.py)"
+python3 "$ROOT/tools/mktinybert.py" "$WORK/tiny-bert.gguf" >/dev/null
+python3 "$ROOT/tools/mktinybert.py" "$WORK/tiny-bert-reranker.gguf" --reranker >/dev/null
+SERVE_MODEL="$WORK/tiny-bert.gguf" start_server
+(cd "$ROOT/tests/e2e" && ENCODER_KIND=embedder timeout 120 node --test encoder.test.mjs)
+stop_server
+SERVE_MODEL="$WORK/tiny-bert-reranker.gguf" start_server
+(cd "$ROOT/tests/e2e" && ENCODER_KIND=reranker timeout 120 node --test encoder.test.mjs)
 stop_server
 
 if [[ "$LOAD" == 1 ]]; then
