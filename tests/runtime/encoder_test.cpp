@@ -188,6 +188,22 @@ TEST(EncoderPooling, NamesRoundTrip) {
     EXPECT_THROW(parse_pooling("max"), Error);
 }
 
+TEST(EncoderFile, BadPoolingTypeIsAClearError) {
+    model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny("bert");
+    spec.pooling_type = 9;
+    const auto path = (test::temp_dir() / "encoder-bad-pooling.gguf").string();
+    model::write_synthetic_model(spec, path);
+    try {
+        model::Model::load(path);
+        FAIL() << "pooling_type 9 was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("pooling_type"), std::string::npos) << e.what();
+    }
+    spec.pooling_type = 2;  // cls: the file's choice is the context's default
+    model::write_synthetic_model(spec, path);
+    EXPECT_EQ(model_pooling(model::Model::load(path)->hparams(), Pooling::Mean), Pooling::Cls);
+}
+
 TEST(EmbeddingNormalize, AsLlamaCppsEmbdNormalize) {
     const std::vector<float> x = {3.0f, -4.0f, 0.0f, 12.0f};
     const auto normed = [&](int mode) {
