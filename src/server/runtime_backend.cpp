@@ -267,6 +267,16 @@ std::vector<float> RuntimeBackend::embed(std::span<const TokenId> tokens) {
     return out;
 }
 
+std::vector<std::vector<float>> RuntimeBackend::embed_rows(std::span<const TokenId> tokens) {
+    if (pooling_name() != "none") return {embed(tokens)};
+    std::lock_guard lock(embed_mutex_);
+    runtime::Embedder& e =
+        embedder_for(embedder_, *model_, runtime::Pooling::None, params_.n_threads, max_embedding_tokens());
+    std::vector<std::vector<float>> rows = e.embed(tokens);
+    for (auto& row : rows) runtime::normalize_embedding(row, 2);
+    return rows;
+}
+
 std::vector<float> RuntimeBackend::rerank(const std::string& query, const std::vector<std::string>& documents,
                                           int64_t& n_tokens) {
     std::lock_guard lock(embed_mutex_);

@@ -616,7 +616,10 @@ struct Server::Impl {
             });
     }
 
-    void handle_embeddings(const httplib::Request& req, httplib::Response& res) {
+    // oai: /v1/embeddings (OpenAI's list); otherwise llama-server's
+    // /embeddings: [{"index", "embedding": [[row], ...]}], a row per token
+    // under pooling none, else the pooled row.
+    void handle_embeddings(const httplib::Request& req, httplib::Response& res, bool oai) {
         guarded(req, res, [&] {
             const EmbeddingJob job = parse_openai_embeddings(parse_body(req.body), backend->vocab(), backend->n_vocab());
             json data = json::array();
@@ -626,15 +629,22 @@ struct Server::Impl {
                     throw bad_request("input " + std::to_string(i) + " has " + std::to_string(job.inputs[i].size()) +
                                       " tokens, more than the " + std::to_string(backend->max_embedding_tokens()) +
                                       " this model embeds at once", "input");
-                std::vector<float> v;
+                std::vector<std::vector<float>> rows;
                 try {
-                    v = backend->embed(job.inputs[i]);
+                    if (oai)
+                        rows.push_back(backend->embed(job.inputs[i]));
+                    else
+                        rows = backend->embed_rows(job.inputs[i]);
                 } catch (const Error& e) {
                     throw ApiError(501, "not_supported_error", e.what());
                 }
                 n_tokens += static_cast<int64_t>(job.inputs[i].size());
-                data.push_back(embedding_json(i, v, job.base64));
+                if (oai)
+                    data.push_back(embedding_json(i, rows.front(), job.base64));
+                else
+                    data.push_back({{"index", i}, {"embedding", rows}});
             }
+            if (!oai) return send_json(res, 200, data);
             send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", model_id},
                                  {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
         });
@@ -817,8 +827,8 @@ void Server::Impl::api_routes() {
     http->Post("/responses", [this](const httplib::Request& req, httplib::Response& res) { handle_responses(req, res); });
     http->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
     http->Post("/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
-    http->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
-    http->Post("/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
+    http->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res, true); });
+    http->Post("/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res, false); });
     for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"})
         http->Post(path, [this](const httplib::Request& req, httplib::Response& res) { handle_rerank(req, res); });
 }

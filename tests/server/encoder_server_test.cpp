@@ -93,7 +93,7 @@ TEST(EncoderServer, EmbeddingsInEveryInputForm) {
 
     // Strings, token arrays and one token array give the same vectors.
     std::vector<int> ids(tokens.begin(), tokens.end());
-    r = s.post("/embeddings", {{"input", json::array({"hello world", ids, "the cat sat"})}});
+    r = s.post("/v1/embeddings", {{"input", json::array({"hello world", ids, "the cat sat"})}});
     ASSERT_EQ(r->status, 200) << r->body;
     body = json::parse(r->body);
     ASSERT_EQ(body["data"].size(), 3u);
@@ -104,6 +104,15 @@ TEST(EncoderServer, EmbeddingsInEveryInputForm) {
     ASSERT_EQ(r->status, 200) << r->body;
     const std::string b64 = json::parse(r->body)["data"][0]["embedding"];
     EXPECT_EQ(b64.size(), (want.size() * 4 + 2) / 3 * 4);  // base64 of the float32 bytes
+
+    // llama-server's /embeddings: a bare array, each embedding a list of rows (one: pooled); "content" as input.
+    r = s.post("/embeddings", {{"content", "hello world"}});
+    ASSERT_EQ(r->status, 200) << r->body;
+    body = json::parse(r->body);
+    ASSERT_TRUE(body.is_array());
+    ASSERT_EQ(body[0]["embedding"].size(), 1u);
+    const auto pooled = as_floats(body[0]["embedding"][0]);
+    for (size_t i = 0; i < pooled.size(); ++i) EXPECT_NEAR(pooled[i], want[i], 1e-5) << i;
 
     // An encoder generates no text.
     r = s.post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 2}});
@@ -180,6 +189,24 @@ TEST(EncoderServer, PoolingFlagOverridesTheFile) {
     ASSERT_EQ(r->status, 200) << r->body;
     const auto got = as_floats(json::parse(r->body)["data"][0]["embedding"]);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+    // Pooling none: /embeddings gives one normalised row per token; /v1/embeddings refuses.
+    RuntimeBackendParams none;
+    none.pooling = "none";
+    Running t(path, none);
+    const auto tokens = vocab.tokenize("the dog", true, false);
+    r = t.post("/embeddings", {{"input", "the dog"}});
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json rows = json::parse(r->body)[0]["embedding"];
+    ASSERT_EQ(rows.size(), tokens.size());
+    cria::runtime::Embedder per_token(*model, cria::runtime::Pooling::None, 2);
+    const auto states = per_token.embed(tokens);
+    for (size_t k = 0; k < rows.size(); ++k) {
+        std::vector<float> w = states[k];
+        cria::runtime::normalize_embedding(w, 2);
+        const auto g = as_floats(rows[k]);
+        for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], 1e-5) << k << " " << i;
+    }
+    EXPECT_EQ(t.post("/v1/embeddings", {{"input", "the dog"}})->status, 501);
     RuntimeBackendParams bad;
     bad.pooling = "max";
     EXPECT_THROW(RuntimeBackend(path, bad), cria::Error);

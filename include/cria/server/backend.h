@@ -136,6 +136,9 @@ public:
     // decoders), L2-normalised embedding of a text's tokens. Backends that
     // cannot produce hidden states throw cria::Error.
     virtual std::vector<float> embed(std::span<const TokenId> tokens) = 0;
+    // llama-server's non-OpenAI /embeddings: one L2-normalised row per token
+    // under pooling none, else the one pooled row (the default: embed()).
+    virtual std::vector<std::vector<float>> embed_rows(std::span<const TokenId> tokens) { return {embed(tokens)}; }
     // Whether the model generates text (an encoder only embeds and ranks:
     // the server answers completions with 501 then).
     virtual bool generates_text() const { return true; }

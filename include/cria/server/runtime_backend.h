@@ -90,6 +90,7 @@ public:
     int32_t max_embedding_tokens() const override;
     // Through runtime::Embedder with the pooling in effect (not rank, not none).
     std::vector<float> embed(std::span<const TokenId> tokens) override;
+    std::vector<std::vector<float>> embed_rows(std::span<const TokenId> tokens) override;
     bool generates_text() const override;
     // Under rank pooling: each document joined to the query as llama-server
     // joins them (runtime::rerank_tokens), scored by the classifier head.
