@@ -4,10 +4,11 @@
 # (tests/e2e/webui.test.mjs), against a server this script starts on
 # 127.0.0.1 with the bundled austen-7m model; then router mode
 # (tests/e2e/router.test.mjs: austen-7m and austen-1m in one --models-dir);
-# then a smoke run of the load test (scripts/load_test.sh --seconds 8 on
-# austen-7m, some clients hanging up mid-stream). With --load it also runs
-# the full load test (scripts/load_test.sh: 1, 2, 4, 8 streaming clients,
-# prompt cache on).
+# then embeddings and rerank (tests/e2e/encoder.test.mjs) on tiny bert files
+# (tools/mktinybert.py); then a smoke run of the load test
+# (scripts/load_test.sh --seconds 8 on austen-7m, some clients hanging up
+# mid-stream). With --load it also runs the full load test
+# (scripts/load_test.sh: 1, 2, 4, 8 streaming clients, prompt cache on).
 #
 #   scripts/e2e.sh [--cria PATH] [--load] [--load-seconds N]
 #                  [--load-model GGUF] [--load-flags "EXTRA SERVE FLAGS"]
@@ -101,6 +102,16 @@ start_server -np 2 -c 2048
 unset ROUTER_ARGS
 CRIA_MODEL_A=austen-7m CRIA_MODEL_B=austen-1m \
   bash -c "cd '$ROOT/tests/e2e' && timeout 300 node --test --test-concurrency=1 router.test.mjs"
+stop_server
+
+echo "== encoder tests (bert embedder and reranker from tools/mktinybert.py)"
+python3 "$ROOT/tools/mktinybert.py" "$WORK/tiny-bert.gguf" >/dev/null
+python3 "$ROOT/tools/mktinybert.py" "$WORK/tiny-bert-reranker.gguf" --reranker >/dev/null
+SERVE_MODEL="$WORK/tiny-bert.gguf" start_server
+(cd "$ROOT/tests/e2e" && ENCODER_KIND=embedder timeout 120 node --test encoder.test.mjs)
+stop_server
+SERVE_MODEL="$WORK/tiny-bert-reranker.gguf" start_server
+(cd "$ROOT/tests/e2e" && ENCODER_KIND=reranker timeout 120 node --test encoder.test.mjs)
 stop_server
 
 echo "== load test smoke (austen-7m)"

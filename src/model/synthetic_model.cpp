@@ -210,6 +210,111 @@ void write_delta_net_model(const SyntheticModelSpec& spec, const std::string& pa
     w.write(path);
 }
 
+// A WordPiece ("bert") vocabulary as llama.cpp's converter writes one:
+// [PAD] [UNK] [CLS] [SEP] [MASK], then word-initial pieces with the "\u2581"
+// marker (the letters, a few whole words) and continuation pieces without it
+// (the letters: so that every lowercase word tokenizes), then made-up words
+// up to n_vocab.
+void add_wpm_vocab(gguf::Writer& w, uint32_t n_vocab) {
+    const std::string marker = "\xE2\x96\x81";
+    std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+    std::vector<int32_t> types = {3, 2, 3, 3, 3};  // control, unknown
+    const std::string letters = "abcdefghijklmnopqrstuvwxyz";
+    for (char c : letters) tokens.push_back(marker + c);
+    for (char c : letters) tokens.emplace_back(1, c);
+    for (const char* word : {"the", "cat", "dog", "sat", "on", "mat", "hello", "world", "paris", "capital", "of",
+                             "france", "is", "what", ".", ",", "?", "!"})
+        tokens.push_back(marker + word);
+    for (uint32_t i = 0; tokens.size() < n_vocab; ++i) {
+        std::string piece = marker + "zz";
+        for (uint32_t v = i;; v /= 26) {
+            piece += letters[v % 26];
+            if (v < 26) break;
+        }
+        tokens.push_back(std::move(piece));
+    }
+    if (tokens.size() > n_vocab) throw Error("synthetic model: a WordPiece vocabulary needs at least " +
+                                             std::to_string(tokens.size()) + " tokens");
+    types.resize(tokens.size(), 1);
+    w.add_metadata("tokenizer.ggml.model", Value::string("bert"));
+    w.add_metadata("tokenizer.ggml.tokens", Value::array(ValueType::STRING, std::move(tokens)));
+    w.add_metadata("tokenizer.ggml.token_type", Value::array(ValueType::I32, std::move(types)));
+    w.add_metadata("tokenizer.ggml.token_type_count", Value::u32(2));
+    w.add_metadata("tokenizer.ggml.padding_token_id", Value::u32(0));
+    w.add_metadata("tokenizer.ggml.unknown_token_id", Value::u32(1));
+    w.add_metadata("tokenizer.ggml.bos_token_id", Value::u32(2));
+    w.add_metadata("tokenizer.ggml.seperator_token_id", Value::u32(3));  // sic, llama.cpp's key
+    w.add_metadata("tokenizer.ggml.mask_token_id", Value::u32(4));
+}
+
+// bert / nomic-bert encoders (llama.cpp's tensor names): token types, learned
+// positions (bert), LayerNorms with biases, post norms, biases everywhere on
+// bert (Q/K/V separate), fused QKV and SwiGLU on nomic-bert; with
+// spec.classifier_head, bert's reranker head cls / cls.output (one label).
+void write_encoder_model(const SyntheticModelSpec& spec, const std::string& path) {
+    const std::string& arch = spec.arch;
+    const bool nomic = arch == "nomic-bert";
+    if (spec.n_expert || spec.n_nextn) throw Error("synthetic model: " + arch + " has no experts or MTP layers");
+    if (nomic && spec.classifier_head) throw Error("synthetic model: nomic-bert has no classifier head");
+    gguf::Writer w;
+    auto key = [&](const char* suffix) { return arch + "." + suffix; };
+    const uint64_t d = spec.n_embd, q = uint64_t{spec.n_head} * spec.head_dim,
+                   kv = uint64_t{spec.n_head_kv} * spec.head_dim, ff = spec.n_ff;
+    w.add_metadata("general.architecture", Value::string(arch));
+    w.add_metadata("general.name", Value::string(spec.name));
+    w.add_metadata(key("context_length"), Value::u32(spec.n_ctx));
+    w.add_metadata(key("embedding_length"), Value::u32(spec.n_embd));
+    w.add_metadata(key("block_count"), Value::u32(spec.n_layer));
+    w.add_metadata(key("feed_forward_length"), Value::u32(spec.n_ff));
+    w.add_metadata(key("attention.head_count"), Value::u32(spec.n_head));
+    w.add_metadata(key("attention.head_count_kv"), Value::u32(spec.n_head_kv));
+    w.add_metadata(key("attention.key_length"), Value::u32(spec.head_dim));
+    w.add_metadata(key("attention.value_length"), Value::u32(spec.head_dim));
+    w.add_metadata(key("attention.layer_norm_epsilon"), Value::f32(1e-12f));
+    w.add_metadata(key("attention.causal"), Value::boolean(false));
+    if (spec.pooling_type >= 0) w.add_metadata(key("pooling_type"), Value::u32(static_cast<uint32_t>(spec.pooling_type)));
+    if (nomic) w.add_metadata(key("rope.freq_base"), Value::f32(spec.rope_freq_base));
+    add_wpm_vocab(w, spec.n_vocab);
+
+    TensorFactory t(w, spec.seed, spec.stddev);
+    t.add("token_embd.weight", spec.embd_type, {d, spec.n_vocab});
+    t.add("token_types.weight", ElementType::F32, {d, 2});
+    if (!nomic) t.add("position_embd.weight", ElementType::F32, {d, spec.n_ctx});
+    t.add("token_embd_norm.weight", ElementType::F32, {d}, 1.0f);
+    t.add("token_embd_norm.bias", ElementType::F32, {d});
+    for (uint32_t l = 0; l < spec.n_layer; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        if (nomic) {
+            t.add(p + "attn_qkv.weight", spec.weight_type, {d, q + 2 * kv});
+        } else {
+            t.add(p + "attn_q.weight", spec.weight_type, {d, q});
+            t.add(p + "attn_q.bias", ElementType::F32, {q});
+            t.add(p + "attn_k.weight", spec.weight_type, {d, kv});
+            t.add(p + "attn_k.bias", ElementType::F32, {kv});
+            t.add(p + "attn_v.weight", spec.weight_type, {d, kv});
+            t.add(p + "attn_v.bias", ElementType::F32, {kv});
+        }
+        t.add(p + "attn_output.weight", spec.weight_type, {q, d});
+        if (!nomic) t.add(p + "attn_output.bias", ElementType::F32, {d});
+        t.add(p + "attn_output_norm.weight", ElementType::F32, {d}, 1.0f);
+        t.add(p + "attn_output_norm.bias", ElementType::F32, {d});
+        if (nomic) t.add(p + "ffn_gate.weight", spec.weight_type, {d, ff});
+        t.add(p + "ffn_up.weight", spec.weight_type, {d, ff});
+        if (!nomic) t.add(p + "ffn_up.bias", ElementType::F32, {ff});
+        t.add(p + "ffn_down.weight", spec.weight_type, {ff, d});
+        if (!nomic) t.add(p + "ffn_down.bias", ElementType::F32, {d});
+        t.add(p + "layer_output_norm.weight", ElementType::F32, {d}, 1.0f);
+        t.add(p + "layer_output_norm.bias", ElementType::F32, {d});
+    }
+    if (spec.classifier_head) {
+        t.add("cls.weight", spec.weight_type, {d, d});
+        t.add("cls.bias", ElementType::F32, {d});
+        t.add("cls.output.weight", ElementType::F32, {d, 1});
+        t.add("cls.output.bias", ElementType::F32, {1});
+    }
+    w.write(path);
+}
+
 }  // namespace
 
 SyntheticModelSpec SyntheticModelSpec::tiny(const std::string& arch) {
@@ -353,6 +458,7 @@ SyntheticModelSpec SyntheticModelSpec::qwen35_hybrid(ElementType type) {
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path) {
     const std::string& arch = spec.arch;
     if (is_one_of(arch, {"qwen35", "qwen35moe", "qwen3next"})) return write_delta_net_model(spec, path);
+    if (is_one_of(arch, {"bert", "nomic-bert"})) return write_encoder_model(spec, path);
     if (spec.n_nextn && arch != "exaone4") throw Error("synthetic model: MTP layers are written for exaone4 only");
     if (!is_one_of(arch, {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "olmoe", "minimax-m2", "ernie4_5-moe", "gemma2",
                           "gemma3", "gpt-oss", "phi3", "smollm3", "seed_oss", "mistral3", "granite", "granitemoe",

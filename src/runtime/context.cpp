@@ -28,6 +28,15 @@ Context::Context(const model::Model& model, const ContextParams& params, std::un
     if (params_.n_seq_max == 0 || params_.n_seq_max > static_cast<uint32_t>(memory::kMaxSequences))
         throw Error("context: n_seq_max must be within 1.." + std::to_string(memory::kMaxSequences));
 
+    if (hp.is_encoder && !params_.embeddings)
+        throw Error(hp.arch_name + " is an encoder (an embedding or reranking model): it computes embeddings, "
+                    "not text; use `cria embedding` or `cria serve --embedding`");
+    if (params_.pooling == Pooling::Rank) {
+        if (!model.weights().cls.present())
+            throw Error("rank pooling needs a classifier head (cls.weight), which this " + hp.arch_name +
+                        " model does not have");
+        if (hp.n_cls_out > hp.n_embd) throw Error("context: the classifier head has more outputs than n_embd");
+    }
     memory_ = memory ? std::move(memory) : make_model_memory(hp, params_, model.layers());
     // The stage is this context's own: params() never hands it on (a draft
     // model's context made from these params must not decode through it).
@@ -110,13 +119,15 @@ int Context::decode(const Batch& batch) {
     }
     // Attention both ways must see the whole batch at once (llama.cpp
     // notes the same for gemma3's image: it must fit one ubatch).
-    if (!batch.causal() && n > static_cast<int64_t>(params_.n_ubatch))
-        throw Error("decode: a batch attended both ways (an image) has " + std::to_string(n) +
+    // Encoders attend both ways over every batch.
+    const bool causal = batch.causal() && hp.causal_attn;
+    if (!causal && n > static_cast<int64_t>(params_.n_ubatch))
+        throw Error("decode: a batch attended both ways (an image, or an encoder's input) has " + std::to_string(n) +
                     " tokens, more than n_ubatch = " + std::to_string(params_.n_ubatch) + " (raise -ub)");
     const int32_t* orders = batch.has_rope_positions() ? batch.orders().data() : nullptr;
     // The memory cuts the batch (and refuses one it cannot take) before anything changes.
     const memory::Split split = memory_->split(
-        {n, batch.positions().data(), batch.seq_masks().data(), orders, batch.causal()}, params_.n_ubatch);
+        {n, batch.positions().data(), batch.seq_masks().data(), orders, causal}, params_.n_ubatch);
     const double t0 = now_ms();
     // The other stages decode the same batch (the root's undo below is
     // each stage's own, not an operation to send).
@@ -139,7 +150,7 @@ int Context::decode(const Batch& batch) {
     n_outputs_ = 0;
     for (int64_t i = 0; i < n; ++i)
         if (batch.outputs()[i] || pooled) output_index_[i] = n_outputs_++;
-    const bool want_logits = !pooled;
+    const bool want_logits = !pooled && !hp.is_encoder;  // an encoder has no output head
     const bool keeps_outputs = stage_ == nullptr || stage_->is_root();  // other stages hand them on
     if (want_logits && keeps_outputs) logits_.resize(static_cast<size_t>(n_outputs_) * hp.n_vocab);
     if (params_.embeddings && keeps_outputs) embd_.resize(static_cast<size_t>(n_outputs_) * hp.n_embd);
@@ -180,7 +191,8 @@ int Context::decode(const Batch& batch) {
                     for (uint32_t c = 0; c < hp.n_embd; ++c) dst[c] += h[c];
                     ++count[s];
                 } else if ((params_.pooling == Pooling::Last && p >= chosen_pos[s]) ||
-                           (params_.pooling == Pooling::Cls && (chosen_pos[s] < 0 || p < chosen_pos[s]))) {
+                           ((params_.pooling == Pooling::Cls || params_.pooling == Pooling::Rank) &&
+                            (chosen_pos[s] < 0 || p < chosen_pos[s]))) {
                     std::memcpy(dst, h, hp.n_embd * sizeof(float));
                     chosen_pos[s] = p;
                 }
@@ -190,6 +202,17 @@ int Context::decode(const Batch& batch) {
             for (uint32_t s = 0; s < params_.n_seq_max; ++s)
                 for (uint32_t c = 0; c < hp.n_embd && count[s] > 0; ++c)
                     pooled_[static_cast<size_t>(s) * hp.n_embd + c] /= static_cast<float>(count[s]);
+        // Rank: the first token's state through the classifier head; the
+        // scores replace the start of the sequence's row.
+        if (params_.pooling == Pooling::Rank) {
+            std::vector<float> scores(hp.n_cls_out);
+            for (uint32_t s = 0; s < params_.n_seq_max; ++s) {
+                if (pooled_index_[s] < 0) continue;
+                float* row = pooled_.data() + static_cast<size_t>(s) * hp.n_embd;
+                model_.classify(ops_, row, scores.data());
+                std::copy(scores.begin(), scores.end(), row);
+            }
+        }
     }
 
     const double dt = now_ms() - t0;
@@ -254,10 +277,11 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     const bool in_place = split.in_order;
     if (!in_place) gather_ubatch(batch, split, first, n);
     const bool rope4 = batch.has_rope_positions();
+    const bool causal = batch.causal() && hp.causal_attn;
     const memory::UbatchView view = in_place
         ? memory::UbatchView{n, batch.positions().data() + first, batch.seq_masks().data() + first,
-                             rope4 ? batch.orders().data() + first : nullptr, batch.causal()}
-        : memory::UbatchView{n, ub_pos_.data(), ub_masks_.data(), rope4 ? ub_orders_.data() : nullptr, batch.causal()};
+                             rope4 ? batch.orders().data() + first : nullptr, causal}
+        : memory::UbatchView{n, ub_pos_.data(), ub_masks_.data(), rope4 ? ub_orders_.data() : nullptr, causal};
     if (!memory_->place(view)) return 1;
     if (rope4) {
         // The batch keeps [t, h, w, e] per entry; the rope reads one stream per section.
@@ -286,7 +310,7 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     in.seq_masks = view.seq_masks;
     in.output_rows = out_rows_.data();
     in.n_outputs = static_cast<int64_t>(out_rows_.size());
-    in.want_logits = !(params_.embeddings && params_.pooling != Pooling::None);
+    in.want_logits = !(params_.embeddings && params_.pooling != Pooling::None) && !hp.is_encoder;
     in.want_hidden = params_.embeddings;
     in.long_rope = model_.long_rope_for_context(params_.n_ctx);
     in.capture_layers = params_.capture_layers.data();
@@ -429,7 +453,8 @@ std::span<const float> Context::embeddings_seq(SeqId seq) const {
     if (params_.pooling == Pooling::None || seq < 0 || static_cast<size_t>(seq) >= pooled_index_.size() ||
         pooled_index_[seq] < 0)
         throw Error("embeddings: no pooled embedding for sequence " + std::to_string(seq));
-    return {pooled_.data() + static_cast<size_t>(seq) * n_embd, n_embd};
+    const uint32_t n = params_.pooling == Pooling::Rank ? model_.hparams().n_cls_out : n_embd;
+    return {pooled_.data() + static_cast<size_t>(seq) * n_embd, n};
 }
 
 void Context::memory_clear() { memory_->clear(); }

@@ -100,8 +100,10 @@ CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& voca
 EmbeddingJob parse_openai_embeddings(const json& body, const vocab::Vocab& vocab, int32_t n_vocab) {
     EmbeddingJob job;
     job.model = requested_model(body, false);
-    if (!body.contains("input")) throw bad_request("'input' is required", "input");
-    const json& input = body["input"];
+    // llama-server's /embeddings also takes the text as "content".
+    const char* field = body.contains("input") || !body.contains("content") ? "input" : "content";
+    if (!body.contains(field)) throw bad_request("'input' is required", "input");
+    const json& input = body[field];
     auto ids_of = [&](const json& arr) {
         std::vector<TokenId> ids;
         for (const auto& t : arr) {

@@ -63,4 +63,8 @@ bool Backend::seq_copy_prefix(int32_t, int32_t dst, int32_t) {
     return false;
 }
 
+std::vector<float> Backend::rerank(const std::string&, const std::vector<std::string>&, int64_t&) {
+    throw Error("this server has no reranker: load a reranking model (rank pooling, a classifier head)");
+}
+
 }  // namespace cria::server

@@ -11,6 +11,7 @@
 #include "cria/model/model.h"
 #include "cria/runtime/pipeline.h"
 #include "cria/runtime/context.h"
+#include "cria/runtime/embedding.h"
 #include "cria/spec/speculative.h"
 
 namespace cria::server {
@@ -32,6 +33,10 @@ RuntimeBackend::RuntimeBackend(const std::string& model_path, const RuntimeBacke
     cp.n_threads = params_.n_threads;
     cp.type_k = params_.type_k;
     cp.type_v = params_.type_v;
+    // An encoder generates nothing: its slots' context keeps hidden states
+    // (the server refuses completions; embeddings and rerank use their own).
+    cp.embeddings = hp.is_encoder;
+    if (!params_.pooling.empty()) runtime::parse_pooling(params_.pooling);  // a bad name fails at start
     ctx_ = std::make_unique<runtime::Context>(*model_, cp);
     std::vector<float> scales;
     for (const auto& [path, scale] : params_.lora) {
@@ -225,40 +230,71 @@ std::vector<std::unique_ptr<spec::Drafter>> RuntimeBackend::make_drafters(const 
 }
 
 int32_t RuntimeBackend::max_embedding_tokens() const {
-    // One sequence of the model's training context (at most 2048), in micro-batches of 512.
+    // One sequence of the model's training context, at most 2048 (runtime::Embedder's default).
     const auto n_train = static_cast<int32_t>(model_->hparams().n_ctx_train);
     return std::min<int32_t>(n_train > 0 ? n_train : 2048, 2048);
 }
 
+std::string RuntimeBackend::pooling_name() const {
+    const runtime::Pooling p = params_.pooling.empty()
+                                   ? runtime::model_pooling(model_->hparams(), runtime::Pooling::Mean)
+                                   : runtime::parse_pooling(params_.pooling);
+    return runtime::pooling_name(p);
+}
+
+bool RuntimeBackend::generates_text() const { return !model_->hparams().is_encoder && !params_.embedding_only; }
+
+namespace {
+
+// The embedder of `pooling`, made on first use (and again when the pooling differs).
+runtime::Embedder& embedder_for(std::unique_ptr<runtime::Embedder>& e, const model::Model& model,
+                                runtime::Pooling pooling, int n_threads, int32_t max_tokens) {
+    if (!e || e->pooling() != pooling)
+        e = std::make_unique<runtime::Embedder>(model, pooling, n_threads, static_cast<uint32_t>(max_tokens));
+    return *e;
+}
+
+}  // namespace
+
 std::vector<float> RuntimeBackend::embed(std::span<const TokenId> tokens) {
     std::lock_guard lock(embed_mutex_);
-    const int32_t n_ctx = max_embedding_tokens();
-    if (tokens.empty()) throw Error("cannot embed an empty input");
-    if (static_cast<int32_t>(tokens.size()) > n_ctx)
-        throw Error("the input has " + std::to_string(tokens.size()) + " tokens, more than " + std::to_string(n_ctx));
-    if (!embed_ctx_) {
-        runtime::ContextParams cp;
-        cp.n_ctx = static_cast<uint32_t>(n_ctx);
-        cp.n_batch = static_cast<uint32_t>(n_ctx);
-        cp.n_ubatch = 512;
-        cp.n_seq_max = 1;
-        cp.n_threads = params_.n_threads;
-        cp.embeddings = true;
-        cp.pooling = runtime::Pooling::Mean;
-        embed_ctx_ = std::make_unique<runtime::Context>(*model_, cp);
-    }
-    embed_ctx_->memory_clear();
-    runtime::Batch b;
-    for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], static_cast<int32_t>(i), {0}, true);
-    if (embed_ctx_->decode(b) != 0) throw Error("the embedding context has no room for the input");
-    auto pooled = embed_ctx_->embeddings_seq(0);
-    std::vector<float> out(pooled.begin(), pooled.end());
-    double norm = 0;
-    for (float v : out) norm += static_cast<double>(v) * v;
-    norm = std::sqrt(norm);
-    if (norm > 0)
-        for (float& v : out) v = static_cast<float>(v / norm);
+    const runtime::Pooling pooling = runtime::parse_pooling(pooling_name());
+    if (pooling == runtime::Pooling::Rank)
+        throw Error("this server pools for reranking (rank): use /v1/rerank, or start it with another --pooling");
+    if (pooling == runtime::Pooling::None)
+        throw Error("Pooling type 'none' is not OAI compatible. Please use a different pooling type");
+    runtime::Embedder& e = embedder_for(embedder_, *model_, pooling, params_.n_threads, max_embedding_tokens());
+    std::vector<float> out = std::move(e.embed(tokens).front());
+    runtime::normalize_embedding(out, 2);  // llama-server's default: euclidean
     return out;
+}
+
+std::vector<std::vector<float>> RuntimeBackend::embed_rows(std::span<const TokenId> tokens) {
+    if (pooling_name() != "none") return {embed(tokens)};
+    std::lock_guard lock(embed_mutex_);
+    runtime::Embedder& e =
+        embedder_for(embedder_, *model_, runtime::Pooling::None, params_.n_threads, max_embedding_tokens());
+    std::vector<std::vector<float>> rows = e.embed(tokens);
+    for (auto& row : rows) runtime::normalize_embedding(row, 2);
+    return rows;
+}
+
+std::vector<float> RuntimeBackend::rerank(const std::string& query, const std::vector<std::string>& documents,
+                                          int64_t& n_tokens) {
+    std::lock_guard lock(embed_mutex_);
+    if (pooling_name() != "rank")
+        throw Error("this server does not rerank: its pooling is " + pooling_name() +
+                    " (a reranker's file asks for rank; or start it with --pooling rank)");
+    runtime::Embedder& e =
+        embedder_for(embedder_, *model_, runtime::Pooling::Rank, params_.n_threads, max_embedding_tokens());
+    std::vector<float> scores;
+    n_tokens = 0;
+    for (const std::string& doc : documents) {
+        const auto tokens = runtime::rerank_tokens(*model_, *vocab_, query, doc);
+        n_tokens += static_cast<int64_t>(tokens.size());
+        scores.push_back(e.embed(tokens).front().at(0));
+    }
+    return scores;
 }
 
 }  // namespace cria::server

@@ -399,6 +399,9 @@ struct Server::Impl {
             const json body = parse_body(req.body);
             const Use use = use_model(req, &body);
             ServedModel& sm = *use.model;
+            if (!sm.backend->generates_text())
+                throw ApiError(501, "not_supported_error",
+                               "this model is an encoder (embeddings and reranking): it does not generate text");
             const std::vector<float> lora = request_lora(sm, body);
             ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body, config.default_sampling)
                                                          : parse_openai_chat(body, config.default_sampling);
@@ -475,6 +478,9 @@ struct Server::Impl {
             const Use use = use_model(req, &body);
             ServedModel& sm = *use.model;
             const std::vector<float> lora = request_lora(sm, body);
+            if (!sm.backend->generates_text())
+                throw ApiError(501, "not_supported_error",
+                               "this model is an encoder (embeddings and reranking): it does not generate text");
             ResponsesJob job = parse_openai_responses(
                 body, [this](const std::string& id) { return response_store->get(id); }, config.default_sampling);
             job.chat.gen.lora = lora;
@@ -542,6 +548,9 @@ struct Server::Impl {
             const json request_body = parse_body(req.body);
             const Use use = use_model(req, &request_body);
             ServedModel& sm = *use.model;
+            if (!sm.backend->generates_text())
+                throw ApiError(501, "not_supported_error",
+                               "this model is an encoder (embeddings and reranking): it does not generate text");
             const std::vector<float> lora = request_lora(sm, request_body);
             CompletionJob job =
                 parse_openai_completion(request_body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
@@ -671,7 +680,10 @@ struct Server::Impl {
             }, use.lease);
     }
 
-    void handle_embeddings(const httplib::Request& req, httplib::Response& res) {
+    // oai: /v1/embeddings (OpenAI's list); otherwise llama-server's
+    // /embeddings: [{"index", "embedding": [[row], ...]}], a row per token
+    // under pooling none, else the pooled row.
+    void handle_embeddings(const httplib::Request& req, httplib::Response& res, bool oai) {
         guarded(req, res, [&] {
             const json body = parse_body(req.body);
             const Use use = use_model(req, &body);
@@ -684,17 +696,76 @@ struct Server::Impl {
                     throw bad_request("input " + std::to_string(i) + " has " + std::to_string(job.inputs[i].size()) +
                                       " tokens, more than the " + std::to_string(sm.backend->max_embedding_tokens()) +
                                       " this model embeds at once", "input");
-                std::vector<float> v;
+                std::vector<std::vector<float>> rows;
                 try {
-                    v = sm.backend->embed(job.inputs[i]);
+                    if (oai)
+                        rows.push_back(sm.backend->embed(job.inputs[i]));
+                    else
+                        rows = sm.backend->embed_rows(job.inputs[i]);
                 } catch (const Error& e) {
                     throw ApiError(501, "not_supported_error", e.what());
                 }
                 n_tokens += static_cast<int64_t>(job.inputs[i].size());
-                data.push_back(embedding_json(i, v, job.base64));
+                if (oai)
+                    data.push_back(embedding_json(i, rows.front(), job.base64));
+                else
+                    data.push_back({{"index", i}, {"embedding", rows}});
             }
+            if (!oai) return send_json(res, 200, data);
             send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", sm.model_id},
                                  {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
+        });
+    }
+
+    // POST /v1/rerank (/rerank, /v1/reranking, /reranking), llama-server's
+    // shapes: {"query", "documents" | "texts" (TEI), "top_n"}; results sorted
+    // by relevance, at most top_n: [{"index", "relevance_score"}] in a list
+    // object, or TEI's bare [{"index", "score"}] when the request had "texts"
+    // (with "text" when return_text).
+    void handle_rerank(const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            const json body = parse_body(req.body);
+            const Use use = use_model(req, &body);
+            ServedModel& sm = *use.model;
+            if (!body.contains("query") || !body["query"].is_string())
+                throw bad_request("'query' must be a string", "query");
+            const bool tei = body.contains("texts");
+            const json& docs = tei ? body["texts"] : body.contains("documents") ? body["documents"] : json();
+            if (!docs.is_array() || docs.empty())
+                throw bad_request("'documents' must be a non-empty array of strings", "documents");
+            std::vector<std::string> documents;
+            for (const auto& d : docs) {
+                if (!d.is_string()) throw bad_request("'documents' must be strings", "documents");
+                documents.push_back(d.get<std::string>());
+            }
+            size_t top_n = documents.size();
+            if (body.contains("top_n") && !body["top_n"].is_null()) {
+                if (!body["top_n"].is_number_integer() || body["top_n"].get<int64_t>() < 0)
+                    throw bad_request("'top_n' must be a non-negative integer", "top_n");
+                top_n = std::min<size_t>(top_n, body["top_n"].get<size_t>());
+            }
+            const bool return_text = tei && body.value("return_text", false);
+            int64_t n_tokens = 0;
+            std::vector<float> scores;
+            try {
+                scores = sm.backend->rerank(body["query"].get<std::string>(), documents, n_tokens);
+            } catch (const Error& e) {
+                throw ApiError(501, "not_supported_error", e.what());
+            }
+            std::vector<size_t> order(scores.size());
+            for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+            std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+            order.resize(top_n);
+            json results = json::array();
+            for (size_t i : order) {
+                json r = {{"index", i}, {tei ? "score" : "relevance_score", scores[i]}};
+                if (return_text) r["text"] = documents[i];
+                results.push_back(r);
+            }
+            if (tei) return send_json(res, 200, results);
+            send_json(res, 200, {{"model", sm.model_id}, {"object", "list"},
+                                 {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}},
+                                 {"results", results}});
         });
     }
 
@@ -884,8 +955,10 @@ void Server::Impl::api_routes() {
     http->Post("/responses", [this](const httplib::Request& req, httplib::Response& res) { handle_responses(req, res); });
     http->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
     http->Post("/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
-    http->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
-    http->Post("/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res); });
+    http->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res, true); });
+    http->Post("/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res, false); });
+    for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"})
+        http->Post(path, [this](const httplib::Request& req, httplib::Response& res) { handle_rerank(req, res); });
 }
 
 // llama-server's extras: tokenizer, template, properties, metrics.

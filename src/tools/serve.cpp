@@ -91,6 +91,9 @@ struct ServeOptions {
     bool jinja = false;
     int32_t keep = 0;
     cria::tools::LoraFlags lora;  // --lora, --lora-scaled
+    std::string pooling;          // --pooling
+    bool embedding_only = false;  // --embedding(s)
+    bool reranking = false;       // --rerank(ing)
 };
 
 std::function<int()> setup(CLI::App& cmd) {
@@ -170,6 +173,13 @@ std::function<int()> setup(CLI::App& cmd) {
                    "Default n_keep of requests (default: 0, -1 = all): tokens a context shift keeps; cria, like "
                    "llama-server without --context-shift, never shifts, so it has no effect");
     cria::tools::add_lora_flags(cmd, &opt->lora);
+    cmd.add_option("--pooling", opt->pooling,
+                   "Pooling of /v1/embeddings and /v1/rerank: none, mean, cls, last or rank (default: the model's "
+                   "pooling_type, else mean)");
+    cmd.add_flag("--embedding,--embeddings", opt->embedding_only,
+                 "Embeddings only, as llama-server: completions and chat are refused (501); an encoder model "
+                 "(bert, nomic-bert) is served so without it");
+    cmd.add_flag("--rerank,--reranking", opt->reranking, "Serve /v1/rerank: the same as --pooling rank");
     cmd.allow_extras();  // -m, -md, -c, -np and -n, as llama-server spells them
     return [opt, &cmd]() -> int {
         using namespace cria;
@@ -257,6 +267,10 @@ std::function<int()> setup(CLI::App& cmd) {
         bp.repack = !opt->no_repack;
         for (const auto& f : opt->lora.files) bp.lora.emplace_back(f, 1.0f);
         for (const auto& fs : opt->lora.scaled_files) bp.lora.push_back(fs);
+        if (opt->reranking && !opt->pooling.empty() && opt->pooling != "rank")
+            throw Error("--rerank and --pooling " + opt->pooling + " contradict each other");
+        bp.pooling = opt->reranking ? "rank" : opt->pooling;
+        bp.embedding_only = opt->embedding_only || opt->reranking;
         std::signal(SIGPIPE, SIG_IGN);
         std::signal(SIGINT, on_signal);
         std::signal(SIGTERM, on_signal);

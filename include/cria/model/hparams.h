@@ -251,6 +251,20 @@ struct HParams {
     bool fused_gate_up = false;  // phi3: ffn_up holds [gate; up] (2 * n_ff rows), no ffn_gate
     bool tied_output = false;    // output projection shares the token embedding
 
+    // Encoders (bert, nomic-bert): attention both ways over the whole batch
+    // (attention.causal false), no output head (the model's output is the
+    // final hidden state of every token), the pooling the file asks for
+    // (pooling_type: llama.cpp's -1 unspecified, 0 none, 1 mean, 2 cls,
+    // 3 last, 4 rank), norm_eps of their LayerNorms (attention.layer_norm_epsilon),
+    // the rows of token_types (tokenizer.ggml.token_type_count) and the
+    // classifier head's outputs (classifier.output_labels, else 1).
+    bool causal_attn = true;
+    bool is_encoder = false;
+    int32_t pooling_type = -1;
+    float norm_eps = 1e-12f;
+    uint32_t n_token_types = 0;
+    uint32_t n_cls_out = 1;
+
     bool is_moe(uint32_t layer) const { return n_expert > 0 && layer >= n_layer_dense_lead; }
     bool is_kda(uint32_t layer) const { return kda.head_dim > 0 && is_recurrent(layer); }
     bool is_delta_net(uint32_t layer) const { return layer < delta_net.layers.size() && delta_net.layers[layer]; }

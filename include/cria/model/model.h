@@ -140,6 +140,9 @@ struct SsmWeights {
 struct LayerWeights {
     std::vector<float> attn_norm, post_attn_norm, ffn_norm, post_ffn_norm;
     std::vector<float> q_norm, k_norm;
+    // Encoders' post norms are LayerNorms: post_attn_norm (attn_output_norm)
+    // and post_ffn_norm (layer_output_norm) with these biases.
+    std::vector<float> post_attn_norm_bias, post_ffn_norm_bias;
     Linear wq, wk, wv, wqkv, wo;  // wqkv: the file's fused [q; k; v] (phi3), or joined at load
     // muse-glimmer: sigmoid(attn_gate h) gates the attention output channel by channel before wo.
     Linear attn_gate;
@@ -188,6 +191,14 @@ struct Weights {
     std::vector<float> output_norm;
     std::vector<float> output_res_score;  // kimi-k3: the mix before the output norm, or empty
     std::vector<float> rope_factors, rope_factors_long;  // empty when the model has none
+    // Encoders (bert, nomic-bert): token_types (only row 0 is used: every token is
+    // "sentence A", as llama.cpp), learned absolute positions (bert), the
+    // embeddings' LayerNorm, and the classifier head of rank pooling (cls,
+    // then tanh, then cls_output when present).
+    std::vector<float> token_types;
+    ops::TensorView pos_embd;
+    std::vector<float> token_embd_norm, token_embd_norm_bias;
+    Linear cls, cls_out;
     std::vector<LayerWeights> layers;
 };
 
@@ -326,6 +337,13 @@ public:
     // Whether a context of n_ctx cells uses the long rope factors (phi3's
     // LongRoPE): model::long_rope_for_context (hparams.h).
     bool long_rope_for_context(uint32_t n_ctx) const;
+
+    // The classifier head of rank pooling (rerankers; llama.cpp's
+    // build_pooling RANK): scores = cls_out(tanh(cls x + b)) (+ b), or the
+    // first n_cls_out values of tanh(cls x + b) without cls.output; x is
+    // one pooled row of n_embd values, scores receives hp.n_cls_out values.
+    // Throws cria::Error when the model has no classifier head.
+    void classify(ops::Ops& ops, const float* x, float* scores) const;
 
     // Rope parameters of a layer (SWA layers may use their own base);
     // n_dims 0 for a layer that applies no rope (its keys never rotate).

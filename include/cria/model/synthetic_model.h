@@ -19,7 +19,7 @@ namespace cria::model {
 struct SyntheticModelSpec {
     // llama, qwen2, qwen3, gemma2, gemma3, phi3, smollm3, seed_oss, mistral3, granite, exaone4,
     // qwen2moe, qwen3moe, olmoe, minimax-m2, ernie4_5-moe, granitemoe, muse-glimmer, granite_swa, gpt-oss,
-    // deepseek2, glm4moe, qwen35, qwen35moe, qwen3next
+    // deepseek2, glm4moe, qwen35, qwen35moe, qwen3next, bert, nomic-bert
     std::string arch = "llama";
     std::string name = "synthetic";
     uint32_t n_vocab = 512;
@@ -67,6 +67,10 @@ struct SyntheticModelSpec {
     uint32_t ssm_n_v_heads = 4;
     uint32_t ssm_head_dim = 0;
 
+    // bert / nomic-bert (encoders, WordPiece vocabulary): {arch}.pooling_type
+    // (-1: no key), and bert's reranker head cls / cls.output (one label).
+    int32_t pooling_type = -1;
+    bool classifier_head = false;
     ElementType weight_type = ElementType::F32;  // 2-D projection matrices
     // The stacked expert matrices (*_exps); unset: weight_type. (Real
     // gpt-oss files keep MXFP4 experts beside other types.)

@@ -34,7 +34,18 @@
 
 namespace cria::runtime {
 
-enum class Pooling { None, Mean, Last, Cls };
+// How decode() pools each sequence's hidden states (llama.cpp's pooling
+// types): none, their mean, the last token's, the first token's (CLS), or
+// the first token's through the classifier head (Rank: rerankers, n_cls_out
+// scores per sequence).
+enum class Pooling { None, Mean, Last, Cls, Rank };
+// The pooling a model's file asks for ({arch}.pooling_type), or `fallback`
+// when it names none (decoders, unspecified).
+Pooling model_pooling(const model::HParams& hp, Pooling fallback);
+// "none", "mean", "cls", "last", "rank" (llama.cpp's --pooling values);
+// parse_pooling throws cria::Error naming the valid ones for anything else.
+const char* pooling_name(Pooling p);
+Pooling parse_pooling(const std::string& name);
 
 struct ContextParams {
     uint32_t n_ctx = 4096;     // cache cells; 0: the model's training context

@@ -132,9 +132,21 @@ public:
 
     // The most tokens embed() takes (longer inputs are the request's fault: 400).
     virtual int32_t max_embedding_tokens() const { return INT32_MAX; }
-    // Mean-pooled, L2-normalised embedding of a text's tokens. Backends that
+    // The pooled (the model's pooling, or the server's --pooling; mean for
+    // decoders), L2-normalised embedding of a text's tokens. Backends that
     // cannot produce hidden states throw cria::Error.
     virtual std::vector<float> embed(std::span<const TokenId> tokens) = 0;
+    // llama-server's non-OpenAI /embeddings: one L2-normalised row per token
+    // under pooling none, else the one pooled row (the default: embed()).
+    virtual std::vector<std::vector<float>> embed_rows(std::span<const TokenId> tokens) { return {embed(tokens)}; }
+    // Whether the model generates text (an encoder only embeds and ranks:
+    // the server answers completions with 501 then).
+    virtual bool generates_text() const { return true; }
+    // A reranker's relevance score of each document for the query (raw
+    // classifier outputs, llama-server's relevance_score); n_tokens receives
+    // the tokens scored. Backends without a reranker throw cria::Error (the default).
+    virtual std::vector<float> rerank(const std::string& query, const std::vector<std::string>& documents,
+                                      int64_t& n_tokens);
 };
 
 }  // namespace cria::server

@@ -18,6 +18,7 @@ class LoraAdapter;
 }
 namespace cria::runtime {
 class Context;
+class Embedder;
 }
 
 namespace cria::server {
@@ -34,6 +35,11 @@ struct RuntimeBackendParams {
     bool repack = true;       // false: --no-repack (weights as the file stores them)
     // LoRA adapters (GGUF files) and their initial scales, applied to every slot alike.
     std::vector<std::pair<std::string, float>> lora;
+    // --pooling: none, mean, cls, last or rank; "" the model's pooling_type
+    // (mean when the file names none).
+    std::string pooling;
+    // --embedding: completions and chat are refused (an encoder is always so).
+    bool embedding_only = false;
 };
 
 class RuntimeBackend : public Backend {
@@ -85,7 +91,16 @@ public:
     void set_capture_layers(const std::vector<uint32_t>& layers) override;
     spec::FeaturesView features(size_t first_row, size_t n_rows, int32_t pos0) const override;
     int32_t max_embedding_tokens() const override;
+    // Through runtime::Embedder with the pooling in effect (not rank, not none).
     std::vector<float> embed(std::span<const TokenId> tokens) override;
+    std::vector<std::vector<float>> embed_rows(std::span<const TokenId> tokens) override;
+    bool generates_text() const override;
+    // Under rank pooling: each document joined to the query as llama-server
+    // joins them (runtime::rerank_tokens), scored by the classifier head.
+    std::vector<float> rerank(const std::string& query, const std::vector<std::string>& documents,
+                              int64_t& n_tokens) override;
+    // The pooling embed() and rerank() use.
+    std::string pooling_name() const;
 
 private:
     RuntimeBackendParams params_;
@@ -98,7 +113,7 @@ private:
     std::vector<int32_t> output_entries_;  // batch entry of each logit row of the last decode()
     int32_t n_ctx_per_seq_ = 0;
     std::mutex embed_mutex_;
-    std::unique_ptr<runtime::Context> embed_ctx_;
+    std::unique_ptr<runtime::Embedder> embedder_;
     spec::DrafterResources drafter_resources_;  // shared by the slots' drafters
 };
 

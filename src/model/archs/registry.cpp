@@ -47,6 +47,8 @@ extern const ArchDefinition kKimiLinear;
 extern const ArchDefinition kBailingMoe3;
 extern const ArchDefinition kKimiK3;
 extern const ArchDefinition kMimo2;
+extern const ArchDefinition kBert;
+extern const ArchDefinition kNomicBert;
 }  // namespace archs
 
 namespace {
@@ -90,6 +92,8 @@ const ArchDefinition* const kArchitectures[] = {
     &archs::kBailingMoe3,
     &archs::kKimiK3,
     &archs::kMimo2,
+    &archs::kBert,
+    &archs::kNomicBert,
 };
 }  // namespace
 

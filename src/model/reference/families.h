@@ -49,5 +49,9 @@ Logits muse_glimmer(const Input& in);
 // and softmax attention layers, residuals of alpha times each block's normed
 // input, mixtures of experts.
 Logits minimax_01(const Input& in);
+// bert and nomic-bert: non-causal post-norm encoders. Returns each
+// position's final hidden state (n_embd values) instead of logits: encoders
+// have no output head.
+Logits bert(const Input& in);
 
 }  // namespace cria::model::reference
