@@ -41,6 +41,7 @@
 #include "cria/gguf/file.h"
 #include "cria/media/eval_prompt.h"
 #include "cria/media/media_prompt.h"
+#include "cria/media/prompt_positions.h"
 #include "cria/model/model.h"
 #include "cria/runtime/pipeline.h"
 #include "cria/runtime/generate.h"
@@ -130,7 +131,6 @@ int run_with_images(const RunOptions& opt, cria::runtime::Context& ctx, const cr
                     cria::sampling::Chain& chain) {
     using namespace cria;
     if (opt.mmproj.empty()) throw Error("--image needs a vision projector (--mmproj FILE)");
-    if (opt.spec.enabled()) throw Error("speculative decoding with images is not supported by cria run");
     const auto mmproj = vision::Mmproj::open(opt.mmproj);
     const model::HParams& hp = ctx.model().hparams();
     if (mmproj->hparams().n_output != static_cast<int64_t>(hp.n_embd))
@@ -166,24 +166,48 @@ int run_with_images(const RunOptions& opt, cria::runtime::Context& ctx, const cr
         std::fwrite(shown.data(), 1, shown.size(), stdout);
         std::fflush(stdout);
     }
-    ctx.memory_clear();
-    const int32_t n_past = media::eval_media_prompt(ctx, mp, 0, 0, true);
-    for (const auto& c : mp.chunks)
-        for (auto t : c.tokens) chain.accept_prompt(t);  // the text joins the penalties' history
     const auto print = [&](runtime::TokenId t) {
         const std::string piece = vocab.token_to_piece(t, false);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
         return true;
     };
-    const auto result = runtime::continue_generation(ctx, vocab, chain, n_past, opt.n_predict, print);
+    runtime::GenerationResult result;
+    std::string spec_report;
+    if (opt.spec.enabled()) {
+        // The speculator decodes the prompt itself (position by position, image
+        // positions as placeholders the drafters skip or read the image rows of).
+        if (mrope)
+            throw Error("speculative decoding with images needs a text model without M-RoPE (an M-RoPE image "
+                        "takes fewer positions than tokens)");
+        spec::DecodedPrompt decoded;
+        decoded.positions = media::prompt_positions(mp);
+        decoded.decode = [&mp](runtime::Context& c, size_t n, std::vector<float>* features) {
+            media::eval_media_prompt_prefix(c, mp, 0, n, features);
+        };
+        decoded.embedding_at = [&mp](int32_t pos) { return media::image_embedding_at(mp, pos); };
+        spec::Speculator speculator(opt.spec, spec::make_drafters(opt.spec, ctx, vocab));
+        speculator.set_sampling(opt.sampling.params);  // the draft chain and the verifier follow --temp and --seed
+        result = speculator.generate(ctx, vocab, chain, decoded, opt.n_predict, print);
+        spec_report = speculator.metrics().format();
+    } else {
+        ctx.memory_clear();
+        const int32_t n_past = media::eval_media_prompt(ctx, mp, 0, 0, true);
+        for (const auto& c : mp.chunks)
+            for (auto t : c.tokens) chain.accept_prompt(t);  // the text joins the penalties' history
+        result = runtime::continue_generation(ctx, vocab, chain, n_past, opt.n_predict, print);
+    }
     if (result.stop == runtime::StopReason::EndOfGeneration) std::fputs(" [end of text]\n", stdout);
     std::fputs("\n\n", stdout);
     std::fflush(stdout);
     if (result.stop == runtime::StopReason::ContextFull) std::fprintf(stderr, "cria run: context full, stopping\n");
-    const auto& t = ctx.timings();
-    print_timing("prompt eval time", t.prompt_ms, t.prompt_tokens);
-    print_timing("eval time", t.eval_ms, t.eval_tokens);
+    if (!spec_report.empty()) {
+        std::fputs(spec_report.c_str(), stderr);
+    } else {
+        const auto& t = ctx.timings();
+        print_timing("prompt eval time", t.prompt_ms, t.prompt_tokens);
+        print_timing("eval time", t.eval_ms, t.eval_tokens);
+    }
     return 0;
 }
 
