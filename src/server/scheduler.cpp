@@ -286,8 +286,8 @@ void Scheduler::start(Slot& slot, Pending pending) {
     slot.held_logprobs.clear();
     slot.n_generated = 0;
     const SpeculativeRequest& sr = slot.request.speculative;
-    // Drafters read token histories; a prompt with images has none to give.
-    const bool spec_off = slot.drafters.empty() || sr.n_max == 0 || sr.type == "none" || !slot.request.images.empty();
+    // Images in the prompt are gaps in the history the drafters read (spec/text_positions.h).
+    const bool spec_off = slot.drafters.empty() || sr.n_max == 0 || sr.type == "none";
     spec::StepRequest& req = slot.spec_request;
     req.n_max = spec_off ? 0 : (sr.n_max > 0 ? sr.n_max : options_.speculative.n_max);
     req.n_min = sr.n_min;

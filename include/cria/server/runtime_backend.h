@@ -53,7 +53,8 @@ public:
     const model::Model& model() const { return *model_; }
 
     void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override;
-    void decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image) override;
+    void decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image,
+                      std::vector<float>* features = nullptr) override;
     // The context's memory (runtime::Context::memory_seq_rm, memory().checkpoint_*).
     bool seq_keep_prefix(int32_t seq, int32_t keep) override;
     bool seq_copy_prefix(int32_t src, int32_t dst, int32_t n) override;

@@ -250,6 +250,10 @@ private:
     void decode_failed(const StepPlan& plan, const std::string& what);
     // Request output (scheduler_output.cpp).
     void sample_first(Slot& slot, const float* logits);
+    // The prompt is in the cache (in the feature protocol, but its last
+    // token): the speculative step begins and, outside the feature protocol,
+    // the first token is sampled from `logits` (output row `row` - 1).
+    void start_generation(Slot& slot, const float* logits, size_t row);
     // Takes a sampled token (log-probs, text, stop strings, limits); n_cached:
     // tokens in the slot's cache before it. False when the request ended.
     bool on_token(Slot& slot, TokenId token, const float* logits, int32_t n_cached);
