@@ -91,7 +91,7 @@ void Scheduler::plan_generation(StepPlan& plan) {
             continue;
         }
         room -= static_cast<int32_t>(tokens.size()) - 1;
-        const auto pos = static_cast<int32_t>(s->cache.size());
+        const int32_t pos = position_of(*s, s->cache.size());
         for (size_t i = 0; i < tokens.size(); ++i) {
             plan.batch.push_back({tokens[i], pos + static_cast<int32_t>(i), s->id, true});
             plan.owners.push_back(s.get());
@@ -123,7 +123,7 @@ void Scheduler::plan_prompts(StepPlan& plan) {
         for (size_t i = 0; i < take; ++i) {
             const size_t p = s->n_past + i;
             const bool output = s->prompt_features_protocol || p + 1 == s->request.prompt.size();
-            plan.batch.push_back({s->request.prompt[p], static_cast<int32_t>(p), s->id, output});
+            plan.batch.push_back({s->request.prompt[p], position_of(*s, p), s->id, output});
             plan.owners.push_back(s.get());
         }
     }
@@ -138,7 +138,7 @@ bool Scheduler::eval_images(Slot& s) {
         if (img.first != s.n_past) continue;
         const size_t had = s.prompt_features.size();
         try {
-            backend_.decode_image(s.id, static_cast<int32_t>(s.n_past), *img.image,
+            backend_.decode_image(s.id, position_of(s, s.n_past), *img.image,
                                   s.prompt_features_protocol ? &s.prompt_features : nullptr);
         } catch (const std::exception& e) {
             fail(s, std::string("the image could not be evaluated: ") + e.what());

@@ -43,6 +43,10 @@ public:
     virtual int32_t n_vocab() const = 0;
     // Positions each sequence may hold.
     virtual int32_t n_ctx_per_seq() const = 0;
+    // The text model rotates with M-RoPE: an image then takes fewer
+    // positions than tokens (media/image_positions.h), and decode_image
+    // gives its tokens their grid positions.
+    virtual bool mrope() const { return false; }
     // Most tokens one decode() takes.
     virtual int32_t max_batch() const = 0;
     // Model description for /v1/models and /props.

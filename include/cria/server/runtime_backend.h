@@ -44,6 +44,7 @@ public:
     const vocab::Vocab& vocab() const override { return *vocab_; }
     int32_t n_vocab() const override;
     int32_t n_ctx_per_seq() const override { return n_ctx_per_seq_; }
+    bool mrope() const override;
     int32_t max_batch() const override { return params_.n_batch; }
     std::string model_name() const override;
     std::string chat_template() const override;

@@ -246,6 +246,11 @@ private:
     void plan_prompts(StepPlan& plan);
     // Decodes the images the slot's prompt has reached; false when it failed the slot.
     bool eval_images(Slot& slot);
+    // The position of entry `index` of a slot's cache or prompt: the index,
+    // less what the images before it save under M-RoPE (an image of n
+    // tokens takes max(nx, ny) positions). Every image ending at or before
+    // `index` must be in the slot's cache_images.
+    int32_t position_of(const Slot& slot, size_t index) const;
     void take_prompt_chunks(const StepPlan& plan, size_t first_row);
     void decode_failed(const StepPlan& plan, const std::string& what);
     // Request output (scheduler_output.cpp).
