@@ -16,7 +16,8 @@
 //                                 output is its token ids, one space before each)
 //   cria run -m MODEL            (no -p: interactive chat in the terminal; the same
 //                                 model, cache, sampling, grammar and speculative
-//                                 decoding flags, and -sys, --chat-template[-file])
+//                                 decoding flags, and -sys, --chat-template[-file];
+//                                 with --mmproj P, /image PATH attaches an image)
 //
 // The flags are llama-completion's (common/arg.cpp): same names, defaults
 // and meaning. One that does not apply to the mode asked for is an error.
@@ -122,6 +123,7 @@ int run_chat(const RunOptions& opt, cria::gguf::LoadMode mode) {
     chat.backend.load_mode = mode;
     chat.backend.repack = !opt.no_repack;
     chat.speculative = opt.spec;
+    chat.mmproj = opt.mmproj;  // for /image PATH
     return server::run_interactive_chat(chat, std::cin, std::cout);
 }
 
@@ -350,7 +352,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("-j,--json-schema", opt->grammar.json_schema, "JSON Schema the output must follow");
     cmd.add_option("--json-schema-file", opt->grammar.json_schema_file, "File with a JSON Schema");
     cria::tools::add_spec_flags(cmd, opt, &RunOptions::spec);
-    cmd.add_option("--mmproj", opt->mmproj, "Vision projector GGUF (llama.cpp's mmproj) for --image");
+    cmd.add_option("--mmproj", opt->mmproj, "Vision projector GGUF (llama.cpp's mmproj) for --image, and for /image PATH in the chat");
     cmd.add_option("--image", opt->images, "Image file for the prompt's next media marker (repeatable)");
     cmd.add_option("--media-marker", opt->media_marker, "The text in the prompt that an image replaces");
     cmd.add_option("--image-min-tokens", opt->image_min_tokens, "Dynamic-size projectors: fewest image tokens (0: default)");
