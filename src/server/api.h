@@ -81,6 +81,13 @@ ChatJob parse_anthropic_messages(const json& body, const sampling::SamplingParam
 struct CompletionJob {
     std::string model;  // as the client named it ("" when absent)
     GenerationRequest gen;
+    // llama-server's multimodal prompt, {"prompt_string": "...<__media__>...",
+    // "multimodal_data": ["<base64>", ...]}: the text and the decoded bytes
+    // of its images (one per marker), which the server encodes and
+    // tokenizes into `gen` (gen.prompt is then empty here).
+    bool media_prompt = false;
+    std::string prompt_string;
+    std::vector<std::vector<uint8_t>> image_bytes;
     bool stream = false;
     bool include_usage = false;
     int32_t n_choices = 1;  // "n"

@@ -2,6 +2,7 @@
 // request bodies (api.h), and their response objects (responses.h).
 // As for the chat routes, every wrong type is a 400 naming the field.
 #include "api.h"
+#include "data_url.h"
 #include "responses.h"
 
 namespace cria::server {
@@ -82,7 +83,28 @@ CompletionJob parse_openai_completion(const json& body, const vocab::Vocab& voca
     job.gen.max_tokens = 16;  // OpenAI's default for completions
     parse_openai_sampling(body, job.gen, false, defaults, &job.n_choices);
     if (!body.contains("prompt")) throw bad_request("'prompt' is required", "prompt");
-    job.gen.prompt = completion_prompt(body["prompt"], vocab, n_vocab);
+    if (body["prompt"].is_object()) {
+        // llama-server's multimodal prompt object.
+        const json& p = body["prompt"];
+        if (!p.contains("prompt_string") || !p["prompt_string"].is_string())
+            throw bad_request("'prompt.prompt_string' must be a string", "prompt");
+        job.media_prompt = true;
+        job.prompt_string = p["prompt_string"].get<std::string>();
+        if (p.contains("multimodal_data") && !p["multimodal_data"].is_null()) {
+            const json& data = p["multimodal_data"];
+            if (!data.is_array()) throw bad_request("'prompt.multimodal_data' must be an array of base64 strings", "prompt");
+            if (data.size() > 16) throw bad_request("'prompt.multimodal_data' holds more than 16 images", "prompt");
+            for (const json& item : data) {
+                if (!item.is_string())
+                    throw bad_request("'prompt.multimodal_data' must be an array of base64 strings", "prompt");
+                auto bytes = decode_base64(item.get<std::string>());
+                if (!bytes) throw bad_request("'prompt.multimodal_data' holds malformed base64", "prompt");
+                job.image_bytes.push_back(std::move(*bytes));
+            }
+        }
+    } else {
+        job.gen.prompt = completion_prompt(body["prompt"], vocab, n_vocab);
+    }
     if (body.contains("echo") && body["echo"].is_boolean() && body["echo"].get<bool>())
         throw bad_request("'echo' is not supported", "echo");
     job.stream = flag(body, "stream");

@@ -16,7 +16,7 @@ std::vector<TokenId> Backend::restore_sequence_with_media(int32_t seq, const std
     return restore_sequence(seq, path);
 }
 
-void Backend::decode_image(int32_t, int32_t, const media::ImageChunk&) {
+void Backend::decode_image(int32_t, int32_t, const media::ImageChunk&, std::vector<float>*) {
     throw Error("this backend takes no images");
 }
 

@@ -7,11 +7,14 @@
 
 #include <atomic>
 #include <csignal>
+#include <fstream>
+#include <iterator>
 #include <iostream>
 #include <string>
 
 #include "chat_prompt.h"
 #include "cria/core/error.h"
+#include "cria/media/image_encoder.h"
 #include "cria/sampling/grammar.h"
 #include "cria/server/runtime_backend.h"
 #include "cria/server/scheduler.h"
@@ -107,6 +110,19 @@ int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in
     // the chat with an error instead of failing every turn.
     const std::string grammar = sampling::grammar_source(options.grammar);
     if (!grammar.empty()) (void)sampling::make_grammar_sampler(backend.vocab(), options.grammar);
+    std::unique_ptr<media::ImageEncoder> encoder;
+    if (!options.mmproj.empty()) {
+        encoder = std::make_unique<media::ImageEncoder>(options.mmproj, options.n_threads);
+        if (encoder->n_output() != static_cast<int64_t>(backend.model().hparams().n_embd))
+            throw Error("the projector outputs " + std::to_string(encoder->n_output()) +
+                        " values per token but the text model's width is " +
+                        std::to_string(backend.model().hparams().n_embd));
+        formatter.set_image_delimiters(encoder->delimiters());
+    }
+    // The images of the history (each where its message's marker is), and
+    // those /image attached to the next message.
+    std::vector<std::shared_ptr<const media::ImageChunk>> images;
+    size_t n_pending = 0;
     SchedulerOptions so{.n_slots = 1, .max_queue = 1, .n_batch = backend.max_batch()};
     so.speculative = options.speculative;
     Scheduler scheduler(backend, so);
@@ -115,7 +131,8 @@ int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in
     json history = json::array();
     if (!options.system_prompt.empty()) history.push_back({{"role", "system"}, {"content", options.system_prompt}});
     out << "cria chat with " << backend.model_name() << " (" << backend.n_ctx_per_seq()
-        << " tokens of context). /clear starts over, /exit quits, Ctrl-C stops a reply.\n"
+        << " tokens of context). /clear starts over, /exit quits, Ctrl-C stops a reply"
+        << (encoder ? ", /image PATH attaches an image to the next message" : "") << ".\n"
         << "(" << backend.describe_settings() << (grammar.empty() ? "" : ", replies follow the grammar")
         << describe_speculation(options.speculative) << ")\n";
     std::string line;
@@ -127,12 +144,38 @@ int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in
         if (line == "/clear") {
             history = json::array();
             if (!options.system_prompt.empty()) history.push_back({{"role", "system"}, {"content", options.system_prompt}});
+            images.clear();
+            n_pending = 0;
             out << "(conversation cleared)\n";
             continue;
         }
+        if (line.rfind("/image", 0) == 0 && (line.size() == 6 || line[6] == ' ')) {
+            const std::string path = line.size() > 7 ? line.substr(7) : std::string();
+            if (!encoder) {
+                out << "error: /image needs a vision projector (--mmproj FILE)\n";
+            } else if (path.empty()) {
+                out << "error: /image PATH\n";
+            } else {
+                try {
+                    std::ifstream file(path, std::ios::binary);
+                    if (!file) throw Error("cannot open '" + path + "'");
+                    const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+                    images.push_back(encoder->encode(bytes, path));
+                    ++n_pending;
+                    out << "(" << path << ": " << images.back()->n_tokens << " image tokens, for the next message)\n";
+                } catch (const std::exception& e) {
+                    out << "error: " << e.what() << "\n";
+                }
+            }
+            continue;
+        }
         if (line.empty()) continue;
-        history.push_back({{"role", "user"}, {"content", line}});
+        // The attached images go first in the message, as mtmd-cli puts them.
+        std::string content;
+        for (size_t i = 0; i < n_pending; ++i) content += media::kDefaultMediaMarker;
+        history.push_back({{"role", "user"}, {"content", content + line}});
         ChatJob job;
+        job.images = images;
         job.messages = history;
         job.gen.sampling = options.sampling;
         job.gen.max_tokens = options.max_tokens;
@@ -148,8 +191,11 @@ int run_interactive_chat(const InteractiveChatOptions& options, std::istream& in
         } catch (const std::exception& e) {
             out << "error: " << e.what() << "\n";
             history.erase(history.end() - 1);
+            images.resize(images.size() - n_pending);  // the message and its images are dropped together
+            n_pending = 0;
             continue;
         }
+        n_pending = 0;
         const std::string reply = show_reply(*handle, popt, out);
         history.push_back({{"role", "assistant"}, {"content", reply}});
     }

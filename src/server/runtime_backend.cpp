@@ -86,12 +86,15 @@ std::string RuntimeBackend::describe_settings() const {
            (params_.repack ? "" : " (--no-repack)");
 }
 
-void RuntimeBackend::decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image) {
-    // The server places image tokens at consecutive positions; an M-RoPE
-    // model's images take fewer positions than tokens (refused at start-up).
-    if (model_->hparams().rope_order == model::RopeOrder::MRope)
-        throw Error("images in the server need a text model without M-RoPE");
-    media::eval_image_chunk(*ctx_, image, seq, pos, false, false);
+bool RuntimeBackend::mrope() const { return model_->hparams().rope_order == model::RopeOrder::MRope; }
+
+void RuntimeBackend::decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image,
+                                  std::vector<float>* features) {
+    // pos: the image's first position; under M-RoPE its tokens get their
+    // grid sections and the image takes max(nx, ny) positions.
+    media::eval_image_chunk(*ctx_, image, seq, pos, mrope(), false,
+                            features && !ctx_->params().capture_layers.empty() ? features : nullptr);
+    output_entries_.clear();  // the image's rows are no logit rows of a decode()
 }
 
 void RuntimeBackend::decode(std::span<const BatchToken> batch, std::vector<float>& logits) {

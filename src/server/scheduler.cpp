@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "cria/core/error.h"
+#include "cria/media/image_positions.h"
 #include "cria/sampling/chain.h"
 #include "cria/sampling/grammar.h"
 #include "cria/spec/params.h"
@@ -46,6 +47,15 @@ size_t reusable_prefix(const std::vector<TokenId>& cache, const std::vector<Prom
 }  // namespace
 
 TokenId image_placeholder(uint64_t hash) { return -2 - static_cast<TokenId>(hash & 0x3fffffff); }
+
+int32_t Scheduler::position_of(const Slot& slot, size_t index) const {
+    auto pos = static_cast<int64_t>(index);
+    if (backend_.mrope())
+        for (const PromptImage& img : slot.cache_images)
+            if (img.first + static_cast<size_t>(img.image->n_tokens) <= index)
+                pos -= img.image->n_tokens - media::image_position_count(*img.image, true);
+    return static_cast<int32_t>(pos);
+}
 
 Scheduler::Scheduler(Backend& backend, SchedulerOptions options)
     : backend_(backend), options_(options), prompt_cache_(options.prompt_cache_bytes) {
@@ -299,8 +309,11 @@ void Scheduler::start(Slot& slot, Pending pending) {
     slot.held_logprobs.clear();
     slot.n_generated = 0;
     const SpeculativeRequest& sr = slot.request.speculative;
-    // Drafters read token histories; a prompt with images has none to give.
-    const bool spec_off = slot.drafters.empty() || sr.n_max == 0 || sr.type == "none" || !slot.request.images.empty();
+    // Images in the prompt are gaps in the history the drafters read
+    // (spec/text_positions.h), one entry per position; under M-RoPE an image
+    // takes fewer positions than entries, so such a request decodes plainly.
+    const bool spec_off = slot.drafters.empty() || sr.n_max == 0 || sr.type == "none" ||
+                          (backend_.mrope() && !slot.request.images.empty());
     spec::StepRequest& req = slot.spec_request;
     req.n_max = spec_off ? 0 : (sr.n_max > 0 ? sr.n_max : options_.speculative.n_max);
     req.n_min = sr.n_min;
@@ -342,7 +355,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
         if (len > lent) lender = other.get(), lent = len;
     }
     if (lender != nullptr) {
-        if (backend_.seq_copy_prefix(lender->id, slot.id, static_cast<int32_t>(lent))) {
+        if (backend_.seq_copy_prefix(lender->id, slot.id, position_of(*lender, lent))) {
             slot.cache.assign(slot.request.prompt.begin(), slot.request.prompt.begin() + static_cast<std::ptrdiff_t>(lent));
             slot.cache_images.clear();
             for (const PromptImage& c : lender->cache_images)
@@ -364,7 +377,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
     const StateCheckpoints::Checkpoint* checkpoint =
         checkpoints_ ? checkpoints_->longest_prefix_of(slot.request.prompt, lora) : nullptr;
     const bool checkpoint_first = checkpoint && checkpoint->tokens.size() > keep;
-    if (!checkpoint_first && backend_.seq_keep_prefix(slot.id, static_cast<int32_t>(keep))) {
+    if (!checkpoint_first && backend_.seq_keep_prefix(slot.id, position_of(slot, keep))) {
         slot.cache.resize(keep);
         std::erase_if(slot.cache_images,
                       [&](const PromptImage& c) { return c.first + static_cast<size_t>(c.image->n_tokens) > keep; });

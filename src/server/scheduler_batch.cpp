@@ -111,7 +111,7 @@ void Scheduler::plan_generation(StepPlan& plan) {
             continue;
         }
         room -= static_cast<int32_t>(tokens.size()) - 1;
-        const auto pos = static_cast<int32_t>(s->cache.size());
+        const int32_t pos = position_of(*s, s->cache.size());
         for (size_t i = 0; i < tokens.size(); ++i) {
             plan.batch.push_back({tokens[i], pos + static_cast<int32_t>(i), s->id, true});
             plan.owners.push_back(s.get());
@@ -143,7 +143,7 @@ void Scheduler::plan_prompts(StepPlan& plan) {
         for (size_t i = 0; i < take; ++i) {
             const size_t p = s->n_past + i;
             const bool output = s->prompt_features_protocol || p + 1 == s->request.prompt.size();
-            plan.batch.push_back({s->request.prompt[p], static_cast<int32_t>(p), s->id, output});
+            plan.batch.push_back({s->request.prompt[p], position_of(*s, p), s->id, output});
             plan.owners.push_back(s.get());
         }
     }
@@ -151,18 +151,37 @@ void Scheduler::plan_prompts(StepPlan& plan) {
 
 bool Scheduler::eval_images(Slot& s) {
     // Images are decoded alone, each as its own batch of embeddings (gemma3
-    // attends over one both ways), when the prompt reaches them.
+    // attends over one both ways), when the prompt reaches them. In the
+    // feature protocol their rows' streams join the prompt's features: the
+    // drafters that read them are seeded from every position.
     for (const PromptImage& img : s.request.images) {
         if (img.first != s.n_past) continue;
+        const size_t had = s.prompt_features.size();
         try {
-            backend_.decode_image(s.id, static_cast<int32_t>(s.n_past), *img.image);
+            backend_.decode_image(s.id, position_of(s, s.n_past), *img.image,
+                                  s.prompt_features_protocol ? &s.prompt_features : nullptr);
         } catch (const std::exception& e) {
             fail(s, std::string("the image could not be evaluated: ") + e.what());
             return false;
         }
+        if (s.prompt_features_protocol) {
+            const auto n_embd = static_cast<size_t>(img.image->n_embd);
+            const size_t added = s.prompt_features.size() - had, n_tokens = static_cast<size_t>(img.image->n_tokens);
+            if (added == 0 || added % (n_tokens * n_embd) != 0) {
+                fail(s, "speculative decoding failed: the image's rows gave no target features");
+                return false;
+            }
+            s.prompt_features_shape.n_layers = added / (n_tokens * n_embd);
+            s.prompt_features_shape.n_embd = n_embd;
+        }
         s.cache.insert(s.cache.end(), static_cast<size_t>(img.image->n_tokens), image_placeholder(img.image->hash));
         s.cache_images.push_back(img);
         s.n_past += static_cast<size_t>(img.image->n_tokens);
+        // Only the prompt's last token is left (the first verify step's): the request starts generating.
+        if (s.prompt_features_protocol && s.n_past + 1 == s.request.prompt.size()) {
+            start_generation(s, nullptr, 0);
+            return false;
+        }
     }
     return true;
 }
@@ -190,44 +209,50 @@ void Scheduler::take_prompt_chunks(const StepPlan& plan, size_t row) {
             if (s.n_past + 1 < s.request.prompt.size()) continue;
         }
         // The prompt's last token (or, in the feature protocol, the one before): the request starts generating.
-        s.generating = true;
-        s.t_prompt_done = Clock::now();
-        {
-            const auto n_eval = static_cast<uint64_t>(s.request.prompt.size()) - static_cast<uint64_t>(s.n_cached);
-            std::lock_guard lock(mutex_);
-            stats_.prompt_tokens_total += n_eval;
-            stats_.cached_tokens_total += static_cast<uint64_t>(s.n_cached);
-            stats_.prompt_seconds_total += ms_between(s.t_start, s.t_prompt_done) / 1000.0;
-        }
-        // The state after the prompt also resumes a next turn whose history
-        // renders this reply with other tokens than were generated.
-        keep_turn_checkpoint(s);
-        if (!s.busy) continue;
-        if (s.prompt_features_protocol) {
-            try {
-                s.speculation->begin(s.id, s.cache, s.spec_request);
-                spec::FeaturesView v = s.prompt_features_shape;  // every row this request decoded
-                v.data = s.prompt_features.data();
-                v.n_tokens = s.prompt_features.size() / (v.n_layers * v.n_embd);
-                v.pos0 = s.n_cached;
-                s.speculation->set_target_features(v);
-            } catch (const std::exception& e) {
-                fail(s, std::string("speculative decoding failed: ") + e.what());
-                continue;
-            }
-            s.last = s.request.prompt.back();  // verified by the first step, with a draft
-            continue;
-        }
+        start_generation(s, logits, row);
+    }
+}
+
+void Scheduler::start_generation(Slot& s, const float* logits, size_t row) {
+    s.generating = true;
+    s.t_prompt_done = Clock::now();
+    {
+        const auto n_eval = static_cast<uint64_t>(s.request.prompt.size()) - static_cast<uint64_t>(s.n_cached);
+        std::lock_guard lock(mutex_);
+        stats_.prompt_tokens_total += n_eval;
+        stats_.cached_tokens_total += static_cast<uint64_t>(s.n_cached);
+        stats_.prompt_seconds_total += ms_between(s.t_start, s.t_prompt_done) / 1000.0;
+    }
+    // The state after the prompt also resumes a next turn whose history
+    // renders this reply with other tokens than were generated.
+    keep_turn_checkpoint(s);
+    if (!s.busy) return;
+    if (s.prompt_features_protocol) {
         try {
             s.speculation->begin(s.id, s.cache, s.spec_request);
-            // The stream of the prompt's last token, for drafters that read it.
-            s.speculation->set_target_features(backend_.features(row - 1, 1, static_cast<int32_t>(s.cache.size()) - 1));
+            s.speculation->set_input_embeddings(image_rows(s.cache_images));
+            spec::FeaturesView v = s.prompt_features_shape;  // every row this request decoded
+            v.data = s.prompt_features.data();
+            v.n_tokens = s.prompt_features.size() / (v.n_layers * v.n_embd);
+            v.pos0 = s.n_cached;
+            s.speculation->set_target_features(v);
         } catch (const std::exception& e) {
             fail(s, std::string("speculative decoding failed: ") + e.what());
-            continue;
+            return;
         }
-        sample_first(s, logits);
+        s.last = s.request.prompt.back();  // verified by the first step, with a draft
+        return;
     }
+    try {
+        s.speculation->begin(s.id, s.cache, s.spec_request);
+        s.speculation->set_input_embeddings(image_rows(s.cache_images));
+        // The stream of the prompt's last token, for drafters that read it.
+        s.speculation->set_target_features(backend_.features(row - 1, 1, static_cast<int32_t>(s.cache.size()) - 1));
+    } catch (const std::exception& e) {
+        fail(s, std::string("speculative decoding failed: ") + e.what());
+        return;
+    }
+    sample_first(s, logits);
 }
 
 }  // namespace cria::server

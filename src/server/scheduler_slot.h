@@ -26,6 +26,11 @@ struct PositionCounts {
 };
 PositionCounts position_counts(const spec::Metrics& metrics);
 
+// Where the drafters of a slot find the embedding rows of the images in its
+// cache (the slot's cache_images, read when asked), by position
+// (spec::DraftInput::embedding_at).
+spec::EmbeddingAt image_rows(const std::vector<PromptImage>& cache_images);
+
 struct Scheduler::Slot {
     int32_t id = 0;
     bool busy = false;

@@ -35,6 +35,11 @@ size_t Scheduler::save_slot(int32_t id, const std::string& path) {
     run_on_loop([&] {
         Slot& slot = *slots_[static_cast<size_t>(id)];
         if (slot.busy) throw Error("slot " + std::to_string(id) + " is busy");
+        // An M-RoPE image's tokens share positions (the cache orders them
+        // apart), which the sequence file does not record yet.
+        if (backend_.mrope() && !slot.cache_images.empty())
+            throw Error("slot " + std::to_string(id) + " holds an image of an M-RoPE text model, which a slot file "
+                        "cannot record yet");
         // The file records the scales of the cells (LoraSet::identity).
         apply_lora(slot.lora);
         // The images among the tokens go into the file with their hashes.

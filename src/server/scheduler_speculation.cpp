@@ -28,6 +28,17 @@ PositionCounts position_counts(const spec::Metrics& metrics) {
     return out;
 }
 
+spec::EmbeddingAt image_rows(const std::vector<PromptImage>& cache_images) {
+    return [&cache_images](int32_t pos) -> const float* {
+        for (const PromptImage& img : cache_images) {
+            const auto first = static_cast<int64_t>(img.first);
+            if (pos >= first && pos < first + img.image->n_tokens)
+                return img.image->embd.data() + (pos - first) * img.image->n_embd;
+        }
+        return nullptr;
+    };
+}
+
 namespace {
 
 // Adds what `now` counts beyond `synced` to `total`, and remembers `now`.

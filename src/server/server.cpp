@@ -16,6 +16,7 @@
 #include "client_socket.h"
 #include "cria/core/error.h"
 #include "cria/core/version.h"
+#include "cria/media/media_prompt.h"
 #include "cria/sampling/rng.h"
 #include "cria/server/slot_files.h"
 #include "memory_stream.h"
@@ -76,6 +77,39 @@ struct Server::Impl {
             }
         }
         job.image_bytes.clear();
+    }
+
+    // llama-server's multimodal completion prompt: each marker of the text
+    // takes the next image (the projector's delimiters around it), as
+    // `cria run --image` builds it; the images' spans hold placeholders.
+    void build_media_prompt(ServedModel& sm, CompletionJob& job) {
+        if (!job.media_prompt) return;
+        if (!job.image_bytes.empty() && !config.image_encoder)
+            throw bad_request("this server takes no images: start it with a vision projector (--mmproj)", "prompt");
+        std::vector<std::shared_ptr<const media::ImageChunk>> images;
+        media::MediaPrompt mp;
+        try {
+            for (size_t i = 0; i < job.image_bytes.size(); ++i)
+                images.push_back(config.image_encoder->encode(job.image_bytes[i], "image " + std::to_string(i + 1)));
+            const media::ImageDelimiters delimiters =
+                config.image_encoder ? config.image_encoder->delimiters() : media::ImageDelimiters{};
+            mp = media::tokenize_media_prompt(sm.backend->vocab(), job.prompt_string, images, delimiters,
+                                              media::kDefaultMediaMarker, true, false);
+        } catch (const Error& e) {
+            throw bad_request(e.what(), "prompt");
+        }
+        job.image_bytes.clear();
+        job.gen.prompt.clear();
+        job.gen.images.clear();
+        for (const media::PromptChunk& c : mp.chunks) {
+            if (!c.is_image()) {
+                job.gen.prompt.insert(job.gen.prompt.end(), c.tokens.begin(), c.tokens.end());
+                continue;
+            }
+            job.gen.images.push_back({job.gen.prompt.size(), c.image});
+            job.gen.prompt.insert(job.gen.prompt.end(), static_cast<size_t>(c.image->n_tokens),
+                                  image_placeholder(c.image->hash));
+        }
     }
 
     // GET /v1/models/NAME: one of the listed names, or the file's name or stem.
@@ -555,6 +589,7 @@ struct Server::Impl {
             CompletionJob job =
                 parse_openai_completion(request_body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
             job.gen.lora = lora;
+            build_media_prompt(sm, job);
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
             if (job.n_choices > 1) {

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 #include "cria/core/error.h"
 #include "cria/model/model.h"
 #include "cria/spec/params.h"
+#include "cria/spec/text_positions.h"
 
 namespace cria::spec {
 
@@ -91,9 +93,13 @@ void DraftModelDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
     const TokenId last = input.last;
     const int want = std::min(params_.n_max, n_max);
     if (want <= 0) return;
-    if (history.size() + 1 + static_cast<size_t>(want) > ctx_.n_ctx()) return;  // the draft's cache is full
-    sequence_.assign(history.begin(), history.end());
+    // The draft model has no vision encoder: it reads the text of the
+    // history, each image left out, at positions of its own (its proposals
+    // are only proposals; the target's verification keeps the output exact).
+    sequence_.clear();
+    std::copy_if(history.begin(), history.end(), std::back_inserter(sequence_), is_text);
     sequence_.push_back(last);
+    if (sequence_.size() + static_cast<size_t>(want) > ctx_.n_ctx()) return;  // the draft's cache is full
     decode_missing(sequence_);
 
     for (int i = 0; i < want; ++i) {

@@ -84,10 +84,17 @@ bool Eagle3Drafter::take_features(const DraftInput& input) {
             next < input.pos_last ? input.history[static_cast<size_t>(next)] : input.last;
         positions_[static_cast<size_t>(k)] = static_cast<int32_t>(fv.pos0 + k);
     }
+    // An image position's token is the image's embedding row there (when
+    // the caller knows it and it has the head's width).
+    input_rows_.assign(static_cast<size_t>(n), nullptr);
+    if (input.embedding_at && *input.embedding_at && head_->n_embd == head_->n_embd_target)
+        for (int64_t k = 0; k < n; ++k)
+            if (!is_text(tokens_[static_cast<size_t>(k)]))
+                input_rows_[static_cast<size_t>(k)] = (*input.embedding_at)(positions_[static_cast<size_t>(k)] + 1);
     for (int64_t first = 0; first < n; first += session_.max_batch()) {
         const int64_t m = std::min<int64_t>(session_.max_batch(), n - first);
         session_.decode(&tokens_[static_cast<size_t>(first)], &g_[static_cast<size_t>(first) * d],
-                        &positions_[static_cast<size_t>(first)], m);
+                        &positions_[static_cast<size_t>(first)], m, &input_rows_[static_cast<size_t>(first)]);
     }
     return true;
 }

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "cria/core/error.h"
+#include "cria/spec/head_inputs.h"
 #include "cria/gguf/file.h"
 #include "cria/model/model.h"
 #include "cria/quant/quantize.h"
@@ -201,7 +202,8 @@ void Eagle3Session::encode(const float* features, int64_t n, float* g) {
     }
 }
 
-void Eagle3Session::decode(const int32_t* tokens, const float* g, const int32_t* positions, int64_t n) {
+void Eagle3Session::decode(const int32_t* tokens, const float* g, const int32_t* positions, int64_t n,
+                           const float* const* input_rows) {
     const Eagle3Head& h = *head_;
     if (n <= 0 || n > max_batch_) throw Error("eagle3 draft: batch of " + std::to_string(n) + " rows");
     for (int64_t i = 0; i < n; ++i)
@@ -211,7 +213,7 @@ void Eagle3Session::decode(const int32_t* tokens, const float* g, const int32_t*
 
     // x = [RMSNorm(E[t]) ; RMSNorm(g)], the second half kept for the residual.
     TensorView emb = view(emb_, d, n);
-    ops_.get_rows(h.token_embd, tokens, n, emb);
+    embed_head_inputs(ops_, h.token_embd, tokens, n, input_rows, emb);
     TensorView gin = TensorView::contiguous(ElementType::F32, g, {d, n});
     TensorView normed_g = view(n_, d, n);
     ops_.rms_norm(emb, h.attn_norm.data(), h.eps, emb);

@@ -59,7 +59,14 @@ bool MtpDrafter::take_features(const DraftInput& input) {
             const float* src = first + i == 0 ? pending_h_.data() : h_row(first + i - 1);
             std::memcpy(&rows_h_[static_cast<size_t>(i * d)], src, d * sizeof(float));
         }
-        session_.decode(tokens_.data(), rows_h_.data(), fv.pos0 + static_cast<int32_t>(first), m, false);
+        // An image position's token is the image's embedding row there (when known).
+        input_rows_.assign(static_cast<size_t>(m), nullptr);
+        if (input.embedding_at && *input.embedding_at && fv.n_embd == head_->n_embd)
+            for (int64_t i = 0; i < m; ++i)
+                if (!is_text(tokens_[static_cast<size_t>(i)]))
+                    input_rows_[static_cast<size_t>(i)] = (*input.embedding_at)(fv.pos0 + static_cast<int32_t>(first + i));
+        session_.decode(tokens_.data(), rows_h_.data(), fv.pos0 + static_cast<int32_t>(first), m, false,
+                        input_rows_.data());
     }
     std::memcpy(pending_h_.data(), h_row(n - 1), d * sizeof(float));
     pending_pos_ = input.pos_last - 1;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "cria/core/error.h"
+#include "cria/spec/head_inputs.h"
 #include "cria/gguf/file.h"
 #include "cria/model/model.h"
 #include "spec/head_file.h"
@@ -175,7 +176,8 @@ MtpSession::MtpSession(std::shared_ptr<const MtpHead> head, ops::Ops& ops, int32
     rope_.freq_scale = h.rope_scale;
 }
 
-void MtpSession::decode(const int32_t* tokens, const float* hrows, int32_t p0, int64_t n, bool logits) {
+void MtpSession::decode(const int32_t* tokens, const float* hrows, int32_t p0, int64_t n, bool logits,
+                        const float* const* input_rows) {
     const MtpHead& h = *head_;
     if (n <= 0 || n > max_batch_ || p0 < 0 || p0 + n > n_ctx_)
         throw Error("mtp draft: " + std::to_string(n) + " rows at position " + std::to_string(p0) +
@@ -185,7 +187,7 @@ void MtpSession::decode(const int32_t* tokens, const float* hrows, int32_t p0, i
 
     // u = eh_proj [enorm(E[x]); hnorm(h)]
     TensorView e = view(e_, d, n), hn = view(hn_, d, n);
-    ops_.get_rows(h.token_embd, tokens, n, e);
+    embed_head_inputs(ops_, h.token_embd, tokens, n, input_rows, e);
     ops_.rms_norm(e, h.enorm.data(), h.eps, e);
     ops_.rms_norm(TensorView::contiguous(ElementType::F32, hrows, {d, n}), h.hnorm.data(), h.eps, hn);
     for (int64_t i = 0; i < n; ++i) {

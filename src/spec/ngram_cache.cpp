@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "cria/core/error.h"
+#include "cria/spec/text_positions.h"
 
 namespace cria::spec {
 
@@ -76,7 +77,9 @@ void ngram_table_update(NgramTable& table, int n_min, int n_max, const std::vect
     const auto size = static_cast<int64_t>(tokens.size());
     for (int n = n_min; n <= n_max; ++n) {
         for (int64_t i = std::max<int64_t>(size - static_cast<int64_t>(n_new), n); i < size; ++i)
-            ++table[key_of(tokens.data() + i - n, n)][tokens[static_cast<size_t>(i)]];
+            // n-grams with an image position in them are not counted (none spans an image).
+            if (all_text(tokens.data() + i - n, static_cast<size_t>(n) + 1))
+                ++table[key_of(tokens.data() + i - n, n)][tokens[static_cast<size_t>(i)]];
     }
 }
 

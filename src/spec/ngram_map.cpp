@@ -9,6 +9,7 @@
 
 #include "cria/core/error.h"
 #include "cria/spec/ngram.h"
+#include "cria/spec/text_positions.h"
 
 namespace cria::spec {
 
@@ -40,6 +41,8 @@ void NgramMapDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
     // The key: the last n-1 history tokens, then `last`.
     std::vector<TokenId> key(history.end() - static_cast<std::ptrdiff_t>(n - 1), history.end());
     key.push_back(last);
+    // A key with an image position in it is no n-gram (none spans an image).
+    if (!all_text(key.data(), key.size())) return;
     auto key_at = [&](size_t j) { return std::equal(key.begin(), key.end(), history.begin() + static_cast<std::ptrdiff_t>(j)); };
 
     // Latest occurrence with a full m-gram behind it (position 0 skipped, as llama.cpp).
@@ -65,7 +68,8 @@ void NgramMapDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
     const int limit = std::max(n_max, 0);
     if (key_only_) {
         const int count = std::min({static_cast<int>(m), entry.values[0].n_accepted, limit});
-        for (int i = 0; i < count; ++i) out.tokens.push_back(history[found + n + static_cast<size_t>(i)]);
+        for (int i = 0; i < count && is_text(history[found + n + static_cast<size_t>(i)]); ++i)
+            out.tokens.push_back(history[found + n + static_cast<size_t>(i)]);
         // llama.cpp leaves last_draft_created false in this mode: accept() changes nothing.
         return;
     }
@@ -103,8 +107,10 @@ void NgramMapDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
     if (others > 0 && best_count < 3 * others) return;  // no dominant continuation
 
     // As llama.cpp, the tokens after the latest occurrence are drafted.
+    // The draft stops before an image position (the key's occurrence is text, what follows may not be).
     const int count = std::min({static_cast<int>(m), entry.values[best].n_accepted, limit});
-    for (int i = 0; i < count; ++i) out.tokens.push_back(history[found + n + static_cast<size_t>(i)]);
+    for (int i = 0; i < count && is_text(history[found + n + static_cast<size_t>(i)]); ++i)
+        out.tokens.push_back(history[found + n + static_cast<size_t>(i)]);
     last_created_ = true;
     last_key_ = k;
     last_value_ = best;

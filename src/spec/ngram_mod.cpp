@@ -6,6 +6,7 @@
 
 #include "cria/core/error.h"
 #include "cria/spec/ngram.h"
+#include "cria/spec/text_positions.h"
 
 namespace cria::spec {
 
@@ -22,6 +23,8 @@ size_t NgramModPool::index(const TokenId* tokens) const {
 }
 
 void NgramModPool::add(const TokenId* tokens) {
+    // n tokens and the one after them, all text: nothing is learnt across an image.
+    if (!all_text(tokens, static_cast<size_t>(n_) + 1)) return;
     TokenId& slot = entries_[index(tokens)];
     if (slot != kEmpty) ++used_;  // counts overwrites, as llama.cpp's "used"
     slot = tokens[n_];
@@ -69,6 +72,7 @@ void NgramModDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
     const int want = std::min(params_.n_max, std::max(n_max, 0));
     scratch_.assign(history.end() - static_cast<std::ptrdiff_t>(n - 1), history.end());
     scratch_.push_back(last);
+    if (!all_text(scratch_.data(), n)) return;  // the key holds an image position
     for (int i = 0; i < want; ++i) {
         const TokenId next = pool_->get(scratch_.data() + i);
         if (next == NgramModPool::kEmpty) break;

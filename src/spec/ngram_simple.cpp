@@ -5,6 +5,7 @@
 
 #include "cria/core/error.h"
 #include "cria/spec/ngram.h"
+#include "cria/spec/text_positions.h"
 
 namespace cria::spec {
 
@@ -24,6 +25,8 @@ void NgramSimpleDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
     // The pattern (the last n-1 history tokens and `last`) and at least one
     // full draft must fit in front of it.
     if (len <= n + m + 1) return;
+    // A pattern with an image position in it matches nothing (no n-gram spans an image).
+    if (!is_text(last) || !all_text(history.data() + (len - n + 1), n - 1)) return;
     auto matches_at = [&](size_t j) {
         for (size_t k = 0; k + 1 < n; ++k)
             if (history[j + k] != history[len - n + 1 + k]) return false;
@@ -37,7 +40,8 @@ void NgramSimpleDrafter::draft(const DraftInput& input, int n_max, Draft& out) {
             break;
         }
     if (found == 0) return;
-    const size_t available = std::min(m, len - (found + n));
+    // The continuation stops before the next image.
+    const size_t available = text_prefix(history.data() + found + n, std::min(m, len - (found + n)));
     // llama.cpp drafts nothing when fewer than n tokens follow the match.
     if (available < n) return;
     const size_t count = std::min(available, static_cast<size_t>(std::max(n_max, 0)));

@@ -49,8 +49,33 @@ void Speculator::set_sampling(const sampling::SamplingParams& sampling) {
 runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const vocab::Vocab& vocab,
                                                sampling::Chain& chain, const std::vector<TokenId>& prompt,
                                                int n_predict, const std::function<bool(TokenId)>& on_token) {
+    DecodedPrompt tokens;
+    tokens.positions = prompt;
+    tokens.decode = [&prompt](runtime::Context& c, size_t n, std::vector<float>* features) {
+        const size_t n_batch = c.params().n_batch;
+        runtime::Batch batch;
+        for (size_t first = 0; first < n; first += n_batch) {
+            const size_t count = std::min(n_batch, n - first);
+            batch.clear();
+            for (size_t i = 0; i < count; ++i)
+                batch.add(prompt[first + i], static_cast<int32_t>(first + i), {0}, features || first + i + 1 == n);
+            if (c.decode(batch) != 0) throw Error("generate: no room in the KV cache for the prompt");
+            if (features)
+                features->insert(features->end(), c.features(0).data(),
+                                 c.features(0).data() + count * c.params().capture_layers.size() *
+                                                            c.model().hparams().n_embd);
+        }
+    };
+    return generate(ctx, vocab, chain, tokens, n_predict, on_token);
+}
+
+runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const vocab::Vocab& vocab,
+                                               sampling::Chain& chain, const DecodedPrompt& decoded,
+                                               int n_predict, const std::function<bool(TokenId)>& on_token) {
     using runtime::StopReason;
+    const std::vector<TokenId>& prompt = decoded.positions;
     if (prompt.empty()) throw Error("generate: the prompt is empty");
+    if (!is_text(prompt.back())) throw Error("generate: the prompt must end with a token, not an image");
     if (prompt.size() > ctx.n_ctx())
         throw Error("generate: the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
                     std::to_string(ctx.n_ctx()));
@@ -67,27 +92,21 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     // The prompt, as runtime::generate. Drafters that read the target's
     // features follow llama.cpp's protocol instead (speculative-simple): the
     // prompt but its last token is decoded, keeping the features of every
-    // row, and the first step verifies the last prompt token with a draft.
+    // row (an image's rows too), and the first step verifies the last prompt
+    // token with a draft.
     const bool features_protocol = n_feat_layers > 0;
     const size_t n_prefill = features_protocol ? prompt.size() - 1 : prompt.size();
     std::vector<float> prompt_features;
-    const size_t feat_floats = n_feat_layers * n_embd;
     const auto t0 = Clock::now();
     ctx.memory_clear();
     const size_t n_batch = ctx.params().n_batch;
     runtime::Batch batch;
-    for (size_t first = 0; first < n_prefill; first += n_batch) {
-        const size_t count = std::min(n_batch, n_prefill - first);
-        batch.clear();
-        for (size_t i = 0; i < count; ++i)
-            batch.add(prompt[first + i], static_cast<int32_t>(first + i), {0},
-                      features_protocol || first + i + 1 == prompt.size());
-        if (ctx.decode(batch) != 0) throw Error("generate: no room in the KV cache for the prompt");
-        if (features_protocol)
-            prompt_features.insert(prompt_features.end(), ctx.features(0).data(),
-                                   ctx.features(0).data() + count * feat_floats);
-    }
-    for (TokenId t : prompt) chain.accept_prompt(t);
+    if (n_prefill > 0) decoded.decode(ctx, n_prefill, features_protocol ? &prompt_features : nullptr);
+    if (prompt_features.size() != (features_protocol ? n_prefill * n_feat_layers * n_embd : 0))
+        throw Error("generate: the prompt's decode captured " + std::to_string(prompt_features.size()) +
+                    " feature values for " + std::to_string(n_prefill) + " positions");
+    for (TokenId t : prompt)
+        if (is_text(t)) chain.accept_prompt(t);  // the text joins the penalties' history
     StepRequest request;
     request.n_max = params_.n_max;
     request.sampling = sampling_;
@@ -97,6 +116,7 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     }
     std::vector<TokenId> history(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n_prefill));
     step_.begin(0, history, request);
+    step_.set_input_embeddings(decoded.embedding_at);
     step_.metrics().prompt_ms = ms_since(t0);
 
     runtime::GenerationResult result;

@@ -68,6 +68,7 @@ void SpeculativeStep::begin(int32_t seq, const std::vector<TokenId>& history, co
     seq_ = seq;
     request_ = request;
     features_ = FeaturesView{};
+    embedding_at_ = nullptr;
     metrics_ = Metrics{};
     for (const Drafter* d : drafters_) metrics_.drafters.push_back(DrafterMetrics{std::string(d->name())});
     adaptive_ = AdaptiveDrafting(static_cast<int>(drafters_.size()), adaptive_enabled_);
@@ -92,7 +93,8 @@ void SpeculativeStep::pick_draft(const std::vector<TokenId>& history, TokenId la
     draft_ms_ = 0;
     if (!drafting_) return;
     n_allowed = std::min({n_allowed, request_.n_max, DecodeCostModel::kMaxTokens - 1});
-    const DraftInput input{history, last, static_cast<int32_t>(history.size()), seq_, features_, request_.p_min};
+    const DraftInput input{history, last, static_cast<int32_t>(history.size()), seq_, features_, request_.p_min,
+                           embedding_at_ ? &embedding_at_ : nullptr};
     // Drafters that read the target's features but do not draft this step
     // still see them, so that their own state stays in step with the target.
     const auto observe_from = [&](size_t first) {

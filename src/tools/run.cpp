@@ -16,7 +16,8 @@
 //                                 output is its token ids, one space before each)
 //   cria run -m MODEL            (no -p: interactive chat in the terminal; the same
 //                                 model, cache, sampling, grammar and speculative
-//                                 decoding flags, and -sys, --chat-template[-file])
+//                                 decoding flags, and -sys, --chat-template[-file];
+//                                 with --mmproj P, /image PATH attaches an image)
 //
 // The flags are llama-completion's (common/arg.cpp): same names, defaults
 // and meaning. One that does not apply to the mode asked for is an error.
@@ -41,6 +42,7 @@
 #include "cria/gguf/file.h"
 #include "cria/media/eval_prompt.h"
 #include "cria/media/media_prompt.h"
+#include "cria/media/prompt_positions.h"
 #include "cria/model/model.h"
 #include "cria/runtime/pipeline.h"
 #include "cria/runtime/generate.h"
@@ -121,6 +123,7 @@ int run_chat(const RunOptions& opt, cria::gguf::LoadMode mode) {
     chat.backend.load_mode = mode;
     chat.backend.repack = !opt.no_repack;
     chat.speculative = opt.spec;
+    chat.mmproj = opt.mmproj;  // for /image PATH
     return server::run_interactive_chat(chat, std::cin, std::cout);
 }
 
@@ -130,7 +133,6 @@ int run_with_images(const RunOptions& opt, cria::runtime::Context& ctx, const cr
                     cria::sampling::Chain& chain) {
     using namespace cria;
     if (opt.mmproj.empty()) throw Error("--image needs a vision projector (--mmproj FILE)");
-    if (opt.spec.enabled()) throw Error("speculative decoding with images is not supported by cria run");
     const auto mmproj = vision::Mmproj::open(opt.mmproj);
     const model::HParams& hp = ctx.model().hparams();
     if (mmproj->hparams().n_output != static_cast<int64_t>(hp.n_embd))
@@ -166,24 +168,48 @@ int run_with_images(const RunOptions& opt, cria::runtime::Context& ctx, const cr
         std::fwrite(shown.data(), 1, shown.size(), stdout);
         std::fflush(stdout);
     }
-    ctx.memory_clear();
-    const int32_t n_past = media::eval_media_prompt(ctx, mp, 0, 0, true);
-    for (const auto& c : mp.chunks)
-        for (auto t : c.tokens) chain.accept_prompt(t);  // the text joins the penalties' history
     const auto print = [&](runtime::TokenId t) {
         const std::string piece = vocab.token_to_piece(t, false);
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
         return true;
     };
-    const auto result = runtime::continue_generation(ctx, vocab, chain, n_past, opt.n_predict, print);
+    runtime::GenerationResult result;
+    std::string spec_report;
+    if (opt.spec.enabled()) {
+        // The speculator decodes the prompt itself (position by position, image
+        // positions as placeholders the drafters skip or read the image rows of).
+        if (mrope)
+            throw Error("speculative decoding with images needs a text model without M-RoPE (an M-RoPE image "
+                        "takes fewer positions than tokens)");
+        spec::DecodedPrompt decoded;
+        decoded.positions = media::prompt_positions(mp);
+        decoded.decode = [&mp](runtime::Context& c, size_t n, std::vector<float>* features) {
+            media::eval_media_prompt_prefix(c, mp, 0, n, features);
+        };
+        decoded.embedding_at = [&mp](int32_t pos) { return media::image_embedding_at(mp, pos); };
+        spec::Speculator speculator(opt.spec, spec::make_drafters(opt.spec, ctx, vocab));
+        speculator.set_sampling(opt.sampling.params);  // the draft chain and the verifier follow --temp and --seed
+        result = speculator.generate(ctx, vocab, chain, decoded, opt.n_predict, print);
+        spec_report = speculator.metrics().format();
+    } else {
+        ctx.memory_clear();
+        const int32_t n_past = media::eval_media_prompt(ctx, mp, 0, 0, true);
+        for (const auto& c : mp.chunks)
+            for (auto t : c.tokens) chain.accept_prompt(t);  // the text joins the penalties' history
+        result = runtime::continue_generation(ctx, vocab, chain, n_past, opt.n_predict, print);
+    }
     if (result.stop == runtime::StopReason::EndOfGeneration) std::fputs(" [end of text]\n", stdout);
     std::fputs("\n\n", stdout);
     std::fflush(stdout);
     if (result.stop == runtime::StopReason::ContextFull) std::fprintf(stderr, "cria run: context full, stopping\n");
-    const auto& t = ctx.timings();
-    print_timing("prompt eval time", t.prompt_ms, t.prompt_tokens);
-    print_timing("eval time", t.eval_ms, t.eval_tokens);
+    if (!spec_report.empty()) {
+        std::fputs(spec_report.c_str(), stderr);
+    } else {
+        const auto& t = ctx.timings();
+        print_timing("prompt eval time", t.prompt_ms, t.prompt_tokens);
+        print_timing("eval time", t.eval_ms, t.eval_tokens);
+    }
     return 0;
 }
 
@@ -326,7 +352,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_option("-j,--json-schema", opt->grammar.json_schema, "JSON Schema the output must follow");
     cmd.add_option("--json-schema-file", opt->grammar.json_schema_file, "File with a JSON Schema");
     cria::tools::add_spec_flags(cmd, opt, &RunOptions::spec);
-    cmd.add_option("--mmproj", opt->mmproj, "Vision projector GGUF (llama.cpp's mmproj) for --image");
+    cmd.add_option("--mmproj", opt->mmproj, "Vision projector GGUF (llama.cpp's mmproj) for --image, and for /image PATH in the chat");
     cmd.add_option("--image", opt->images, "Image file for the prompt's next media marker (repeatable)");
     cmd.add_option("--media-marker", opt->media_marker, "The text in the prompt that an image replaces");
     cmd.add_option("--image-min-tokens", opt->image_min_tokens, "Dynamic-size projectors: fewest image tokens (0: default)");

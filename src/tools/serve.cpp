@@ -318,10 +318,6 @@ std::function<int()> setup(CLI::App& cmd) {
             if (config.image_encoder->n_output() != static_cast<int64_t>(hp.n_embd))
                 throw Error("the projector outputs " + std::to_string(config.image_encoder->n_output()) +
                             " values per token but the text model's width is " + std::to_string(hp.n_embd));
-            // The scheduler gives every prompt entry its own position; M-RoPE
-            // images take fewer positions than tokens.
-            if (hp.rope_order == model::RopeOrder::MRope)
-                throw Error("cria serve does not take images for M-RoPE text models yet (cria run does)");
             std::fprintf(stderr, "cria serve: vision projector %s (%s)\n", opt->mmproj.c_str(),
                          std::string(vision::projector_type_name(config.image_encoder->mmproj().hparams().projector)).c_str());
         }

@@ -165,6 +165,34 @@ TEST_F(ImageServer, AnOpenAIDataUrlImageGetsACompletionAndCountsItsTokens) {
     EXPECT_LE(std::abs((n2 - n1) - (n1 - base)), 2);
 }
 
+// llama-server's multimodal completion prompt: the marker takes the image
+// (with the projector's delimiters), usage counts its tokens; a marker
+// without an image, bad base64 or a non-image is a 400.
+TEST_F(ImageServer, ACompletionPromptWithMultimodalDataGetsACompletion) {
+    const json text_only = ok("/v1/completions", {{"prompt", {{"prompt_string", "Once upon a time there"}}},
+                                                  {"max_tokens", 4}, {"temperature", 0}});
+    EXPECT_EQ(text_only["usage"]["completion_tokens"], 4);
+    const json plain = ok("/v1/completions", {{"prompt", "Once upon a time there"}, {"max_tokens", 4}, {"temperature", 0}});
+    EXPECT_EQ(text_only["choices"][0]["text"], plain["choices"][0]["text"]);  // the object form of the same text
+    const json one = ok("/v1/completions",
+                        {{"prompt", {{"prompt_string", "Once upon a time <__media__> there"}, {"multimodal_data", {base64(*png_)}}}},
+                         {"max_tokens", 4}, {"temperature", 0}});
+    EXPECT_EQ(one["usage"]["completion_tokens"], 4);
+    EXPECT_GE(one["usage"]["prompt_tokens"].get<int>(), text_only["usage"]["prompt_tokens"].get<int>() + 4);
+    const auto bad_completion = [&](const json& prompt, const std::string& words) {
+        auto r = post("/v1/completions", {{"prompt", prompt}, {"max_tokens", 2}});
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 400) << r->body;
+        EXPECT_NE(r->body.find(words), std::string::npos) << r->body;
+    };
+    bad_completion({{"prompt_string", "a <__media__> b <__media__> c"}, {"multimodal_data", {base64(*png_)}}}, "media markers");
+    bad_completion({{"prompt_string", "a <__media__> b"}, {"multimodal_data", {"not base64!"}}}, "base64");
+    bad_completion({{"prompt_string", "a <__media__> b"}, {"multimodal_data", {base64("plain text")}}}, "image");
+    bad_completion({{"prompt_string", 7}}, "prompt_string");
+    EXPECT_EQ(ok("/v1/completions", {{"prompt", "Once upon a time there"}, {"max_tokens", 4}, {"temperature", 0}})["choices"][0]["text"],
+              plain["choices"][0]["text"]);  // still serving
+}
+
 TEST_F(ImageServer, AnAnthropicBase64ImageBlockGetsACompletion) {
     const json body = {{"max_tokens", 4},
                        {"messages",

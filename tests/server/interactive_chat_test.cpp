@@ -61,6 +61,29 @@ TEST(InteractiveChat, RepliesClearsAndExits) {
     EXPECT_EQ(t.find("never read"), std::string::npos);
 }
 
+// /image PATH (with a projector: stories260K and the tiny gemma3 one in
+// tests/data) attaches the image to the next message, whose reply then
+// differs from the same text alone; the image stays in the history. Without
+// a projector, or for a bad file, /image says why and the chat goes on.
+TEST(InteractiveChat, ImageAttachesAnImageToTheNextMessage) {
+    InteractiveChatOptions o = stories_options();
+    o.mmproj = cria::test::data_path("mmproj/tiny-gemma3-w64.gguf").string();
+    const std::string image = cria::test::data_path("mmproj/img-a-96x64.png").string();
+    const std::string t = chat("Once upon a time\n/clear\n/image " + image + "\nOnce upon a time\nThe end\n/image " +
+                                   image + ".missing\n/exit\n",
+                               o);
+    const auto r = replies(t);
+    ASSERT_GE(r.size(), 6u) << t;
+    EXPECT_NE(r[2].find("4 image tokens, for the next message"), std::string::npos) << r[2];
+    EXPECT_EQ(r[3].find("error"), std::string::npos) << r[3];
+    EXPECT_NE(r[3], r[0]);  // the image changed the reply
+    EXPECT_EQ(r[4].find("error"), std::string::npos) << r[4];  // the image is still in the history
+    EXPECT_NE(r[5].find("error: cannot open"), std::string::npos) << r[5];
+    const std::string none = chat("/image " + image + "\nOnce upon a time\n/exit\n");
+    EXPECT_NE(none.find("error: /image needs a vision projector"), std::string::npos) << none;
+    EXPECT_EQ(replies(none)[1], replies(t)[0]);  // the chat went on, without an image
+}
+
 TEST(InteractiveChat, HistoryChangesTheNextReply) {
     const auto with_history = replies(chat("Once upon a time\nOnce upon a time\n"));
     ASSERT_GE(with_history.size(), 2u);

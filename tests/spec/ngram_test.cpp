@@ -184,3 +184,73 @@ TEST(NgramCache, TablesRoundTripThroughFilesAndRejectBadOnes) {
 
 }  // namespace
 }  // namespace cria::spec
+
+// Image positions (history entries < 0, spec/text_positions.h) are gaps: no
+// n-gram drafter matches, learns or drafts an n-gram that holds one.
+namespace cria::spec {
+namespace {
+
+constexpr TokenId kImage = -7;  // an image's placeholder, as the server and cria run write them
+
+TEST(NgramImageGaps, SimpleAndMapStopTheirDraftBeforeAnImage) {
+    // [7 8] was followed by 1 2, then an image, then 3.
+    const Tokens history = {0, 7, 8, 1, 2, kImage, kImage, 3, 4, 5, 6, 6, 6, 7};
+    NgramSimpleDrafter simple({2, 4, 1});
+    EXPECT_EQ(run(simple, history, 8, 16).tokens, (Tokens{1, 2}));
+    // Fewer than n tokens before the image: nothing, as when the history ends there.
+    NgramSimpleDrafter simple3({3, 4, 1});
+    const Tokens h3 = {0, 6, 7, 8, 1, 2, kImage, 3, 4, 5, 6, 6, 6, 6, 6, 6, 7};
+    EXPECT_TRUE(run(simple3, h3, 8, 16).empty());
+    NgramMapDrafter map_k({2, 4, 1}, true);
+    begin(map_k, history);
+    EXPECT_EQ(run(map_k, history, 8, 16).tokens, (Tokens{1, 2}));
+    for (const TokenId t : run(map_k, history, 8, 16).tokens) EXPECT_GE(t, 0);
+}
+
+TEST(NgramImageGaps, AKeyWithAnImagePositionMatchesNothing) {
+    // The same image twice, each followed by 1 2 3: the key [image 9]... never matches.
+    const Tokens history = {0, kImage, 9, 1, 2, 3, 4, 4, 4, 4, 5, kImage};
+    NgramSimpleDrafter simple({2, 3, 1});
+    EXPECT_TRUE(run(simple, history, 9, 16).empty());
+    NgramMapDrafter map_k({2, 3, 1}, true);
+    begin(map_k, history);
+    EXPECT_TRUE(run(map_k, history, 9, 16).empty());
+    // The same history with a text token there drafts: the gap alone stopped it.
+    Tokens text = history;
+    text[1] = text[11] = 42;
+    EXPECT_EQ(run(simple, text, 9, 16).tokens, (Tokens{1, 2, 3}));
+}
+
+TEST(NgramImageGaps, ModPoolLearnsNothingAcrossAnImage) {
+    NgramModPool pool(2, 4096);
+    const Tokens t = {1, 2, kImage, 4, 1, kImage, 5};
+    pool.add(t.data());      // 1 2 -> image: not learnt
+    pool.add(t.data() + 3);  // 4 1 -> image: not learnt
+    pool.add(t.data() + 1);  // 2 image -> 4: not learnt
+    EXPECT_EQ(pool.get(t.data()), NgramModPool::kEmpty);
+    EXPECT_EQ(pool.get(t.data() + 3), NgramModPool::kEmpty);
+    EXPECT_EQ(pool.get(t.data() + 1), NgramModPool::kEmpty);
+    auto shared = std::make_shared<NgramModPool>(2, 4096);
+    NgramModDrafter d({2, 1, 8}, shared);
+    begin(d, Tokens{1, 2, 3, kImage, 1, 2, 3});
+    EXPECT_EQ(run(d, Tokens{9, 1}, 2, 8).tokens, (Tokens{3}));  // 2 3 -> image was not learnt
+    EXPECT_TRUE(run(d, Tokens{9, kImage}, 1, 8).empty());        // a key with the image
+}
+
+TEST(NgramImageGaps, CacheCountsNoNGramWithAnImagePosition) {
+    NgramTable t;
+    ngram_table_update(t, 1, 4, {5, kImage, 6, 5, kImage, 6}, 6);
+    for (const auto& [key, counts] : t) {
+        for (TokenId k : key.tokens) EXPECT_NE(k, kImage);
+        for (const auto& [token, c] : counts) EXPECT_GE(token, 0);
+    }
+    EXPECT_FALSE(t.empty());  // [6 5] -> ... and 1-grams of text were counted
+    NgramCacheDrafter d({4, "", ""});
+    begin(d, Tokens{});
+    const Draft out = run(d, {5, kImage, 5, kImage, 5, kImage}, 5, 4);
+    for (TokenId tok : out.tokens) EXPECT_GE(tok, 0);
+    EXPECT_TRUE(out.empty());
+}
+
+}  // namespace
+}  // namespace cria::spec

@@ -43,6 +43,10 @@ public:
     virtual int32_t n_vocab() const = 0;
     // Positions each sequence may hold.
     virtual int32_t n_ctx_per_seq() const = 0;
+    // The text model rotates with M-RoPE: an image then takes fewer
+    // positions than tokens (media/image_positions.h), and decode_image
+    // gives its tokens their grid positions.
+    virtual bool mrope() const { return false; }
     // Most tokens one decode() takes.
     virtual int32_t max_batch() const = 0;
     // Model description for /v1/models and /props.
@@ -64,9 +68,13 @@ public:
     // state holds more than the prefix).
     virtual bool seq_copy_prefix(int32_t src, int32_t dst, int32_t n);
     // Evaluates an image's embeddings into `seq` at positions pos.. (one per
-    // image token), continuing it like decode(). Throws cria::Error (the
+    // image token), continuing it like decode(). With `features`, the
+    // captured streams (set_capture_layers) of every image token are
+    // appended to it, token by token (drafters that read the target's
+    // features are seeded from the image rows too). Throws cria::Error (the
     // default: the backend takes no images).
-    virtual void decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image);
+    virtual void decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image,
+                              std::vector<float>* features = nullptr);
     // Checkpoints of a verify batch (see above); false, changing nothing,
     // when refused (begin: one is open; commit: none is, or n_accepted is
     // more than was decoded since begin).

@@ -1,7 +1,9 @@
 #pragma once
 // `cria run -m MODEL` without -p: a chat in the terminal with the same
 // template rendering and output parsing as the server (history, /clear,
-// /exit, Ctrl-C stops the reply being written).
+// /exit, Ctrl-C stops the reply being written). With a vision projector
+// (--mmproj), `/image PATH` attaches an image to the next message, as
+// llama.cpp's mtmd-cli does; it stays in the history like the text.
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -30,6 +32,8 @@ struct InteractiveChatOptions {
     // `cria serve` runs it in each slot: at temperature 0 the replies are
     // the ones plain decoding gives. Off when nothing drafts.
     spec::SpecParams speculative;
+    // The vision projector for /image (empty: /image says it needs one).
+    std::string mmproj;
 };
 
 // Reads lines from `in` until /exit or end of input; returns the exit code.

@@ -50,6 +50,7 @@ public:
     const vocab::Vocab& vocab() const override { return *vocab_; }
     int32_t n_vocab() const override;
     int32_t n_ctx_per_seq() const override { return n_ctx_per_seq_; }
+    bool mrope() const override;
     int32_t max_batch() const override { return params_.n_batch; }
     std::string model_name() const override;
     std::string chat_template() const override;
@@ -59,7 +60,8 @@ public:
     const model::Model& model() const { return *model_; }
 
     void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override;
-    void decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image) override;
+    void decode_image(int32_t seq, int32_t pos, const media::ImageChunk& image,
+                      std::vector<float>* features = nullptr) override;
     // The context's memory (runtime::Context::memory_seq_rm, memory().checkpoint_*).
     bool seq_keep_prefix(int32_t seq, int32_t keep) override;
     bool seq_copy_prefix(int32_t src, int32_t dst, int32_t n) override;

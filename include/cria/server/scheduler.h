@@ -259,10 +259,19 @@ private:
     void plan_prompts(StepPlan& plan);
     // Decodes the images the slot's prompt has reached; false when it failed the slot.
     bool eval_images(Slot& slot);
+    // The position of entry `index` of a slot's cache or prompt: the index,
+    // less what the images before it save under M-RoPE (an image of n
+    // tokens takes max(nx, ny) positions). Every image ending at or before
+    // `index` must be in the slot's cache_images.
+    int32_t position_of(const Slot& slot, size_t index) const;
     void take_prompt_chunks(const StepPlan& plan, size_t first_row);
     void decode_failed(const StepPlan& plan, const std::string& what);
     // Request output (scheduler_output.cpp).
     void sample_first(Slot& slot, const float* logits);
+    // The prompt is in the cache (in the feature protocol, but its last
+    // token): the speculative step begins and, outside the feature protocol,
+    // the first token is sampled from `logits` (output row `row` - 1).
+    void start_generation(Slot& slot, const float* logits, size_t row);
     // Takes a sampled token (log-probs, text, stop strings, limits); n_cached:
     // tokens in the slot's cache before it. False when the request ended.
     bool on_token(Slot& slot, TokenId token, const float* logits, int32_t n_cached);

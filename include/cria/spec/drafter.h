@@ -18,6 +18,7 @@
 #include "cria/runtime/batch.h"
 #include "cria/sampling/candidates.h"
 #include "cria/sampling/params.h"
+#include "cria/spec/text_positions.h"
 
 namespace cria::spec {
 
@@ -58,7 +59,7 @@ struct FeaturesView {
 
 // What a drafter drafts from.
 struct DraftInput {
-    const std::vector<TokenId>& history;  // the target's cache: positions 0 .. pos_last-1
+    const std::vector<TokenId>& history;  // the target's cache: positions 0 .. pos_last-1 (< 0: an image's)
     TokenId last;                         // sampled by the target, not decoded yet: at position pos_last
     int32_t pos_last;                     // the draft's tokens go to pos_last+1, pos_last+2, ...
     int32_t seq = 0;                      // the target's sequence
@@ -71,6 +72,9 @@ struct DraftInput {
     // "speculative.p_min"); negative: the drafter's own --spec-draft-p-min.
     float p_min = -1.0f;
     float p_min_or(float own) const { return p_min >= 0.0f ? p_min : own; }
+    // The target's input embedding at an image position of `history` (an
+    // entry below 0, text_positions.h); null: none known.
+    const EmbeddingAt* embedding_at = nullptr;
 };
 
 // A new request.

@@ -55,6 +55,7 @@ private:
     Eagle3Session session_;
     std::vector<float> features_, g_;
     std::vector<int32_t> tokens_, positions_;
+    std::vector<const float*> input_rows_;  // image positions' embeddings (head_inputs.h)
 };
 
 // The feature rows of `view` for `layers` (in that order), concatenated per

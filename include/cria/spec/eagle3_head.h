@@ -88,7 +88,10 @@ public:
     // (ascending, contiguous), writing their K/V at those positions. Keeps
     // the pre-norm output s and the draft-vocabulary logits of the last row
     // (last_hidden(), last_logits()).
-    void decode(const int32_t* tokens, const float* g, const int32_t* positions, int64_t n);
+    // A row whose token is < 0 (an image position) takes input_rows[i]
+    // (d floats; null or absent: zeros) as its embedding (head_inputs.h).
+    void decode(const int32_t* tokens, const float* g, const int32_t* positions, int64_t n,
+                const float* const* input_rows = nullptr);
 
     const std::vector<float>& last_hidden() const { return s_last_; }
     const std::vector<float>& last_logits() const { return logits_; }

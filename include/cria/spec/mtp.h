@@ -55,6 +55,7 @@ private:
     int32_t taken_pos0_ = -1;       // the first position of the features taken last
     std::vector<float> rows_h_, h_;
     std::vector<int32_t> tokens_;
+    std::vector<const float*> input_rows_;  // image positions' embeddings (head_inputs.h)
 };
 
 }  // namespace cria::spec

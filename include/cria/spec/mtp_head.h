@@ -57,7 +57,10 @@ public:
     MtpSession(std::shared_ptr<const MtpHead> head, ops::Ops& ops, int32_t n_ctx, int32_t max_batch);
     // n rows at positions p0 .. p0+n-1: tokens and h rows ([n_embd] each).
     // Writes their K/V; with `logits`, the last row's logits and h_next.
-    void decode(const int32_t* tokens, const float* h, int32_t p0, int64_t n, bool logits);
+    // A row whose token is < 0 (an image position) takes input_rows[i]
+    // (n_embd floats; null or absent: zeros) as its embedding (head_inputs.h).
+    void decode(const int32_t* tokens, const float* h, int32_t p0, int64_t n, bool logits,
+                const float* const* input_rows = nullptr);
     const std::vector<float>& last_logits() const { return logits_; }
     const std::vector<float>& last_h() const { return h_last_; }
     int32_t n_ctx() const { return n_ctx_; }

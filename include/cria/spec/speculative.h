@@ -21,6 +21,20 @@
 
 namespace cria::spec {
 
+// A prompt its caller decodes (one with images: the media module's, which
+// speculation knows nothing of). `positions` has one entry per position the
+// prompt takes: its token, or for an image position a placeholder below 0
+// (text_positions.h); the last entry is a token. decode(ctx, n, features)
+// decodes positions [0, n) into sequence 0 of a cleared ctx, the last one
+// with logits; with `features` every row is an output and the captured
+// streams of every position are appended to it, in position order.
+// embedding_at gives the image positions' input embeddings (may be empty).
+struct DecodedPrompt {
+    std::vector<TokenId> positions;
+    std::function<void(runtime::Context& ctx, size_t n, std::vector<float>* features)> decode;
+    EmbeddingAt embedding_at;
+};
+
 class Speculator {
 public:
     Speculator(const SpecParams& params, std::vector<std::unique_ptr<Drafter>> drafters);
@@ -36,6 +50,11 @@ public:
     // 0 (the cache is cleared first). Metrics of this call: metrics().
     runtime::GenerationResult generate(runtime::Context& ctx, const vocab::Vocab& vocab, sampling::Chain& chain,
                                        const std::vector<TokenId>& prompt, int n_predict,
+                                       const std::function<bool(TokenId)>& on_token = {});
+    // The same for a prompt the caller decodes (images in it): greedy output
+    // equals plain decoding of the same prompt with every drafter.
+    runtime::GenerationResult generate(runtime::Context& ctx, const vocab::Vocab& vocab, sampling::Chain& chain,
+                                       const DecodedPrompt& prompt, int n_predict,
                                        const std::function<bool(TokenId)>& on_token = {});
 
     const Metrics& metrics() const { return step_.metrics(); }

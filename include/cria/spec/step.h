@@ -154,6 +154,10 @@ public:
     // given to the drafters with the next draft (a view: it must stay valid
     // until the next prepare()).
     void set_target_features(const FeaturesView& features) { features_ = features; }
+    // Where the request's image positions (history entries < 0) find the
+    // embeddings the target read there (DraftInput::embedding_at); empty:
+    // nowhere (a prompt without images). begin() forgets it: set it after.
+    void set_input_embeddings(EmbeddingAt embedding_at) { embedding_at_ = std::move(embedding_at); }
 
     bool drafting() const { return drafting_; }
     int32_t seq() const { return seq_; }
@@ -184,6 +188,7 @@ private:
     std::vector<TokenId> tokens_; // [last, d1..dn]
     int32_t pos_ = 0;             // position of `last`
     FeaturesView features_;       // the target's streams for the next draft
+    EmbeddingAt embedding_at_;    // the image positions' input embeddings
     TargetMemory* checkpoint_ = nullptr;  // the memory holding this step's open checkpoint
 };
 
