@@ -82,9 +82,11 @@ TEST(Scheduler, BatchedSlotsMatchOneAtATime) {
     RuntimeBackend backend(model(), params(4));
     // A small batch forces the longer prompts to be prefilled in chunks
     // while the other slots are already generating.
-    Scheduler s(backend, {.n_slots = 4, .max_queue = 8, .n_batch = 6});
+    // All four start in the first step (not as the thread timing has it).
+    Scheduler s(backend, {.n_slots = 4, .max_queue = 8, .n_batch = 6, .start_paused = true});
     std::vector<std::shared_ptr<RequestHandle>> handles;
     for (const char* p : kPrompts) handles.push_back(s.submit(greedy(backend.vocab(), p, 40)));
+    s.resume();
     for (size_t i = 0; i < handles.size(); ++i) {
         Result r = wait(handles[i]);
         EXPECT_EQ(r.text, alone[i]) << kPrompts[i];
@@ -171,7 +173,8 @@ TEST(Scheduler, CancellationFreesTheSlotAndQueueIsBounded) {
     EXPECT_LT(r.done.n_generated, 200);
     EXPECT_EQ(wait(q1).done.finish_reason, "length");
     EXPECT_EQ(wait(q2).done.finish_reason, "length");
-    for (int i = 0; i < 100 && s.stats().slots_busy != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Bounded (10 s) for a loaded machine; it takes one loop iteration.
+    for (int i = 0; i < 1000 && s.stats().slots_busy != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(s.stats().slots_busy, 0);
 }
 
@@ -657,9 +660,11 @@ TEST_P(SchedulerDrafters, GreedyOutputIsThePlainOne) {
     std::vector<std::string> plain;
     {
         RuntimeBackend backend(model(), params(2));
-        Scheduler s(backend, {.n_slots = 2});
+        // Both start in the first step, in both runs: the batches do not depend on the thread timing.
+        Scheduler s(backend, {.n_slots = 2, .start_paused = true});
         std::vector<std::shared_ptr<RequestHandle>> hs;
         for (const char* p : {kPrompts[0], kPrompts[1]}) hs.push_back(s.submit(greedy(backend.vocab(), p, 48)));
+        s.resume();
         for (auto& h : hs) plain.push_back(wait(h).text);
     }
     RuntimeBackend backend(model(), params(2));
@@ -672,9 +677,11 @@ TEST_P(SchedulerDrafters, GreedyOutputIsThePlainOne) {
     o.speculative.ngram_map_k = {2, 8, 1};
     o.speculative.ngram_map_k4v = {2, 4, 1};
     o.speculative.ngram_mod = {3, 1, 8};
+    o.start_paused = true;
     Scheduler s(backend, o);
     std::vector<std::shared_ptr<RequestHandle>> hs;
     for (const char* p : {kPrompts[0], kPrompts[1]}) hs.push_back(s.submit(greedy(backend.vocab(), p, 48)));
+    s.resume();
     for (size_t i = 0; i < hs.size(); ++i) EXPECT_EQ(wait(hs[i]).text, plain[i]) << i;
     EXPECT_GT(s.stats().spec_drafted_total, 0u);
 }
