@@ -151,8 +151,33 @@ TEST(Scheduler, LogprobsAreNormalisedAndOrdered) {
     }
 }
 
+namespace {
+
+// Holds the scheduler's thread in its hold_at-th decode until released, so
+// that a test acts while a request is surely mid-generation (stories260K
+// generates 200 tokens faster than a loaded machine may reschedule a thread).
+class HeldBackend final : public RuntimeBackend {
+public:
+    HeldBackend(const std::string& path, const RuntimeBackendParams& p, int hold_at)
+        : RuntimeBackend(path, p), hold_at_(hold_at) {}
+    void decode(std::span<const BatchToken> batch, std::vector<float>& logits) override {
+        if (++n_decodes_ == hold_at_) {
+            reached = true;
+            while (held) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        RuntimeBackend::decode(batch, logits);
+    }
+    std::atomic<bool> reached{false}, held{true};
+
+private:
+    int hold_at_;
+    int n_decodes_ = 0;  // the scheduler's thread only
+};
+
+}  // namespace
+
 TEST(Scheduler, CancellationFreesTheSlotAndQueueIsBounded) {
-    RuntimeBackend backend(model(), params(1));
+    HeldBackend backend(model(), params(1), 10);
     Scheduler s(backend, {.n_slots = 1, .max_queue = 2});
     auto long_one = s.submit(greedy(backend.vocab(), kPrompts[0], 200));
     auto q1 = s.submit(greedy(backend.vocab(), kPrompts[1], 3));
@@ -167,7 +192,11 @@ TEST(Scheduler, CancellationFreesTheSlotAndQueueIsBounded) {
         }
     }
     EXPECT_TRUE(refused);
+    // Cancelled in the middle of its generation (bounded wait: 60 s).
+    for (int i = 0; i < 60000 && !backend.reached; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(backend.reached);
     long_one->cancel();
+    backend.held = false;
     Result r = wait(long_one);
     EXPECT_EQ(r.done.finish_reason, "cancelled");
     EXPECT_LT(r.done.n_generated, 200);
