@@ -85,13 +85,22 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options)
         std::vector<spec::Drafter*> drafters;
         for (auto& d : slot->drafters) drafters.push_back(d.get());
         slot->speculation = std::make_unique<spec::SpeculativeStep>(std::move(drafters), options_.speculative.adaptive,
-                                                                    backend_.n_vocab());
+                                                                    backend_.n_vocab(), options_.speculative.clock);
     }
     // Drafters that read the target's hidden state have the backend capture it.
     if (!slots_.empty())
         if (const auto layers = slots_.front()->speculation->feature_layers(); !layers.empty())
             backend_.set_capture_layers(layers);
+    paused_ = options_.start_paused;
     thread_ = std::thread([this] { loop(); });
+}
+
+void Scheduler::resume() {
+    {
+        std::lock_guard lock(mutex_);
+        paused_ = false;
+    }
+    cv_.notify_all();
 }
 
 Scheduler::~Scheduler() {
@@ -211,17 +220,20 @@ void Scheduler::loop() {
     publish_slots();
     for (;;) {
         std::deque<std::function<void()>> tasks;
+        bool paused = false;
         {
             std::unique_lock lock(mutex_);
             const bool any_busy =
                 std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy; });
             if (!any_busy)
                 cv_.wait_for(lock, std::chrono::milliseconds(100),
-                             [&] { return stopping_ || !queue_.empty() || !tasks_.empty(); });
+                             [&] { return stopping_ || (!paused_ && !queue_.empty()) || !tasks_.empty(); });
             if (stopping_) break;
             tasks.swap(tasks_);
+            paused = paused_;  // no slot is busy while paused: nothing to step
         }
         for (auto& task : tasks) task();
+        if (paused) continue;
         assign_waiting();
         step();
         publish_slots();

@@ -38,7 +38,8 @@ bool Scheduler::step_group(const std::vector<float>& lora) {
     plan_generation(plan);
     plan_prompts(plan);
     if (plan.batch.empty()) return false;
-    const auto t_decode = Clock::now();
+    // Timed by the speculation's clock: adaptive drafting weighs these times.
+    const double t_decode = spec::clock_ms(options_.speculative.clock);
     try {
         backend_.decode(plan.batch, logits_);
     } catch (const std::exception& e) {
@@ -50,7 +51,7 @@ bool Scheduler::step_group(const std::vector<float>& lora) {
         ++stats_.decode_calls;
     }
     const size_t n_vocab = static_cast<size_t>(backend_.n_vocab());
-    const double decode_ms = ms_between(t_decode, Clock::now());
+    const double decode_ms = spec::clock_ms(options_.speculative.clock) - t_decode;
     // Every generation entry has a logit row, and they come first.
     size_t row = 0;
     for (const StepPlan::Verify& v : plan.verifies) {

@@ -3,18 +3,12 @@
 #include "cria/spec/speculative.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "cria/core/error.h"
 
 namespace cria::spec {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 sampling::SamplingParams greedy() {
     sampling::SamplingParams sp;
@@ -36,7 +30,7 @@ std::vector<Drafter*> Speculator::pointers(const std::vector<std::unique_ptr<Dra
 Speculator::Speculator(const SpecParams& params, std::vector<std::unique_ptr<Drafter>> drafters)
     : params_(params),
       drafters_(std::move(drafters)),
-      step_(pointers(drafters_), params.adaptive, -1),
+      step_(pointers(drafters_), params.adaptive, -1, params.clock),
       sampling_(greedy()) {
     if (params.n_max < 0) throw Error("speculative: n-max must not be negative");
 }
@@ -82,7 +76,7 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     // The step drops draft tokens the target does not have: beyond its
     // tokenizer, or beyond its logit rows when it has none ("no_vocab").
     const auto n_vocab = static_cast<int32_t>(vocab.size() ? vocab.size() : ctx.model().hparams().n_vocab);
-    step_ = SpeculativeStep(pointers(drafters_), params_.adaptive, n_vocab);
+    step_ = SpeculativeStep(pointers(drafters_), params_.adaptive, n_vocab, params_.clock);
 
     // Drafters that read the target's hidden state have it captured.
     if (const auto layers = step_.feature_layers(); !layers.empty()) ctx.set_capture_layers(layers);
@@ -97,7 +91,7 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     const bool features_protocol = n_feat_layers > 0;
     const size_t n_prefill = features_protocol ? prompt.size() - 1 : prompt.size();
     std::vector<float> prompt_features;
-    const auto t0 = Clock::now();
+    const double t0 = clock_ms(params_.clock);
     ctx.memory_clear();
     const size_t n_batch = ctx.params().n_batch;
     runtime::Batch batch;
@@ -117,7 +111,7 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
     std::vector<TokenId> history(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n_prefill));
     step_.begin(0, history, request);
     step_.set_input_embeddings(decoded.embedding_at);
-    step_.metrics().prompt_ms = ms_since(t0);
+    step_.metrics().prompt_ms = clock_ms(params_.clock) - t0;
 
     runtime::GenerationResult result;
     // Takes one target token; false when generation ends with it.
@@ -170,7 +164,7 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
         if (n_predict >= 0) n_allowed = std::min(n_allowed, n_predict - static_cast<int>(result.tokens.size()) - 1);
         batch.clear();
         step_.prepare(history, last, n_allowed, memory, batch);
-        const auto tv = Clock::now();
+        const double tv = clock_ms(params_.clock);
         int rc = 1;
         try {
             rc = ctx.decode(batch);
@@ -183,7 +177,7 @@ runtime::GenerationResult Speculator::generate(runtime::Context& ctx, const voca
             result.stop = StopReason::ContextFull;
             break;
         }
-        const StepOutcome outcome = step_.finish(rows, chain, ms_since(tv), history, emit);
+        const StepOutcome outcome = step_.finish(rows, chain, clock_ms(params_.clock) - tv, history, emit);
         give_features(static_cast<size_t>(outcome.n_accepted) + 1, pos);
         last = outcome.next;
         done = outcome.done;

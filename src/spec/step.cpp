@@ -3,7 +3,6 @@
 #include "cria/spec/step.h"
 
 #include <algorithm>
-#include <chrono>
 #include <string>
 #include <utility>
 
@@ -14,11 +13,6 @@
 namespace cria::spec {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 constexpr uint32_t kDraftSeedStream = 1;
 constexpr uint32_t kVerifySeedStream = 2;
@@ -43,10 +37,11 @@ uint32_t derive_seed(uint32_t seed, uint32_t stream) {
     return h == sampling::kRandomSeed ? 0u : h;
 }
 
-SpeculativeStep::SpeculativeStep(std::vector<Drafter*> drafters, bool adaptive, int32_t n_vocab)
+SpeculativeStep::SpeculativeStep(std::vector<Drafter*> drafters, bool adaptive, int32_t n_vocab, StepClock clock)
     : drafters_(std::move(drafters)),
       adaptive_enabled_(adaptive),
       n_vocab_(n_vocab),
+      clock_(std::move(clock)),
       adaptive_(static_cast<int>(drafters_.size()), adaptive) {
     for (const Drafter* d : drafters_)
         if (!d) throw Error("speculative: null drafter");
@@ -101,9 +96,9 @@ void SpeculativeStep::pick_draft(const std::vector<TokenId>& history, TokenId la
         if (features_.empty()) return;
         for (size_t d = first; d < drafters_.size(); ++d) {
             if (drafters_[d]->target_feature_layers().empty()) continue;
-            const auto t0 = Clock::now();
+            const double t0 = clock_ms(clock_);
             drafters_[d]->observe(input);
-            const double ms = ms_since(t0);
+            const double ms = clock_ms(clock_) - t0;
             metrics_.drafters[d].draft_ms += ms;
             metrics_.draft_ms += ms;
         }
@@ -120,9 +115,9 @@ void SpeculativeStep::pick_draft(const std::vector<TokenId>& history, TokenId la
             if (!features_.empty() && !drafters_[d]->target_feature_layers().empty()) drafters_[d]->observe(input);
             continue;
         }
-        const auto t0 = Clock::now();
+        const double t0 = clock_ms(clock_);
         drafters_[d]->draft(input, n, draft_);
-        const double ms = ms_since(t0);
+        const double ms = clock_ms(clock_) - t0;
         auto& dm = metrics_.drafters[d];
         dm.draft_ms += ms;
         metrics_.draft_ms += ms;

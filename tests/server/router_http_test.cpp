@@ -193,12 +193,15 @@ TEST(RouterHttp, OneModelServersHaveNoLoadOrUnload) {
 TEST(RouterHttp, RequestsForALoadingModelWaitOrTimeOut) {
     std::signal(SIGPIPE, SIG_IGN);
     std::atomic<int> loads{0};
-    auto make = [&](std::chrono::milliseconds load_timeout) {
+    // A slow load: it ends when `gate` opens (or after 400 ms without one),
+    // so a wait for it times out whatever the machine's load.
+    auto make = [&](std::chrono::milliseconds load_timeout, std::shared_future<void> gate = {}) {
         RouterConfig rc;
         rc.models = {{"stories", cria::test::model_path("stories260K/stories260K.gguf").string(), {}, -1, -1}};
-        rc.make_backend = [&loads](const ModelEntry& e) -> std::unique_ptr<Backend> {
+        rc.make_backend = [&loads, gate](const ModelEntry& e) -> std::unique_ptr<Backend> {
             ++loads;
-            std::this_thread::sleep_for(std::chrono::milliseconds(400));  // a slow load
+            if (gate.valid()) gate.wait();
+            else std::this_thread::sleep_for(std::chrono::milliseconds(400));
             RuntimeBackendParams bp;
             bp.n_ctx = 256;
             bp.n_threads = 1;
@@ -221,10 +224,12 @@ TEST(RouterHttp, RequestsForALoadingModelWaitOrTimeOut) {
         EXPECT_EQ(loads, 1);  // one load served both
     }
     {
-        auto s = make(std::chrono::milliseconds(100));
+        std::promise<void> loaded;
+        auto s = make(std::chrono::milliseconds(100), loaded.get_future().share());
         auto first = std::async(std::launch::async, [&] { return send(*s, "POST", "/v1/completions", completion("stories")); });
         while (states(*s)["stories"] != "loading") std::this_thread::sleep_for(std::chrono::milliseconds(5));
         const Reply second = send(*s, "POST", "/v1/completions", completion("stories"));
+        loaded.set_value();
         EXPECT_EQ(second.status, 504);
         EXPECT_EQ(first.get().status, 200);
     }

@@ -478,4 +478,24 @@ TEST(SpeculativeStep, DerivedSeedsDifferPerPurposeAndStayRandomWhenAsked) {
 }
 
 }  // namespace
+
+TEST(Speculative, TimesDraftsAndDecodesWithTheGivenClock) {
+    // A clock that moves one millisecond per reading: every timed interval
+    // (the prompt, each draft, each target decode) is one tick, so the
+    // metrics count them, whatever the machine's load; adaptive drafting
+    // sees the same times (SpecParams::clock is what the server's tests use).
+    const auto& t = target(kStories);
+    SpecParams p = forced(SpecType::NgramSimple);
+    p.clock = [ticks = std::make_shared<double>(0.0)] { return ++*ticks; };
+    const SpecRun r = speculative(t, "Once upon a time, there was a cat. The cat was", 40, p);
+    const Metrics& m = r.metrics;
+    ASSERT_GT(m.n_verify_steps, 0);
+    EXPECT_DOUBLE_EQ(m.prompt_ms, 1.0);
+    EXPECT_DOUBLE_EQ(m.verify_ms, static_cast<double>(m.n_verify_steps));
+    EXPECT_DOUBLE_EQ(m.plain_ms, static_cast<double>(m.n_plain_steps));
+    int64_t calls = 0;
+    for (const DrafterMetrics& d : m.drafters) calls += d.n_calls;
+    EXPECT_DOUBLE_EQ(m.draft_ms, static_cast<double>(calls));
+}
+
 }  // namespace cria::spec

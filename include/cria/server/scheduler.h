@@ -161,6 +161,11 @@ struct SchedulerOptions {
     // backend asks for them (a recurrent or hybrid model): at most this many
     // bytes of saved states; 0 keeps none.
     size_t turn_checkpoint_bytes = size_t{256} << 20;
+    // The loop takes no queued request until resume() (slot tasks still
+    // run). For tests whose requests must start in the same step: requests
+    // submitted one by one to a running loop start in whichever steps the
+    // thread timing gives them, and so do their batches.
+    bool start_paused = false;
 };
 
 struct SlotInfo {
@@ -202,6 +207,9 @@ public:
     // Validates (throws cria::Error for an empty or too long prompt, a bad
     // grammar, bad sampling parameters) and queues the request.
     std::shared_ptr<RequestHandle> submit(GenerationRequest request);
+    // Lets a scheduler started with SchedulerOptions::start_paused take its
+    // queued requests: all that fit in idle slots start in the next step.
+    void resume();
 
     SchedulerStats stats() const;
     std::vector<SlotInfo> slots() const;
@@ -314,6 +322,7 @@ private:
     std::deque<Pending> queue_;
     std::deque<std::function<void()>> tasks_;
     bool stopping_ = false;
+    bool paused_ = false;  // SchedulerOptions::start_paused, until resume()
     SchedulerStats stats_;
     std::vector<SlotInfo> slot_snapshot_;
     std::vector<float> logits_;

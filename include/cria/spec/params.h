@@ -12,6 +12,7 @@
 #include "cria/spec/draft_model.h"
 #include "cria/spec/ngram.h"
 #include "cria/spec/ngram_cache.h"
+#include "cria/spec/step_clock.h"
 
 namespace cria::spec {
 
@@ -34,6 +35,9 @@ struct SpecParams {
     bool adaptive = true;          // --spec-adaptive / --no-spec-adaptive (cria's own)
     // No seed here: drafting and verification are seeded from the request's
     // sampling seed (step.h), so --seed / "seed" decide the whole output.
+    // What times drafts and target decodes for adaptive drafting and the
+    // metrics (step_clock.h); empty: steady_clock. No flag: tests set it.
+    StepClock clock;
 
     bool enabled() const;          // any drafter configured
 };

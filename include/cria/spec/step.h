@@ -48,6 +48,7 @@
 #include "cria/spec/adaptive.h"
 #include "cria/spec/drafter.h"
 #include "cria/spec/metrics.h"
+#include "cria/spec/step_clock.h"
 
 namespace cria::runtime {
 class Context;
@@ -117,7 +118,8 @@ public:
     // `drafters` are owned by the caller and outlive the step (a server
     // slot keeps its own across requests); they are asked in this order.
     // n_vocab: the target's; drafts with other token ids are dropped.
-    SpeculativeStep(std::vector<Drafter*> drafters, bool adaptive, int32_t n_vocab);
+    // `clock` times the drafts (and a caller's decodes, see clock()); empty: steady_clock.
+    SpeculativeStep(std::vector<Drafter*> drafters, bool adaptive, int32_t n_vocab, StepClock clock = {});
 
     // A new request on sequence `seq` whose cache holds `history` (the
     // prompt). Resets the metrics and adaptive drafting, begins the drafters.
@@ -159,6 +161,8 @@ public:
     // nowhere (a prompt without images). begin() forgets it: set it after.
     void set_input_embeddings(EmbeddingAt embedding_at) { embedding_at_ = std::move(embedding_at); }
 
+    // The clock the caller times its target decodes with (finish()'s decode_ms).
+    const StepClock& clock() const { return clock_; }
     bool drafting() const { return drafting_; }
     int32_t seq() const { return seq_; }
     size_t n_drafters() const { return drafters_.size(); }
@@ -174,6 +178,7 @@ private:
     std::vector<Drafter*> drafters_;
     bool adaptive_enabled_;
     int32_t n_vocab_;
+    StepClock clock_;
     AdaptiveDrafting adaptive_;
     Metrics metrics_;
     sampling::Rng rng_;           // rejection sampling's uniforms
