@@ -63,6 +63,13 @@ void MpiStage::applied(const memory::SequenceOp& op) {
     pipeline_->broadcast(w.bytes(), false);
 }
 
+void MpiStage::set_capture_layers(const std::vector<uint32_t>& layers) {
+    Writer w;
+    w.value(Command::SetCapture).value(context_id_).array(std::span<const uint32_t>(layers));
+    const std::lock_guard<std::mutex> lock(pipeline_->mutex());
+    pipeline_->broadcast(w.bytes(), false);
+}
+
 void MpiStage::save_sequence(runtime::SeqId seq, const std::string& path) {
     Writer w;
     w.value(Command::SaveSequence).value(context_id_).value(seq).text(path);

@@ -31,6 +31,7 @@ public:
     void finish_decode() override;
     void applied(const memory::SequenceOp& op) override;
     void save_sequence(runtime::SeqId seq, const std::string& path) override;
+    void set_capture_layers(const std::vector<uint32_t>& layers) override;
     void restore_sequence(runtime::SeqId seq, const std::string& path, uint32_t max_positions) override;
 
     // The file rank r keeps its part of a sequence in.

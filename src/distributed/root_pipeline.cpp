@@ -96,9 +96,6 @@ std::shared_ptr<runtime::PipelineStage> RootPipeline::make_stage(const model::Mo
                                                                 const runtime::ContextParams& p) {
     const auto it = model_ids_.find(&model);
     if (it == model_ids_.end()) throw Error("pipeline: the model was not loaded through the pipeline");
-    if (!p.capture_layers.empty())
-        throw Error("context: target features (EAGLE-3, MTP and DFlash drafters) are not captured across pipeline "
-                    "stages yet; use the draft model or n-gram drafters with a split model");
     const int32_t id = next_context_++;
     Writer w;
     w.value(Command::CreateContext).value(id).value(it->second);

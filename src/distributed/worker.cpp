@@ -111,6 +111,11 @@ void run_worker(const World& world) {
                     apply_sequence_op(ctx.memory(), in.value<memory::SequenceOp>());
                     break;
                 }
+                case Command::SetCapture: {
+                    runtime::Context& ctx = context(in.value<int32_t>());
+                    ctx.set_capture_layers(in.array<uint32_t>());  // checked on rank 0 against the same model
+                    break;
+                }
                 case Command::SaveSequence:
                 case Command::RestoreSequence: {
                     const bool save = message.size() >= sizeof(Command) &&

@@ -19,6 +19,10 @@ void PipelineStage::restore_sequence(SeqId, const std::string&, uint32_t) {
     throw Error("restore_sequence: this pipeline cannot restore a sequence's state");
 }
 
+void PipelineStage::set_capture_layers(const std::vector<uint32_t>&) {
+    throw Error("context: this pipeline cannot capture target features across its stages");
+}
+
 void install_pipeline(Pipeline* pipeline) { g_pipeline = pipeline; }
 
 Pipeline* installed_pipeline() { return g_pipeline; }

@@ -1,7 +1,7 @@
 // The cria binary under mpirun on this machine (loopback): a model split
 // over 2 or 3 ranks gives the logits and the greedy text of one process
 // (the same arithmetic, only split: NMSE <= 1e-10), with and without a draft
-// model; cria serve under mpirun answers a request; a killed rank ends the
+// model and with each drafter that reads the target's features; cria serve under mpirun answers a request; a killed rank ends the
 // job within 10 s, and a rank that stops answering ends it with an error
 // naming the rank. Skipped, saying why, when mpirun is missing or the cria
 // binary was built without MPI.
@@ -159,6 +159,46 @@ TEST(MpiPipeline, GreedyRunTextEqualsOneProcess) {
     const Result drafted = shell(mpirun(2) + cria() + args + " -md " + draft + " 2>/dev/null");
     EXPECT_EQ(drafted.status, 0);
     EXPECT_EQ(drafted.out, single.out) << "2 ranks with a draft model";
+}
+
+// The greedy text and the acceptance per draft position (stderr's "#acc
+// rate/pos" line; adaptive drafting off, so timing decides nothing) of `cria
+// run` with a drafter that reads the target's features: these travel from
+// the rank that runs each captured layer to rank 0, where the drafter runs.
+// Same features, same drafts: the same acceptance, not only the same text.
+std::string drafted_run(const std::string& launcher, const std::string& model, const std::string& spec) {
+    const fs::path err = cria::test::temp_dir() / "drafted.err";
+    const Result r = shell(launcher + cria() + " run -m " + model + " --spec-adaptive off --spec-type " + spec +
+                           " -p 'It is a truth universally acknowledged' -n 40 --temp 0 -t 1 -c 512 2>" + err.string());
+    EXPECT_EQ(r.status, 0) << launcher << spec;
+    const Result acc = shell("grep 'acc rate/pos' " + err.string());
+    EXPECT_FALSE(acc.out.empty()) << spec << ": nothing was drafted";
+    return r.out + acc.out;
+}
+
+TEST(MpiPipeline, FeatureReadingDraftersGiveOneProcesssTextAndAcceptance) {
+    SKIP_WITHOUT_MPI();
+    fs::path dir = cria::test::source_dir().parent_path() / "shared" / "testdata" / "drafter-fixtures";
+    if (const char* env = std::getenv("CRIA_DRAFTER_FIXTURES")) dir = env;
+    if (!fs::exists(dir / "eagle3-austen-7m.gguf")) GTEST_SKIP() << "skipped: ../shared/testdata/drafter-fixtures is missing";
+    const std::string austen = cria::test::model_path("austen-7m/austen-7m-f32.gguf").string();
+    struct Case {
+        std::string model, spec;
+        std::vector<int> ranks;
+    };
+    // austen-7m has 8 layers (2 and 3 ranks); the MTP target (mimo2) 2, one per rank.
+    const std::vector<Case> cases{
+        {austen, "draft-eagle3 -md " + (dir / "eagle3-austen-7m.gguf").string(), {2, 3}},
+        {austen, "draft-dflash -md " + (dir / "dflash-austen-7m.gguf").string(), {2, 3}},
+        {austen, "draft-dspark -md " + (dir / "dspark-austen-7m.gguf").string(), {2, 3}},
+        {austen, "draft-dspark -md " + (dir / "dspark-anchor-austen-7m.gguf").string(), {2}},
+        {(dir / "mimo2-austen-1m-mtp.gguf").string(), "draft-mtp", {2}},
+    };
+    for (const Case& c : cases) {
+        const std::string single = drafted_run("", c.model, c.spec);
+        ASSERT_GT(single.size(), 60u) << c.spec;
+        for (int np : c.ranks) EXPECT_EQ(drafted_run(mpirun(np), c.model, c.spec), single) << c.spec << " on " << np << " ranks";
+    }
 }
 
 // Starts cria serve under mpirun in the background; returns the shell

@@ -71,6 +71,7 @@ public:
         destinations_.clear();
     }
     void applied(const memory::SequenceOp& op) override { answers_.push_back(apply_sequence_op(worker_->memory(), op)); }
+    void set_capture_layers(const std::vector<uint32_t>& layers) override { worker_->set_capture_layers(layers); }
     int worker_answer_ = -1;
     std::vector<bool> answers_;
 
@@ -150,6 +151,50 @@ TEST(PipelineStage, HybridStagesGiveTheWholeModelsLogits) {
     const auto dir = test::arch_fixtures_dir();
     if (dir.empty()) GTEST_SKIP() << "skipped: ../shared/testdata/arch-fixtures is missing";
     expect_stages_match((dir / "granitehybrid-dense.gguf").string(), 1, {3, 17, 99, 5, 64, 2, 120, 7, 8, 9}, 6);
+}
+
+// A drafter's target features (the stream entering listed layers, n_layer:
+// after the last) are captured by the stage that runs each layer and reach
+// the root with the logits: the same rows as the whole model's, for capture
+// layers on the first stage, at the cut, and after the last layer.
+TEST(PipelineStage, CapturedFeaturesCrossTheStages) {
+    const std::string path = test::model_path("austen-7m/austen-7m-f32.gguf").string();
+    ContextParams cp;
+    cp.n_ctx = 64;
+    cp.n_ubatch = 4;
+    cp.n_threads = 1;
+    cp.type_k = cp.type_v = ElementType::F32;
+    const std::vector<uint32_t> capture{1, 3, 5, 8};
+    const std::vector<TokenId> prompt{1, 450, 300, 22, 87, 5, 900, 1200, 33};
+    const auto run = [&](Context& ctx) {
+        ctx.set_capture_layers(capture);
+        std::vector<std::vector<float>> rows;
+        EXPECT_EQ(ctx.decode(Batch::from_tokens(prompt, 0, 0, true)), 0);
+        for (int32_t i = 0; i < static_cast<int32_t>(prompt.size()); ++i)
+            rows.emplace_back(ctx.features(i).begin(), ctx.features(i).end());
+        EXPECT_EQ(ctx.decode(Batch::from_tokens({44}, static_cast<int32_t>(prompt.size()))), 0);
+        rows.emplace_back(ctx.features(-1).begin(), ctx.features(-1).end());
+        return rows;
+    };
+    const auto whole = model::Model::load(path);
+    Context reference(*whole, cp);
+    const auto expected = run(reference);
+    ASSERT_EQ(expected[0].size(), capture.size() * whole->hparams().n_embd);
+
+    const auto first = model::Model::load(path, gguf::LoadMode::Auto, true, {0, 3});
+    const auto last = model::Model::load(path, gguf::LoadMode::Auto, true, {3, UINT32_MAX});
+    Wire wire;
+    Context* worker_ptr = nullptr;
+    ContextParams worker_cp = cp;
+    worker_cp.stage = std::make_shared<LoopbackWorker>(wire);
+    Context worker(*last, worker_cp);
+    worker_ptr = &worker;
+    ContextParams root_cp = cp;
+    root_cp.stage = std::make_shared<LoopbackRoot>(wire, worker_ptr);
+    Context root(*first, root_cp);
+    const auto got = run(root);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t r = 0; r < got.size(); ++r) EXPECT_EQ(got[r], expected[r]) << "row " << r;
 }
 
 TEST(PipelineStage, ContextOverAStageNeedsAPipeline) {

@@ -11,7 +11,10 @@
 // memory (each holding only its layers' caches), the residual stream of each
 // micro-batch travels stage to stage (send_stream / receive_stream), and the
 // last stage sends the output rows (logits, hidden states) back to the root
-// (send_outputs / receive_outputs). Memory operations on the root's memory
+// (send_outputs / receive_outputs). Target features captured for a drafter
+// (Context::set_capture_layers) ride along: each stage fills the capture
+// layers it runs into a block sent after the stream, and the last stage
+// appends the completed block to its output rows. Memory operations on the root's memory
 // reach the other stages through the stage's SequenceObserver, so every
 // memory sees the same operations and gives the same answers.
 
@@ -19,6 +22,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "cria/gguf/load_mode.h"
 #include "cria/memory/sequence_op.h"
@@ -54,6 +58,9 @@ public:
     // (then Context::restore_sequence empties the sequence on every stage).
     // The defaults refuse.
     virtual void save_sequence(SeqId seq, const std::string& path);
+    // Root: the capture layers of the context changed (Context::set_capture_layers);
+    // every other stage captures the ones it runs. The default refuses.
+    virtual void set_capture_layers(const std::vector<uint32_t>& layers);
     virtual void restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions);
 };
 
