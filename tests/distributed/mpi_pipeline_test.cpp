@@ -142,6 +142,33 @@ TEST(MpiPipeline, LayerSplitIsFollowedAndChecked) {
     EXPECT_NE(bad.out.find("covers 7 layers; the model has 8"), std::string::npos) << bad.out;
 }
 
+// A model the ranks cannot hold is refused at load, and the error says what
+// each rank would need and which ranks cannot hold their layers.
+// CRIA_RANK_MEMORY_MIB caps what each rank may use (this host has plenty).
+TEST(MpiPipeline, ModelTheRanksCannotHoldIsRefusedWithEachRanksNeed) {
+    SKIP_WITHOUT_MPI();
+    const std::string model = cria::test::model_path("austen-7m/austen-7m-f32.gguf").string();
+    const std::string logits = " logits -m " + model + " --tokens 1,2,3 -t 1 2>&1 >/dev/null";
+    // By bytes: 15 MiB on rank 0, 13 MiB on rank 1; neither fits in 1 MiB.
+    const Result none = shell("CRIA_RANK_MEMORY_MIB=1 " + mpirun(2) + cria() + logits);
+    EXPECT_NE(none.status, 0);
+    EXPECT_NE(none.out.find("weights each rank needs: rank 0 15.0 MiB, rank 1 13.0 MiB"), std::string::npos) << none.out;
+    EXPECT_NE(none.out.find("rank 0 cannot hold layers 0..4: they need 15.0 MiB of weights, this rank may use 1.0 MiB"),
+              std::string::npos) << none.out;
+    EXPECT_NE(none.out.find("rank 1 cannot hold layers 5..7: they need 13.0 MiB"), std::string::npos) << none.out;
+    // 7 layers on rank 0 (21 MiB) do not fit in 16 MiB; rank 1's 7 MiB do, and only rank 0 is named.
+    const Result one = shell("CRIA_RANK_MEMORY_MIB=16 " + mpirun(2) + cria() + " --layer-split 7,1" + logits);
+    EXPECT_NE(one.status, 0);
+    EXPECT_NE(one.out.find("weights each rank needs: rank 0 21.0 MiB, rank 1 7.0 MiB"), std::string::npos) << one.out;
+    EXPECT_NE(one.out.find("rank 0 cannot hold layers 0..6"), std::string::npos) << one.out;
+    EXPECT_EQ(one.out.find("rank 1 cannot hold"), std::string::npos) << one.out;
+    // The even split fits 16 MiB per rank.
+    EXPECT_EQ(shell("CRIA_RANK_MEMORY_MIB=16 " + mpirun(2) + cria() + logits).status, 0);
+    const Result bad = shell("CRIA_RANK_MEMORY_MIB=lots " + mpirun(2) + cria() + logits);
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.out.find("CRIA_RANK_MEMORY_MIB must be a number of MiB, not 'lots'"), std::string::npos) << bad.out;
+}
+
 // Greedy text, with and without a draft model, equals one process's.
 TEST(MpiPipeline, GreedyRunTextEqualsOneProcess) {
     SKIP_WITHOUT_MPI();
