@@ -230,6 +230,19 @@ void Context::gather_ubatch(const Batch& batch, const memory::Split& split, int6
 }
 
 void Context::set_lora(model::LoraSet adapters) {
+    // The other stages apply the same adapters to their own layers.
+    if (stage_ != nullptr && stage_->is_root()) {
+        try {
+            stage_->set_lora(adapters.sources());
+        } catch (...) {
+            // Every stage goes back to the adapters this one keeps applying.
+            try {
+                stage_->set_lora(lora_.sources());
+            } catch (...) {
+            }
+            throw;
+        }
+    }
     lora_ = std::move(adapters);
     lora_reached_.clear();
     lora_checked_ = lora_.empty();
@@ -238,12 +251,18 @@ void Context::set_lora(model::LoraSet adapters) {
 void Context::check_lora_reached() {
     std::sort(lora_reached_.begin(), lora_reached_.end());
     lora_reached_.erase(std::unique(lora_reached_.begin(), lora_reached_.end()), lora_reached_.end());
-    if (lora_reached_.size() == lora_.n_layers()) {
+    // A pipeline stage reaches only the adapted layers it computes.
+    size_t expected = lora_.n_layers();
+    if (!model_.holds_all_layers()) {
+        expected = 0;
+        for (const model::Linear* lin : lora_.adapted()) expected += model_.computes_with(lin) ? 1 : 0;
+    }
+    if (lora_reached_.size() == expected) {
         lora_checked_ = true;
         lora_reached_.clear();
         return;
     }
-    throw Error("a LoRA adapter adapts " + std::to_string(lora_.n_layers() - lora_reached_.size()) +
+    throw Error("a LoRA adapter adapts " + std::to_string(expected - lora_reached_.size()) +
                 " layer(s) that the " + model_.hparams().arch_name +
                 " forward pass does not apply adapters to (not supported for this architecture)");
 }
@@ -354,6 +373,7 @@ void Context::forward_stage(model::ForwardInput& in, const memory::Split& split,
         carry_features(sent.data() + n_stream);
         in.stream_out = sent.data();
         model_.forward(ops_, ws_, in, *this, nullptr, nullptr);
+        if (!lora_checked_) check_lora_reached();  // every layer here ran
         stage_->send_stream(sent);
         if (stage_->is_root() && n_out > 0) {
             StageOutputs& out = stage_outputs_.emplace_back();
@@ -373,6 +393,7 @@ void Context::forward_stage(model::ForwardInput& in, const memory::Split& split,
     float* hidden = in.want_hidden ? out.data() + (in.want_logits ? n_out * hp.n_vocab : 0) : nullptr;
     carry_features(out.data() + n_out * row_floats);
     model_.forward(ops_, ws_, in, *this, logits, hidden);
+    if (!lora_checked_ && in.want_logits) check_lora_reached();
     stage_->send_outputs(out);
 }
 

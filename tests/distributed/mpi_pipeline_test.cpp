@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cria/gguf/file.h"
+#include "support/lora_files.h"
 #include "support/test_paths.h"
 
 namespace {
@@ -121,6 +123,40 @@ TEST(MpiPipeline, FixtureLogitsEqualOneProcess) {
         int prefill = 0;
         const std::string tokens = fixture_tokens(dir / (std::string(name) + ".json"), prefill);
         expect_same_logits(dir / (std::string(name) + ".gguf"), tokens, prefill, {2});
+    }
+}
+
+// A LoRA adapter on layers of every rank: each rank loads the adapter for
+// its own layers, and the logits are one process's with the adapter (which
+// differ from the base model's).
+TEST(MpiPipeline, LoraAdapterLogitsEqualOneProcess) {
+    SKIP_WITHOUT_MPI();
+    const std::string model = cria::test::model_path("austen-7m/austen-7m-f32.gguf").string();
+    const auto base = cria::gguf::File::open(model);
+    cria::test::AdapterSpec adapter;
+    adapter.alpha = 4.0f;
+    adapter.tensors = {cria::test::random_pair(*base, "blk.0.attn_q.weight", 4, 21),
+                       cria::test::random_pair(*base, "blk.4.ffn_down.weight", 4, 22),
+                       cria::test::random_pair(*base, "blk.7.attn_k.weight", 2, 23)};
+    const std::string path = (cria::test::temp_dir() / "adapter.gguf").string();
+    cria::test::write_adapter(adapter, path);
+    const std::string args = " logits -m " + model + " --tokens 1,450,300,22,87,5,900,1200 --prefill 5 -t 1";
+    const std::string lora = " --lora-scaled " + path + " 0.5";
+    const Result plain = shell(cria() + args + " 2>/dev/null");
+    const Result single = shell(cria() + args + lora + " 2>/dev/null");
+    ASSERT_EQ(single.status, 0);
+    const auto ref = logits_of(single.out);
+    EXPECT_GT(nmse(ref, logits_of(plain.out)), 1e-6) << "the adapter changes the logits";
+    for (int np : {2, 3}) {
+        const Result split = shell(mpirun(np) + cria() + args + lora + " 2>&1 >" +
+                                   (cria::test::temp_dir() / "lora.json").string());
+        ASSERT_EQ(split.status, 0) << split.out;
+        std::ifstream in(cria::test::temp_dir() / "lora.json");
+        std::stringstream text;
+        text << in.rdbuf();
+        const auto got = logits_of(text.str());
+        ASSERT_EQ(got.size(), ref.size());
+        EXPECT_LE(nmse(ref, got), 1e-10) << np << " ranks";
     }
 }
 
@@ -266,6 +302,47 @@ TEST(MpiPipeline, ServeAnswersUnderMpirun) {
         while (!expected.empty() && expected.back() == '\n') expected.pop_back();
         EXPECT_EQ(prompts[i] + answer.at("choices").at(0).at("text").get<std::string>(), expected) << prompts[i];
     }
+}
+
+// The prompt cache (--cache-ram) with a model split over 2 ranks: slot 0
+// answers A, then takes an unrelated long request Q, so A's state leaves the
+// slot for the cache (rank 0 keeps its part, rank 1 its own under the same
+// id); B shares A's prefix and arrives while Q holds slot 0, so slot 1 loads
+// the cached prefix (on both ranks) and evaluates only the rest. B's answer
+// is one process's greedy continuation, and the cache was used.
+TEST(MpiPipeline, PromptCacheReusedAcrossSlotsGivesOneProcesssText) {
+    SKIP_WITHOUT_MPI();
+    const fs::path dir = cria::test::temp_dir() / "prompt-cache";
+    fs::create_directories(dir);
+    const std::string prefix = "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
+                               "must be in want of a wife. However little known the feelings or views of such a man may be";
+    const auto complete = [](const std::string& prompt, int n, const fs::path& out, bool background) {
+        return "curl -s -m 120 http://127.0.0.1:$PORT/v1/completions -H \"Content-Type: application/json\" "
+               "-d \"{\\\"prompt\\\": \\\"" + prompt + "\\\", \\\"max_tokens\\\": " + std::to_string(n) +
+               ", \\\"temperature\\\": 0}\" > " + out.string() + (background ? " & Q=$!; sleep 1; " : "; ");
+    };
+    const std::string b_prompt = prefix + " on his first entering";
+    const std::string script = complete(prefix + " when he first came", 8, dir / "a.json", false) +
+                               complete("Mr. Darcy walked", 200, dir / "q.json", true) +
+                               complete(b_prompt, 24, dir / "b.json", false) + "wait $Q; curl -s http://127.0.0.1:$PORT/metrics > " +
+                               (dir / "metrics.txt").string();
+    const Result r = with_server(2, script, "", " -np 2 --metrics");
+    const auto read = [](const fs::path& p) {
+        std::ifstream in(p);
+        std::stringstream text;
+        text << in.rdbuf();
+        return text.str();
+    };
+    const std::string b = read(dir / "b.json");
+    ASSERT_FALSE(b.empty()) << r.out;
+    const std::string model = cria::test::model_path("austen-7m/austen-7m-f32.gguf").string();
+    const Result single = shell(cria() + " run -m " + model + " -p '" + b_prompt + "' -n 24 --temp 0 -t 1 -c 512 2>/dev/null");
+    std::string expected = single.out;
+    while (!expected.empty() && expected.back() == '\n') expected.pop_back();
+    EXPECT_EQ(b_prompt + nlohmann::json::parse(b).at("choices").at(0).at("text").get<std::string>(), expected);
+    const std::string metrics = read(dir / "metrics.txt");
+    EXPECT_NE(metrics.find("prompt_cache_hits_total 1"), std::string::npos) << metrics << r.out;
+    EXPECT_EQ(r.out.find("prompt cache:"), std::string::npos) << "no state was refused: " << r.out;
 }
 
 // A slot saved under mpirun is one file per rank; erased and restored, it
