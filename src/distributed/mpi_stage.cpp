@@ -63,6 +63,52 @@ void MpiStage::applied(const memory::SequenceOp& op) {
     pipeline_->broadcast(w.bytes(), false);
 }
 
+void MpiStage::set_capture_layers(const std::vector<uint32_t>& layers) {
+    Writer w;
+    w.value(Command::SetCapture).value(context_id_).array(std::span<const uint32_t>(layers));
+    const std::lock_guard<std::mutex> lock(pipeline_->mutex());
+    pipeline_->broadcast(w.bytes(), false);
+}
+
+uint64_t MpiStage::keep_sequence_state(runtime::SeqId seq) {
+    const uint64_t id = next_kept_++;
+    Writer w;
+    w.value(Command::KeepState).value(context_id_).value(seq).value(id);
+    const std::lock_guard<std::mutex> lock(pipeline_->mutex());
+    try {
+        pipeline_->broadcast(w.bytes(), true, 5.0);
+    } catch (...) {
+        // The ranks that did keep their part let it go.
+        Writer drop;
+        drop.value(Command::DropKeptState).value(context_id_).value(id);
+        pipeline_->broadcast(drop.bytes(), false);
+        throw;
+    }
+    return id;
+}
+
+void MpiStage::load_kept_state(runtime::SeqId seq, uint64_t id, uint32_t max_positions) {
+    Writer w;
+    w.value(Command::LoadKeptState).value(context_id_).value(seq).value(id).value(max_positions);
+    const std::lock_guard<std::mutex> lock(pipeline_->mutex());
+    pipeline_->broadcast(w.bytes(), true, 5.0);
+}
+
+void MpiStage::drop_kept_state(uint64_t id) {
+    Writer w;
+    w.value(Command::DropKeptState).value(context_id_).value(id);
+    const std::lock_guard<std::mutex> lock(pipeline_->mutex());
+    pipeline_->broadcast(w.bytes(), false);
+}
+
+void MpiStage::set_lora(const std::vector<std::pair<std::string, float>>& adapters) {
+    Writer w;
+    w.value(Command::SetLora).value(context_id_).value(static_cast<uint32_t>(adapters.size()));
+    for (const auto& [path, scale] : adapters) w.text(path).value(scale);
+    const std::lock_guard<std::mutex> lock(pipeline_->mutex());
+    pipeline_->broadcast(w.bytes(), true, 5.0);
+}
+
 void MpiStage::save_sequence(runtime::SeqId seq, const std::string& path) {
     Writer w;
     w.value(Command::SaveSequence).value(context_id_).value(seq).text(path);

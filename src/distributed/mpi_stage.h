@@ -31,6 +31,11 @@ public:
     void finish_decode() override;
     void applied(const memory::SequenceOp& op) override;
     void save_sequence(runtime::SeqId seq, const std::string& path) override;
+    void set_capture_layers(const std::vector<uint32_t>& layers) override;
+    uint64_t keep_sequence_state(runtime::SeqId seq) override;
+    void load_kept_state(runtime::SeqId seq, uint64_t id, uint32_t max_positions) override;
+    void drop_kept_state(uint64_t id) override;
+    void set_lora(const std::vector<std::pair<std::string, float>>& adapters) override;
     void restore_sequence(runtime::SeqId seq, const std::string& path, uint32_t max_positions) override;
 
     // The file rank r keeps its part of a sequence in.
@@ -42,6 +47,7 @@ private:
     RootPipeline* pipeline_;
     std::unique_lock<std::mutex> decoding_;  // root: held for one decode
     std::vector<World::Pending> pending_;
+    uint64_t next_kept_ = 1;  // root: the id of the next state the other ranks keep
 };
 
 }  // namespace cria::distributed

@@ -76,17 +76,31 @@ std::unique_ptr<model::Model> RootPipeline::load_model(const std::string& path, 
         } catch (const Error& e) {
             refused_here = e.what();
         }
-        std::string refused;
+        // Every rank's answer, so that the error says what each would need.
+        const auto named = [](uint32_t r, const std::string& message) {
+            const std::string rank = "rank " + std::to_string(r);
+            return message.rfind(rank + " ", 0) == 0 ? message : rank + ": " + message;
+        };
+        std::string refused = refused_here.empty() ? "" : named(0, refused_here);
         for (uint32_t r = 1; r < n_ranks; ++r) {
             const std::vector<std::byte> reply =
                 world_.receive_any_size(static_cast<int>(r), Tag::Reply, "waiting for a rank to load the model", false, 20.0);
             Reader in(reply);
             const auto ok = in.value<int32_t>();
             const std::string message = in.text();
-            if (!ok && refused.empty()) refused = "rank " + std::to_string(r) + " could not load its layers: " + message;
+            if (!ok) refused += (refused.empty() ? "" : "; ") + named(r, message);
         }
-        if (!refused_here.empty()) throw Error(refused_here);
-        if (!refused.empty()) throw Error(refused);
+        if (!refused.empty()) {
+            const auto mib = [](uint64_t b) {
+                char text[32];
+                std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+                return std::string(text);
+            };
+            std::string needs;
+            for (uint32_t r = 0; r < n_ranks; ++r)
+                needs += (r == 0 ? "" : ", ") + std::string("rank ") + std::to_string(r) + " " + mib(bytes[r]);
+            throw Error("pipeline: the ranks cannot load " + path + " (weights each rank needs: " + needs + "): " + refused);
+        }
         model_ids_[model.get()] = id;
         return model;
     }
@@ -96,9 +110,6 @@ std::shared_ptr<runtime::PipelineStage> RootPipeline::make_stage(const model::Mo
                                                                 const runtime::ContextParams& p) {
     const auto it = model_ids_.find(&model);
     if (it == model_ids_.end()) throw Error("pipeline: the model was not loaded through the pipeline");
-    if (!p.capture_layers.empty())
-        throw Error("context: target features (EAGLE-3, MTP and DFlash drafters) are not captured across pipeline "
-                    "stages yet; use the draft model or n-gram drafters with a split model");
     const int32_t id = next_context_++;
     Writer w;
     w.value(Command::CreateContext).value(id).value(it->second);

@@ -15,7 +15,7 @@
 
 namespace cria::distributed {
 
-enum class Command : int32_t { LoadModel = 1, CreateContext, DestroyContext, Decode, MemoryOp, Shutdown, SaveSequence, RestoreSequence };
+enum class Command : int32_t { LoadModel = 1, CreateContext, DestroyContext, Decode, MemoryOp, Shutdown, SaveSequence, RestoreSequence, SetCapture, KeepState, LoadKeptState, DropKeptState, SetLora };
 
 class Writer {
 public:

@@ -7,6 +7,7 @@
 #include "cria/core/error.h"
 #include "cria/distributed/mpi_pipeline.h"
 #include "cria/memory/sequence_op.h"
+#include "cria/model/lora.h"
 #include "cria/runtime/context.h"
 #include "distributed/host_memory.h"
 #include "distributed/mpi_stage.h"
@@ -50,6 +51,10 @@ runtime::Batch read_batch(Reader& in) {
 void run_worker(const World& world) {
     std::map<int32_t, std::unique_ptr<model::Model>> models;
     std::map<int32_t, std::unique_ptr<runtime::Context>> contexts;
+    // Per context: this rank's parts of the states rank 0 keeps in RAM, by id.
+    std::map<int32_t, std::map<uint64_t, std::vector<uint8_t>>> kept;
+    // Per context: the LoRA adapters loaded for this rank's layers, by file (kept while the context applies them).
+    std::map<int32_t, std::map<std::string, std::unique_ptr<model::LoraAdapter>>> adapters;
     const auto context = [&](int32_t id) -> runtime::Context& {
         const auto it = contexts.find(id);
         if (it == contexts.end()) throw Error("pipeline: rank 0 named context " + std::to_string(id) + ", which this rank does not have");
@@ -100,7 +105,78 @@ void run_worker(const World& world) {
                     }
                     break;
                 }
-                case Command::DestroyContext: contexts.erase(in.value<int32_t>()); break;
+                case Command::DestroyContext: {
+                    const auto id = in.value<int32_t>();
+                    contexts.erase(id);
+                    kept.erase(id);
+                    adapters.erase(id);
+                    break;
+                }
+                case Command::KeepState: {
+                    const auto id = in.value<int32_t>();
+                    runtime::Context& ctx = context(id);
+                    const auto seq = in.value<runtime::SeqId>();
+                    const auto state_id = in.value<uint64_t>();
+                    try {
+                        kept[id][state_id] = ctx.sequence_state(seq, {});  // the tokens are rank 0's to know
+                        reply(world, true, "");
+                    } catch (const std::exception& e) {
+                        reply(world, false, e.what());
+                    }
+                    break;
+                }
+                case Command::LoadKeptState: {
+                    const auto id = in.value<int32_t>();
+                    runtime::Context& ctx = context(id);
+                    const auto seq = in.value<runtime::SeqId>();
+                    const auto state_id = in.value<uint64_t>();
+                    const auto max_positions = in.value<uint32_t>();
+                    try {
+                        const auto it = kept[id].find(state_id);
+                        if (it == kept[id].end())
+                            throw Error("no kept state " + std::to_string(state_id) + " here (dropped, or never kept)");
+                        ctx.load_sequence_state(seq, it->second, max_positions);
+                        reply(world, true, "");
+                    } catch (const std::exception& e) {
+                        reply(world, false, e.what());
+                    }
+                    break;
+                }
+                case Command::SetLora: {
+                    const auto id = in.value<int32_t>();
+                    runtime::Context& ctx = context(id);
+                    const auto n = in.value<uint32_t>();
+                    std::vector<std::pair<std::string, float>> wanted;
+                    for (uint32_t i = 0; i < n; ++i) {
+                        std::string path = in.text();
+                        wanted.emplace_back(std::move(path), in.value<float>());
+                    }
+                    try {
+                        std::map<std::string, std::unique_ptr<model::LoraAdapter>>& loaded = adapters[id];
+                        model::LoraSet set;
+                        for (const auto& [path, scale] : wanted) {
+                            std::unique_ptr<model::LoraAdapter>& a = loaded[path];
+                            if (!a) a = model::LoraAdapter::load(path, ctx.model());
+                            set.add(*a, scale);
+                        }
+                        // Set first (the context lets go of the old set), then forget the unused files.
+                        ctx.set_lora(std::move(set));
+                        std::erase_if(loaded, [&](const auto& kv) {
+                            for (const auto& w : wanted)
+                                if (w.first == kv.first) return false;
+                            return true;
+                        });
+                        reply(world, true, "");
+                    } catch (const std::exception& e) {
+                        reply(world, false, e.what());
+                    }
+                    break;
+                }
+                case Command::DropKeptState: {
+                    const auto id = in.value<int32_t>();
+                    kept[id].erase(in.value<uint64_t>());
+                    break;
+                }
                 case Command::Decode: {
                     runtime::Context& ctx = context(in.value<int32_t>());
                     ctx.decode(read_batch(in));  // the same answer as rank 0's, which needs none from here
@@ -109,6 +185,11 @@ void run_worker(const World& world) {
                 case Command::MemoryOp: {
                     runtime::Context& ctx = context(in.value<int32_t>());
                     apply_sequence_op(ctx.memory(), in.value<memory::SequenceOp>());
+                    break;
+                }
+                case Command::SetCapture: {
+                    runtime::Context& ctx = context(in.value<int32_t>());
+                    ctx.set_capture_layers(in.array<uint32_t>());  // checked on rank 0 against the same model
                     break;
                 }
                 case Command::SaveSequence:

@@ -411,6 +411,10 @@ void moe_ffn_block(Step& s, uint32_t layer) {
 void capture(Step& s, uint32_t layer) {
     const ForwardInput& in = s.in;
     if (in.features == nullptr) return;
+    // A pipeline stage captures only the layers it runs: the stream after its
+    // last layer is the next stage's layer input (captured there), and "after
+    // the last layer" (n_layer) belongs to the last stage alone.
+    if (layer < s.layer_begin || layer > s.layer_end || (layer == s.layer_end && !s.last_stage())) return;
     const int64_t n_embd = s.hp.n_embd;
     for (size_t c = 0; c < in.n_capture; ++c) {
         if (in.capture_layers[c] != layer) continue;

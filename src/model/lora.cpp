@@ -118,8 +118,16 @@ void LoraSet::add(const LoraAdapter& adapter, float user_scale) {
     for (int i = 0; i < 8; ++i) h = (h ^ (adapter.fingerprint() >> (8 * i) & 0xff)) * 1099511628211ull;
     for (int i = 0; i < 4; ++i) h = (h ^ (scale_bits >> (8 * i) & 0xff)) * 1099511628211ull;
     identity_ = h == 0 ? 1 : h;
+    sources_.emplace_back(adapter.path(), user_scale);
     for (const LoraAdapter::Pair& p : adapter.pairs())
         terms_[p.target].push_back({p.a, p.b, p.rank, adapter.scale_for(user_scale, p.rank)});
+}
+
+std::vector<const Linear*> LoraSet::adapted() const {
+    std::vector<const Linear*> out;
+    out.reserve(terms_.size());
+    for (const auto& [lin, terms] : terms_) out.push_back(lin);
+    return out;
 }
 
 std::span<const LoraSet::Term> LoraSet::terms(const Linear* lin) const {

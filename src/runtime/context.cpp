@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "cria/core/error.h"
 #include "cria/runtime/model_memory.h"
@@ -58,7 +59,7 @@ Context::Context(const model::Model& model, const ContextParams& params, std::un
     if (memory_->n_layer() != hp.n_layer)
         throw Error("context: the memory maps " + std::to_string(memory_->n_layer()) + " layers, the model has " +
                     std::to_string(hp.n_layer));
-    set_capture_layers(params_.capture_layers);
+    set_capture_layers(std::exchange(params_.capture_layers, {}));
     ws_.reserve(model, params_.n_ubatch);
     out_rows_.reserve(params_.n_ubatch);
 }
@@ -252,6 +253,19 @@ void Context::gather_ubatch(const Batch& batch, const memory::Split& split, int6
 }
 
 void Context::set_lora(model::LoraSet adapters) {
+    // The other stages apply the same adapters to their own layers.
+    if (stage_ != nullptr && stage_->is_root()) {
+        try {
+            stage_->set_lora(adapters.sources());
+        } catch (...) {
+            // Every stage goes back to the adapters this one keeps applying.
+            try {
+                stage_->set_lora(lora_.sources());
+            } catch (...) {
+            }
+            throw;
+        }
+    }
     lora_ = std::move(adapters);
     lora_reached_.clear();
     lora_checked_ = lora_.empty();
@@ -260,12 +274,18 @@ void Context::set_lora(model::LoraSet adapters) {
 void Context::check_lora_reached() {
     std::sort(lora_reached_.begin(), lora_reached_.end());
     lora_reached_.erase(std::unique(lora_reached_.begin(), lora_reached_.end()), lora_reached_.end());
-    if (lora_reached_.size() == lora_.n_layers()) {
+    // A pipeline stage reaches only the adapted layers it computes.
+    size_t expected = lora_.n_layers();
+    if (!model_.holds_all_layers()) {
+        expected = 0;
+        for (const model::Linear* lin : lora_.adapted()) expected += model_.computes_with(lin) ? 1 : 0;
+    }
+    if (lora_reached_.size() == expected) {
         lora_checked_ = true;
         lora_reached_.clear();
         return;
     }
-    throw Error("a LoRA adapter adapts " + std::to_string(lora_.n_layers() - lora_reached_.size()) +
+    throw Error("a LoRA adapter adapts " + std::to_string(expected - lora_reached_.size()) +
                 " layer(s) that the " + model_.hparams().arch_name +
                 " forward pass does not apply adapters to (not supported for this architecture)");
 }
@@ -356,22 +376,33 @@ void Context::forward_stage(model::ForwardInput& in, const memory::Split& split,
     const model::HParams& hp = model_.hparams();
     const model::LayerRange layers = model_.layers();
     const auto n_stream = static_cast<size_t>(in.n_tokens * hp.n_embd);
+    const auto n_out = static_cast<size_t>(in.n_outputs);
+    // Captured features travel with the stream: each stage fills the columns
+    // of the capture layers it runs, and the last stage sends the whole
+    // [n_out][n_capture][n_embd] block back to the root with the output rows.
+    const size_t n_feat = n_out * feature_floats();
     if (layers.begin > 0) {
-        stream_in_.resize(n_stream);
+        stream_in_.resize(n_stream + n_feat);
         stage_->receive_stream(stream_in_);
         in.stream_in = stream_in_.data();
     }
-    const auto n_out = static_cast<size_t>(in.n_outputs);
+    const auto carry_features = [&](float* dst) {
+        if (n_feat == 0) return;
+        if (layers.begin > 0) std::memcpy(dst, stream_in_.data() + n_stream, n_feat * sizeof(float));
+        in.features = dst;
+    };
     const size_t row_floats = (in.want_logits ? hp.n_vocab : 0) + (in.want_hidden ? hp.n_embd : 0);
     if (layers.end < hp.n_layer) {
-        in_flight_.emplace_back(n_stream);
-        in.stream_out = in_flight_.back().data();
+        std::vector<float>& sent = in_flight_.emplace_back(n_stream + n_feat);
+        carry_features(sent.data() + n_stream);
+        in.stream_out = sent.data();
         model_.forward(ops_, ws_, in, *this, nullptr, nullptr);
-        stage_->send_stream(in_flight_.back());
+        if (!lora_checked_) check_lora_reached();  // every layer here ran
+        stage_->send_stream(sent);
         if (stage_->is_root() && n_out > 0) {
             StageOutputs& out = stage_outputs_.emplace_back();
             for (size_t r = 0; r < n_out; ++r) out.rows.push_back(output_index_[split.entry(first + out_rows_[r])]);
-            out.data.resize(n_out * row_floats);
+            out.data.resize(n_out * row_floats + n_feat);
             stage_->receive_outputs(out.data);
         }
         return;
@@ -381,25 +412,31 @@ void Context::forward_stage(model::ForwardInput& in, const memory::Split& split,
         model_.forward(ops_, ws_, in, *this, nullptr, nullptr);
         return;
     }
-    std::vector<float>& out = in_flight_.emplace_back(n_out * row_floats);
+    std::vector<float>& out = in_flight_.emplace_back(n_out * row_floats + n_feat);
     float* logits = in.want_logits ? out.data() : nullptr;
     float* hidden = in.want_hidden ? out.data() + (in.want_logits ? n_out * hp.n_vocab : 0) : nullptr;
+    carry_features(out.data() + n_out * row_floats);
     model_.forward(ops_, ws_, in, *this, logits, hidden);
+    if (!lora_checked_ && in.want_logits) check_lora_reached();
     stage_->send_outputs(out);
 }
 
 void Context::place_stage_outputs() {
     const model::HParams& hp = model_.hparams();
     const bool want_logits = !(params_.embeddings && params_.pooling != Pooling::None);
+    const size_t n_feat = feature_floats();
     for (const StageOutputs& out : stage_outputs_) {
         const size_t n_out = out.rows.size();
         const float* hidden = out.data.data() + (want_logits ? n_out * hp.n_vocab : 0);
+        const float* features = hidden + (params_.embeddings ? n_out * hp.n_embd : 0);
         for (size_t r = 0; r < n_out; ++r) {
             const auto row = static_cast<size_t>(out.rows[r]);
             if (want_logits)
                 std::memcpy(logits_.data() + row * hp.n_vocab, out.data.data() + r * hp.n_vocab, hp.n_vocab * sizeof(float));
             if (params_.embeddings)
                 std::memcpy(embd_.data() + row * hp.n_embd, hidden + r * hp.n_embd, hp.n_embd * sizeof(float));
+            if (n_feat > 0)
+                std::memcpy(features_.data() + row * n_feat, features + r * n_feat, n_feat * sizeof(float));
         }
     }
     stage_outputs_.clear();
@@ -428,13 +465,13 @@ std::span<const float> Context::embeddings(int32_t i) const {
 
 void Context::set_capture_layers(std::vector<uint32_t> layers) {
     const uint32_t n_layer = model_.hparams().n_layer;
-    if (!layers.empty() && !model_.holds_all_layers())
-        throw Error("context: target features (EAGLE-3, MTP and DFlash drafters) are not captured across pipeline "
-                    "stages yet; use the draft model or n-gram drafters with a split model");
     for (uint32_t l : layers)
         if (l > n_layer)
             throw Error("context: capture layer " + std::to_string(l) + " is beyond the model's " +
                         std::to_string(n_layer) + " layers");
+    // Every stage captures the layers it runs (the features travel with the
+    // stream to the root), so every stage needs the list.
+    if (stage_ != nullptr && stage_->is_root() && layers != params_.capture_layers) stage_->set_capture_layers(layers);
     params_.capture_layers = std::move(layers);
 }
 

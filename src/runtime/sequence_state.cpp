@@ -139,11 +139,55 @@ void check_media(std::span<const SavedMedia> media, size_t n_tokens, const char*
     }
 }
 
+// A pipeline root's state in RAM: this header, the id under which every
+// other stage keeps its part, then the root's own part (a whole state image).
+constexpr char kStagedMagic[8] = {'C', 'R', 'I', 'A', 'P', 'I', 'P', 'E'};
+
 std::vector<uint8_t> Context::sequence_state(SeqId seq, std::span<const TokenId> tokens,
                                              std::span<const SavedMedia> media, size_t* n_positions) {
-    // A pipeline's other stages hold the other layers, which these bytes would not.
-    if (stage_ != nullptr) throw Error("sequence_state: a model split over pipeline stages keeps its state in files only");
-    return encode_sequence_state(seq, tokens, media, n_positions);
+    if (stage_ == nullptr || !stage_->is_root()) return encode_sequence_state(seq, tokens, media, n_positions);
+    check_media(media, tokens.size(), "sequence_state");
+    if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
+        throw Error("sequence_state: sequence " + std::to_string(seq) + " is outside 0.." +
+                    std::to_string(params_.n_seq_max - 1));
+    // The other stages' layers stay where they are: each keeps its part.
+    const uint64_t id = stage_->keep_sequence_state(seq);
+    std::vector<uint8_t> own;
+    try {
+        own = encode_sequence_state(seq, tokens, media, n_positions);
+    } catch (...) {
+        stage_->drop_kept_state(id);
+        throw;
+    }
+    std::vector<uint8_t> bytes(sizeof kStagedMagic + sizeof id);
+    std::memcpy(bytes.data(), kStagedMagic, sizeof kStagedMagic);
+    std::memcpy(bytes.data() + sizeof kStagedMagic, &id, sizeof id);
+    bytes.insert(bytes.end(), own.begin(), own.end());
+    return bytes;
+}
+
+namespace {
+
+// The id of a pipeline root's state image, and where its own part starts; throws for other bytes.
+uint64_t staged_id(std::span<const uint8_t> bytes) {
+    uint64_t id = 0;
+    if (bytes.size() < sizeof kStagedMagic + sizeof id || std::memcmp(bytes.data(), kStagedMagic, sizeof kStagedMagic) != 0)
+        throw Error("the sequence state was not saved by this pipeline (its other stages' parts are missing)");
+    std::memcpy(&id, bytes.data() + sizeof kStagedMagic, sizeof id);
+    return id;
+}
+
+}  // namespace
+
+void Context::drop_sequence_state(std::span<const uint8_t> bytes) {
+    if (stage_ == nullptr || !stage_->is_root()) return;
+    uint64_t id = 0;
+    try {
+        id = staged_id(bytes);
+    } catch (const Error&) {
+        return;  // not one of this pipeline's: nothing is kept for it elsewhere
+    }
+    stage_->drop_kept_state(id);
 }
 
 std::vector<uint8_t> Context::encode_sequence_state(SeqId seq, std::span<const TokenId> tokens,
@@ -254,9 +298,19 @@ std::vector<TokenId> Context::restore_own_sequence(SeqId seq, const std::string&
 
 std::vector<TokenId> Context::load_sequence_state(SeqId seq, std::span<const uint8_t> data, uint32_t max_positions,
                                                   std::vector<SavedMedia>* media_out) {
-    if (stage_ != nullptr)
-        throw Error("load_sequence_state: a model split over pipeline stages keeps its state in files only");
-    return decode_sequence_state(seq, data, max_positions, media_out);
+    if (stage_ == nullptr || !stage_->is_root()) return decode_sequence_state(seq, data, max_positions, media_out);
+    const uint64_t id = staged_id(data);
+    if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
+        throw Error("restore_sequence: sequence " + std::to_string(seq) + " is outside 0.." +
+                    std::to_string(params_.n_seq_max - 1));
+    // As restore_sequence: a stage that refuses leaves the sequence empty on every stage.
+    try {
+        stage_->load_kept_state(seq, id, max_positions);
+        return decode_sequence_state(seq, data.subspan(sizeof kStagedMagic + sizeof id), max_positions, media_out);
+    } catch (...) {
+        memory_->seq_rm(seq, -1, -1);
+        throw;
+    }
 }
 
 std::vector<TokenId> Context::decode_sequence_state(SeqId seq, std::span<const uint8_t> data, uint32_t max_positions,

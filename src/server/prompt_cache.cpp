@@ -22,11 +22,15 @@ bool PromptCache::would_keep(std::span<const TokenId> tokens, uint64_t state_byt
 }
 
 bool PromptCache::insert(std::vector<TokenId> tokens, std::vector<uint8_t> state, const std::vector<float>& lora) {
-    if (!would_keep(tokens, state.size(), lora)) return false;
+    if (!would_keep(tokens, state.size(), lora)) {
+        dropped(state);
+        return false;
+    }
     // Entries the new one extends (under the same scales) are of no more use.
     for (auto it = entries_.begin(); it != entries_.end();) {
         if (it->lora == lora && common_prefix(it->tokens, tokens) == it->tokens.size()) {
             bytes_ -= it->state.size();
+            dropped(it->state);
             it = entries_.erase(it);
         } else {
             ++it;
@@ -34,6 +38,7 @@ bool PromptCache::insert(std::vector<TokenId> tokens, std::vector<uint8_t> state
     }
     while (!entries_.empty() && bytes_ + state.size() > budget_) {
         bytes_ -= entries_.back().state.size();
+        dropped(entries_.back().state);
         entries_.pop_back();
     }
     bytes_ += state.size();

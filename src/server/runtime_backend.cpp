@@ -196,7 +196,10 @@ std::vector<TokenId> RuntimeBackend::restore_sequence_with_media(int32_t seq, co
 std::vector<uint8_t> RuntimeBackend::sequence_state(int32_t seq, std::span<const TokenId> tokens) {
     size_t n = 0;
     auto state = ctx_->sequence_state(seq, tokens, {}, &n);
-    if (n != tokens.size()) throw Error("the slot's cache does not hold its tokens");
+    if (n != tokens.size()) {
+        ctx_->drop_sequence_state(state);
+        throw Error("the slot's cache does not hold its tokens");
+    }
     return state;
 }
 
@@ -205,6 +208,8 @@ std::vector<TokenId> RuntimeBackend::load_sequence_state(int32_t seq, std::span<
     check_restored_positions(*ctx_, seq, tokens.size());
     return tokens;
 }
+
+void RuntimeBackend::drop_sequence_state(std::span<const uint8_t> state) { ctx_->drop_sequence_state(state); }
 
 bool RuntimeBackend::wants_turn_checkpoints() const {
     // Any layer with a recurrent state makes the whole memory refuse to drop a suffix.
@@ -217,7 +222,10 @@ bool RuntimeBackend::wants_turn_checkpoints() const {
 std::vector<uint8_t> RuntimeBackend::snapshot_sequence(int32_t seq, std::span<const TokenId> tokens) {
     size_t n_saved = 0;
     auto state = ctx_->sequence_state(seq, tokens, {}, &n_saved);
-    if (n_saved != tokens.size()) throw Error("the slot's cache does not hold its tokens");
+    if (n_saved != tokens.size()) {
+        ctx_->drop_sequence_state(state);
+        throw Error("the slot's cache does not hold its tokens");
+    }
     return state;
 }
 

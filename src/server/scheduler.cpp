@@ -73,8 +73,12 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options)
     for (const Backend::LoraAdapterInfo& a : backend_.lora_adapters()) lora_scales_.push_back(a.scale);
     applied_lora_ = lora_scales_;
     for (auto& slot : slots_) slot->lora = lora_scales_;
+    // A state the cache or the checkpoints let go is dropped by the backend
+    // too (a model split over ranks keeps the other ranks' parts there).
+    const auto drop = [this](std::span<const uint8_t> state) { backend_.drop_sequence_state(state); };
+    prompt_cache_.set_on_drop(drop);
     if (options_.turn_checkpoint_bytes > 0 && backend_.wants_turn_checkpoints())
-        checkpoints_ = std::make_unique<StateCheckpoints>(options_.turn_checkpoint_bytes);
+        checkpoints_ = std::make_unique<StateCheckpoints>(options_.turn_checkpoint_bytes, drop);
     if (options_.speculative.enabled()) {
         if (options_.speculative.n_max < 0) throw Error("speculative: n_max must not be negative");
         for (auto& slot : slots_) slot->drafters = backend_.make_drafters(options_.speculative);

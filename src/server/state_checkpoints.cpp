@@ -8,15 +8,20 @@ void StateCheckpoints::put(std::vector<TokenId> tokens, std::vector<uint8_t> sta
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
         if (it->tokens == tokens && it->lora == lora) {
             bytes_ -= bytes_of(*it);
+            dropped(it->state);
             entries_.erase(it);
             break;
         }
     Checkpoint c{std::move(tokens), std::move(state), lora};
-    if (bytes_of(c) > max_bytes_) return;  // it would push out everything and still not fit
+    if (bytes_of(c) > max_bytes_) {  // it would push out everything and still not fit
+        dropped(c.state);
+        return;
+    }
     bytes_ += bytes_of(c);
     entries_.push_front(std::move(c));
     while (bytes_ > max_bytes_) {
         bytes_ -= bytes_of(entries_.back());
+        dropped(entries_.back().state);
         entries_.pop_back();
     }
 }

@@ -1,7 +1,7 @@
 // The cria binary under mpirun on this machine (loopback): a model split
 // over 2 or 3 ranks gives the logits and the greedy text of one process
 // (the same arithmetic, only split: NMSE <= 1e-10), with and without a draft
-// model; cria serve under mpirun answers a request; a killed rank ends the
+// model and with each drafter that reads the target's features; cria serve under mpirun answers a request; a killed rank ends the
 // job within 10 s, and a rank that stops answering ends it with an error
 // naming the rank. Skipped, saying why, when mpirun is missing or the cria
 // binary was built without MPI.
@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cria/gguf/file.h"
+#include "support/lora_files.h"
 #include "support/test_paths.h"
 
 namespace {
@@ -124,6 +126,40 @@ TEST(MpiPipeline, FixtureLogitsEqualOneProcess) {
     }
 }
 
+// A LoRA adapter on layers of every rank: each rank loads the adapter for
+// its own layers, and the logits are one process's with the adapter (which
+// differ from the base model's).
+TEST(MpiPipeline, LoraAdapterLogitsEqualOneProcess) {
+    SKIP_WITHOUT_MPI();
+    const std::string model = cria::test::model_path("austen-7m/austen-7m-f32.gguf").string();
+    const auto base = cria::gguf::File::open(model);
+    cria::test::AdapterSpec adapter;
+    adapter.alpha = 4.0f;
+    adapter.tensors = {cria::test::random_pair(*base, "blk.0.attn_q.weight", 4, 21),
+                       cria::test::random_pair(*base, "blk.4.ffn_down.weight", 4, 22),
+                       cria::test::random_pair(*base, "blk.7.attn_k.weight", 2, 23)};
+    const std::string path = (cria::test::temp_dir() / "adapter.gguf").string();
+    cria::test::write_adapter(adapter, path);
+    const std::string args = " logits -m " + model + " --tokens 1,450,300,22,87,5,900,1200 --prefill 5 -t 1";
+    const std::string lora = " --lora-scaled " + path + " 0.5";
+    const Result plain = shell(cria() + args + " 2>/dev/null");
+    const Result single = shell(cria() + args + lora + " 2>/dev/null");
+    ASSERT_EQ(single.status, 0);
+    const auto ref = logits_of(single.out);
+    EXPECT_GT(nmse(ref, logits_of(plain.out)), 1e-6) << "the adapter changes the logits";
+    for (int np : {2, 3}) {
+        const Result split = shell(mpirun(np) + cria() + args + lora + " 2>&1 >" +
+                                   (cria::test::temp_dir() / "lora.json").string());
+        ASSERT_EQ(split.status, 0) << split.out;
+        std::ifstream in(cria::test::temp_dir() / "lora.json");
+        std::stringstream text;
+        text << in.rdbuf();
+        const auto got = logits_of(text.str());
+        ASSERT_EQ(got.size(), ref.size());
+        EXPECT_LE(nmse(ref, got), 1e-10) << np << " ranks";
+    }
+}
+
 TEST(MpiPipeline, AustenLogitsEqualOneProcessOnTwoAndThreeRanks) {
     SKIP_WITHOUT_MPI();
     expect_same_logits(cria::test::model_path("austen-7m/austen-7m-f32.gguf"), "1,450,300,22,87,5,900,1200,33,44,55,66,77,88",
@@ -140,6 +176,33 @@ TEST(MpiPipeline, LayerSplitIsFollowedAndChecked) {
     const Result bad = shell(mpirun(2) + cria() + " --layer-split 4,3 logits -m " + model + " --tokens 1,2,3 -t 1 2>&1");
     EXPECT_NE(bad.status, 0);
     EXPECT_NE(bad.out.find("covers 7 layers; the model has 8"), std::string::npos) << bad.out;
+}
+
+// A model the ranks cannot hold is refused at load, and the error says what
+// each rank would need and which ranks cannot hold their layers.
+// CRIA_RANK_MEMORY_MIB caps what each rank may use (this host has plenty).
+TEST(MpiPipeline, ModelTheRanksCannotHoldIsRefusedWithEachRanksNeed) {
+    SKIP_WITHOUT_MPI();
+    const std::string model = cria::test::model_path("austen-7m/austen-7m-f32.gguf").string();
+    const std::string logits = " logits -m " + model + " --tokens 1,2,3 -t 1 2>&1 >/dev/null";
+    // By bytes: 15 MiB on rank 0, 13 MiB on rank 1; neither fits in 1 MiB.
+    const Result none = shell("CRIA_RANK_MEMORY_MIB=1 " + mpirun(2) + cria() + logits);
+    EXPECT_NE(none.status, 0);
+    EXPECT_NE(none.out.find("weights each rank needs: rank 0 15.0 MiB, rank 1 13.0 MiB"), std::string::npos) << none.out;
+    EXPECT_NE(none.out.find("rank 0 cannot hold layers 0..4: they need 15.0 MiB of weights, this rank may use 1.0 MiB"),
+              std::string::npos) << none.out;
+    EXPECT_NE(none.out.find("rank 1 cannot hold layers 5..7: they need 13.0 MiB"), std::string::npos) << none.out;
+    // 7 layers on rank 0 (21 MiB) do not fit in 16 MiB; rank 1's 7 MiB do, and only rank 0 is named.
+    const Result one = shell("CRIA_RANK_MEMORY_MIB=16 " + mpirun(2) + cria() + " --layer-split 7,1" + logits);
+    EXPECT_NE(one.status, 0);
+    EXPECT_NE(one.out.find("weights each rank needs: rank 0 21.0 MiB, rank 1 7.0 MiB"), std::string::npos) << one.out;
+    EXPECT_NE(one.out.find("rank 0 cannot hold layers 0..6"), std::string::npos) << one.out;
+    EXPECT_EQ(one.out.find("rank 1 cannot hold"), std::string::npos) << one.out;
+    // The even split fits 16 MiB per rank.
+    EXPECT_EQ(shell("CRIA_RANK_MEMORY_MIB=16 " + mpirun(2) + cria() + logits).status, 0);
+    const Result bad = shell("CRIA_RANK_MEMORY_MIB=lots " + mpirun(2) + cria() + logits);
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.out.find("CRIA_RANK_MEMORY_MIB must be a number of MiB, not 'lots'"), std::string::npos) << bad.out;
 }
 
 // Greedy text, with and without a draft model, equals one process's.
@@ -159,6 +222,46 @@ TEST(MpiPipeline, GreedyRunTextEqualsOneProcess) {
     const Result drafted = shell(mpirun(2) + cria() + args + " -md " + draft + " 2>/dev/null");
     EXPECT_EQ(drafted.status, 0);
     EXPECT_EQ(drafted.out, single.out) << "2 ranks with a draft model";
+}
+
+// The greedy text and the acceptance per draft position (stderr's "#acc
+// rate/pos" line; adaptive drafting off, so timing decides nothing) of `cria
+// run` with a drafter that reads the target's features: these travel from
+// the rank that runs each captured layer to rank 0, where the drafter runs.
+// Same features, same drafts: the same acceptance, not only the same text.
+std::string drafted_run(const std::string& launcher, const std::string& model, const std::string& spec) {
+    const fs::path err = cria::test::temp_dir() / "drafted.err";
+    const Result r = shell(launcher + cria() + " run -m " + model + " --spec-adaptive off --spec-type " + spec +
+                           " -p 'It is a truth universally acknowledged' -n 40 --temp 0 -t 1 -c 512 2>" + err.string());
+    EXPECT_EQ(r.status, 0) << launcher << spec;
+    const Result acc = shell("grep 'acc rate/pos' " + err.string());
+    EXPECT_FALSE(acc.out.empty()) << spec << ": nothing was drafted";
+    return r.out + acc.out;
+}
+
+TEST(MpiPipeline, FeatureReadingDraftersGiveOneProcesssTextAndAcceptance) {
+    SKIP_WITHOUT_MPI();
+    fs::path dir = cria::test::source_dir().parent_path() / "shared" / "testdata" / "drafter-fixtures";
+    if (const char* env = std::getenv("CRIA_DRAFTER_FIXTURES")) dir = env;
+    if (!fs::exists(dir / "eagle3-austen-7m.gguf")) GTEST_SKIP() << "skipped: ../shared/testdata/drafter-fixtures is missing";
+    const std::string austen = cria::test::model_path("austen-7m/austen-7m-f32.gguf").string();
+    struct Case {
+        std::string model, spec;
+        std::vector<int> ranks;
+    };
+    // austen-7m has 8 layers (2 and 3 ranks); the MTP target (mimo2) 2, one per rank.
+    const std::vector<Case> cases{
+        {austen, "draft-eagle3 -md " + (dir / "eagle3-austen-7m.gguf").string(), {2, 3}},
+        {austen, "draft-dflash -md " + (dir / "dflash-austen-7m.gguf").string(), {2, 3}},
+        {austen, "draft-dspark -md " + (dir / "dspark-austen-7m.gguf").string(), {2, 3}},
+        {austen, "draft-dspark -md " + (dir / "dspark-anchor-austen-7m.gguf").string(), {2}},
+        {(dir / "mimo2-austen-1m-mtp.gguf").string(), "draft-mtp", {2}},
+    };
+    for (const Case& c : cases) {
+        const std::string single = drafted_run("", c.model, c.spec);
+        ASSERT_GT(single.size(), 60u) << c.spec;
+        for (int np : c.ranks) EXPECT_EQ(drafted_run(mpirun(np), c.model, c.spec), single) << c.spec << " on " << np << " ranks";
+    }
 }
 
 // Starts cria serve under mpirun in the background; returns the shell
@@ -199,6 +302,47 @@ TEST(MpiPipeline, ServeAnswersUnderMpirun) {
         while (!expected.empty() && expected.back() == '\n') expected.pop_back();
         EXPECT_EQ(prompts[i] + answer.at("choices").at(0).at("text").get<std::string>(), expected) << prompts[i];
     }
+}
+
+// The prompt cache (--cache-ram) with a model split over 2 ranks: slot 0
+// answers A, then takes an unrelated long request Q, so A's state leaves the
+// slot for the cache (rank 0 keeps its part, rank 1 its own under the same
+// id); B shares A's prefix and arrives while Q holds slot 0, so slot 1 loads
+// the cached prefix (on both ranks) and evaluates only the rest. B's answer
+// is one process's greedy continuation, and the cache was used.
+TEST(MpiPipeline, PromptCacheReusedAcrossSlotsGivesOneProcesssText) {
+    SKIP_WITHOUT_MPI();
+    const fs::path dir = cria::test::temp_dir() / "prompt-cache";
+    fs::create_directories(dir);
+    const std::string prefix = "It is a truth universally acknowledged, that a single man in possession of a good fortune, "
+                               "must be in want of a wife. However little known the feelings or views of such a man may be";
+    const auto complete = [](const std::string& prompt, int n, const fs::path& out, bool background) {
+        return "curl -s -m 120 http://127.0.0.1:$PORT/v1/completions -H \"Content-Type: application/json\" "
+               "-d \"{\\\"prompt\\\": \\\"" + prompt + "\\\", \\\"max_tokens\\\": " + std::to_string(n) +
+               ", \\\"temperature\\\": 0}\" > " + out.string() + (background ? " & Q=$!; sleep 1; " : "; ");
+    };
+    const std::string b_prompt = prefix + " on his first entering";
+    const std::string script = complete(prefix + " when he first came", 8, dir / "a.json", false) +
+                               complete("Mr. Darcy walked", 200, dir / "q.json", true) +
+                               complete(b_prompt, 24, dir / "b.json", false) + "wait $Q; curl -s http://127.0.0.1:$PORT/metrics > " +
+                               (dir / "metrics.txt").string();
+    const Result r = with_server(2, script, "", " -np 2 --metrics");
+    const auto read = [](const fs::path& p) {
+        std::ifstream in(p);
+        std::stringstream text;
+        text << in.rdbuf();
+        return text.str();
+    };
+    const std::string b = read(dir / "b.json");
+    ASSERT_FALSE(b.empty()) << r.out;
+    const std::string model = cria::test::model_path("austen-7m/austen-7m-f32.gguf").string();
+    const Result single = shell(cria() + " run -m " + model + " -p '" + b_prompt + "' -n 24 --temp 0 -t 1 -c 512 2>/dev/null");
+    std::string expected = single.out;
+    while (!expected.empty() && expected.back() == '\n') expected.pop_back();
+    EXPECT_EQ(b_prompt + nlohmann::json::parse(b).at("choices").at(0).at("text").get<std::string>(), expected);
+    const std::string metrics = read(dir / "metrics.txt");
+    EXPECT_NE(metrics.find("prompt_cache_hits_total 1"), std::string::npos) << metrics << r.out;
+    EXPECT_EQ(r.out.find("prompt cache:"), std::string::npos) << "no state was refused: " << r.out;
 }
 
 // A slot saved under mpirun is one file per rank; erased and restored, it

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "cria/core/error.h"
@@ -71,12 +72,24 @@ public:
         destinations_.clear();
     }
     void applied(const memory::SequenceOp& op) override { answers_.push_back(apply_sequence_op(worker_->memory(), op)); }
+    void set_capture_layers(const std::vector<uint32_t>& layers) override { worker_->set_capture_layers(layers); }
+    uint64_t keep_sequence_state(SeqId seq) override {
+        kept_[next_id_] = worker_->sequence_state(seq, {});
+        return next_id_++;
+    }
+    void load_kept_state(SeqId seq, uint64_t id, uint32_t max_positions) override {
+        ASSERT_TRUE(kept_.count(id)) << "state " << id << " was dropped";
+        worker_->load_sequence_state(seq, kept_.at(id), max_positions);
+    }
+    void drop_kept_state(uint64_t id) override { kept_.erase(id); }
+    std::map<uint64_t, std::vector<uint8_t>> kept_;  // the worker's parts of the states the root keeps
     int worker_answer_ = -1;
     std::vector<bool> answers_;
 
 private:
     Wire& wire_;
     Context*& worker_;
+    uint64_t next_id_ = 1;
     Batch batch_;
     std::vector<std::span<float>> destinations_;
 };
@@ -150,6 +163,102 @@ TEST(PipelineStage, HybridStagesGiveTheWholeModelsLogits) {
     const auto dir = test::arch_fixtures_dir();
     if (dir.empty()) GTEST_SKIP() << "skipped: ../shared/testdata/arch-fixtures is missing";
     expect_stages_match((dir / "granitehybrid-dense.gguf").string(), 1, {3, 17, 99, 5, 64, 2, 120, 7, 8, 9}, 6);
+}
+
+// A drafter's target features (the stream entering listed layers, n_layer:
+// after the last) are captured by the stage that runs each layer and reach
+// the root with the logits: the same rows as the whole model's, for capture
+// layers on the first stage, at the cut, and after the last layer.
+TEST(PipelineStage, CapturedFeaturesCrossTheStages) {
+    const std::string path = test::model_path("austen-7m/austen-7m-f32.gguf").string();
+    ContextParams cp;
+    cp.n_ctx = 64;
+    cp.n_ubatch = 4;
+    cp.n_threads = 1;
+    cp.type_k = cp.type_v = ElementType::F32;
+    const std::vector<uint32_t> capture{1, 3, 5, 8};
+    const std::vector<TokenId> prompt{1, 450, 300, 22, 87, 5, 900, 1200, 33};
+    const auto run = [&](Context& ctx) {
+        ctx.set_capture_layers(capture);
+        std::vector<std::vector<float>> rows;
+        EXPECT_EQ(ctx.decode(Batch::from_tokens(prompt, 0, 0, true)), 0);
+        for (int32_t i = 0; i < static_cast<int32_t>(prompt.size()); ++i)
+            rows.emplace_back(ctx.features(i).begin(), ctx.features(i).end());
+        EXPECT_EQ(ctx.decode(Batch::from_tokens({44}, static_cast<int32_t>(prompt.size()))), 0);
+        rows.emplace_back(ctx.features(-1).begin(), ctx.features(-1).end());
+        return rows;
+    };
+    const auto whole = model::Model::load(path);
+    Context reference(*whole, cp);
+    const auto expected = run(reference);
+    ASSERT_EQ(expected[0].size(), capture.size() * whole->hparams().n_embd);
+
+    const auto first = model::Model::load(path, gguf::LoadMode::Auto, true, {0, 3});
+    const auto last = model::Model::load(path, gguf::LoadMode::Auto, true, {3, UINT32_MAX});
+    Wire wire;
+    Context* worker_ptr = nullptr;
+    ContextParams worker_cp = cp;
+    worker_cp.stage = std::make_shared<LoopbackWorker>(wire);
+    Context worker(*last, worker_cp);
+    worker_ptr = &worker;
+    ContextParams root_cp = cp;
+    root_cp.stage = std::make_shared<LoopbackRoot>(wire, worker_ptr);
+    Context root(*first, root_cp);
+    const auto got = run(root);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t r = 0; r < got.size(); ++r) EXPECT_EQ(got[r], expected[r]) << "row " << r;
+}
+
+// A sequence's state kept in RAM (the server's prompt cache, the turn
+// checkpoints of a hybrid model) by a root whose other stage keeps its own
+// part: loaded back after the sequence moved on, the next logits are the
+// whole model's; dropping the bytes lets the other stage's part go; bytes
+// that are not this pipeline's are refused.
+TEST(PipelineStage, SequenceStateInRamReachesEveryStage) {
+    const auto dir = test::arch_fixtures_dir();
+    if (dir.empty()) GTEST_SKIP() << "skipped: ../shared/testdata/arch-fixtures is missing";
+    const std::string path = (dir / "granitehybrid-dense.gguf").string();  // a recurrent layer, an attention layer
+    ContextParams cp;
+    cp.n_ctx = 64;
+    cp.n_ubatch = 4;
+    cp.n_threads = 1;
+    cp.n_seq_max = 2;
+    cp.type_k = cp.type_v = ElementType::F32;
+    const std::vector<TokenId> prompt{3, 17, 99, 5, 64, 2};
+    // Prompt, keep its state, go on with other tokens, load the state into
+    // sequence 1, and decode the next token there.
+    const auto run = [&](Context& ctx) {
+        EXPECT_EQ(ctx.decode(Batch::from_tokens(prompt, 0, 0, false)), 0);
+        const std::vector<uint8_t> state = ctx.sequence_state(0, prompt);
+        EXPECT_EQ(ctx.decode(Batch::from_tokens({120, 7, 8}, static_cast<int32_t>(prompt.size()))), 0);
+        EXPECT_EQ(ctx.load_sequence_state(1, state), prompt);
+        EXPECT_EQ(ctx.decode(Batch::from_tokens({9}, static_cast<int32_t>(prompt.size()), 1)), 0);
+        const auto l = ctx.logits(-1);
+        ctx.drop_sequence_state(state);
+        return std::vector<float>(l.begin(), l.end());
+    };
+    const auto whole = model::Model::load(path);
+    Context reference(*whole, cp);
+    const auto expected = run(reference);
+
+    const auto first = model::Model::load(path, gguf::LoadMode::Auto, true, {0, 1});
+    const auto last = model::Model::load(path, gguf::LoadMode::Auto, true, {1, UINT32_MAX});
+    Wire wire;
+    Context* worker_ptr = nullptr;
+    ContextParams worker_cp = cp;
+    worker_cp.stage = std::make_shared<LoopbackWorker>(wire);
+    Context worker(*last, worker_cp);
+    worker_ptr = &worker;
+    auto root_stage = std::make_shared<LoopbackRoot>(wire, worker_ptr);
+    ContextParams root_cp = cp;
+    root_cp.stage = root_stage;
+    Context root(*first, root_cp);
+    EXPECT_EQ(run(root), expected);
+    EXPECT_TRUE(root_stage->kept_.empty()) << "the dropped state's part is gone";
+    // A whole model's bytes lack the other stage's part.
+    Context fresh(*whole, cp);
+    EXPECT_EQ(fresh.decode(Batch::from_tokens(prompt, 0, 0, false)), 0);
+    EXPECT_THROW(root.load_sequence_state(0, fresh.sequence_state(0, prompt)), Error);
 }
 
 TEST(PipelineStage, ContextOverAStageNeedsAPipeline) {

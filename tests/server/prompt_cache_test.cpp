@@ -71,6 +71,22 @@ TEST(PromptCache, EntriesServeOnlyTheirOwnLoraScales) {
     EXPECT_EQ(cache.best_match(prompt, 0, zero).n_common, 3u);
 }
 
+// Every state the cache lets go or refuses is handed to on_drop once (a
+// model split over ranks frees the other ranks' parts there); kept ones are not.
+TEST(PromptCache, EveryStateLetGoOrRefusedIsDropped) {
+    std::vector<uint8_t> dropped;  // the first byte of each dropped state
+    PromptCache cache(100);
+    cache.set_on_drop([&](std::span<const uint8_t> s) { dropped.push_back(s[0]); });
+    EXPECT_TRUE(cache.insert({1, 2}, std::vector<uint8_t>(40, 1)));
+    EXPECT_TRUE(cache.insert({5}, std::vector<uint8_t>(40, 2)));
+    EXPECT_FALSE(cache.insert({1}, std::vector<uint8_t>(10, 3)));         // a prefix of a kept one: refused
+    EXPECT_TRUE(cache.insert({1, 2, 3}, std::vector<uint8_t>(30, 4)));   // extends {1,2}: that one goes
+    EXPECT_TRUE(cache.insert({7}, std::vector<uint8_t>(50, 5)));         // over the budget: {5} goes (least recent)
+    EXPECT_FALSE(cache.insert({8}, std::vector<uint8_t>(101, 6)));       // alone over the budget
+    EXPECT_EQ(dropped, (std::vector<uint8_t>{3, 1, 2, 6}));
+    EXPECT_EQ(cache.size(), 2u);
+}
+
 TEST(PromptCache, OffOrOverBudgetKeepsNothing) {
     PromptCache off(0);
     EXPECT_FALSE(off.enabled());

@@ -165,6 +165,20 @@ TEST(TurnCheckpoints, ConversationsResumeInAnySlotAndARegeneratedTurnToo) {
     EXPECT_EQ(run(cold, pb, 6).generated, tb2.generated);
 }
 
+// Every checkpoint replaced, evicted or too large for the store is handed to on_drop once.
+TEST(StateCheckpoints, EveryStateLetGoOrRefusedIsDropped) {
+    std::vector<uint8_t> dropped;  // the first byte of each dropped state
+    const size_t entry = 100 + 2 * sizeof(TokenId);
+    StateCheckpoints store(2 * entry, [&](std::span<const uint8_t> s) { dropped.push_back(s[0]); });
+    store.put({1, 1}, std::vector<uint8_t>(100, 1));
+    store.put({1, 1}, std::vector<uint8_t>(100, 2));  // the same tokens: the first goes
+    store.put({2, 2}, std::vector<uint8_t>(100, 3));
+    store.put({3, 3}, std::vector<uint8_t>(100, 4));  // over the budget: {1,1} goes
+    store.put({4, 4}, std::vector<uint8_t>(3 * entry, 5));  // alone over the budget
+    EXPECT_EQ(dropped, (std::vector<uint8_t>{1, 2, 5}));
+    EXPECT_EQ(store.size(), 2u);
+}
+
 TEST(StateCheckpoints, LongestPrefixLeavesOneTokenToEvaluate) {
     StateCheckpoints store(1 << 20);
     store.put({1, 2, 3}, std::vector<uint8_t>(10, 3));

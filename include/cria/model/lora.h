@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cria/model/model.h"
@@ -76,9 +77,15 @@ public:
     // scales in the order added (0: no adapter). Saved sequence states carry
     // it, so cells computed with other adapters are not restored.
     uint64_t identity() const { return identity_; }
+    // The adapters' files and user scales, in the order added (a pipeline's
+    // other stages load the same files for their own layers).
+    const std::vector<std::pair<std::string, float>>& sources() const { return sources_; }
+    // The adapted linear layers.
+    std::vector<const Linear*> adapted() const;
 
 private:
     std::unordered_map<const Linear*, std::vector<Term>> terms_;
+    std::vector<std::pair<std::string, float>> sources_;
     uint64_t identity_ = 0;
 };
 

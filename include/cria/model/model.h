@@ -324,6 +324,9 @@ public:
     // The layers this model computes ([0, n_layer) unless loaded as a pipeline stage).
     LayerRange layers() const { return layers_; }
     bool holds_all_layers() const { return layers_.begin == 0 && layers_.end == hp_.n_layer; }
+    // Whether this stage computes with a weight (a field of weights()): its
+    // layer is in layers(), or it is the output head and this is the last stage.
+    bool computes_with(const void* weight_field) const { return !held_elsewhere(weight_field); }
     uint64_t n_params() const;
     uint64_t size_bytes() const;   // bytes of all tensors
     uint64_t packed_bytes() const { return packed_bytes_; }  // bytes of weights copied into packed layouts

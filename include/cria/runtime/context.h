@@ -150,12 +150,17 @@ public:
     // them): sequence_state() is the file's image (n_positions: as
     // save_sequence returns), load_sequence_state() checks and loads one as
     // restore_sequence does. The most bytes such an image may have here:
-    // max_sequence_state_bytes(). Both throw for a model split over pipeline
-    // stages (the other stages' layers are in their own files only).
+    // max_sequence_state_bytes(). For a model split over pipeline stages,
+    // each other stage keeps its own part in its RAM under an id that the
+    // root's bytes carry (a part per stage, as the files); loading reaches
+    // every stage (one that refuses leaves the sequence empty on all), and
+    // drop_sequence_state() lets the other stages' parts go once the bytes
+    // are no longer kept (it does nothing for a model in one piece).
     std::vector<uint8_t> sequence_state(SeqId seq, std::span<const TokenId> tokens,
                                         std::span<const SavedMedia> media = {}, size_t* n_positions = nullptr);
     std::vector<TokenId> load_sequence_state(SeqId seq, std::span<const uint8_t> bytes, uint32_t max_positions = 0,
                                              std::vector<SavedMedia>* media = nullptr);
+    void drop_sequence_state(std::span<const uint8_t> bytes);
     uint64_t max_sequence_state_bytes() const;
 
     // LoRA adapters applied from the next decode() on (model/lora.h; an

@@ -11,7 +11,10 @@
 // memory (each holding only its layers' caches), the residual stream of each
 // micro-batch travels stage to stage (send_stream / receive_stream), and the
 // last stage sends the output rows (logits, hidden states) back to the root
-// (send_outputs / receive_outputs). Memory operations on the root's memory
+// (send_outputs / receive_outputs). Target features captured for a drafter
+// (Context::set_capture_layers) ride along: each stage fills the capture
+// layers it runs into a block sent after the stream, and the last stage
+// appends the completed block to its output rows. Memory operations on the root's memory
 // reach the other stages through the stage's SequenceObserver, so every
 // memory sees the same operations and gives the same answers.
 
@@ -19,6 +22,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cria/gguf/load_mode.h"
 #include "cria/memory/sequence_op.h"
@@ -54,7 +59,23 @@ public:
     // (then Context::restore_sequence empties the sequence on every stage).
     // The defaults refuse.
     virtual void save_sequence(SeqId seq, const std::string& path);
+    // Root: the capture layers of the context changed (Context::set_capture_layers);
+    // every other stage captures the ones it runs. The default refuses.
+    virtual void set_capture_layers(const std::vector<uint32_t>& layers);
+    // Root: the context's LoRA adapters changed (Context::set_lora): every
+    // other stage loads the same files (path, user scale; in order) for its
+    // own layers and applies them. Throws naming a stage that refused. The
+    // default refuses a non-empty list.
+    virtual void set_lora(const std::vector<std::pair<std::string, float>>& adapters);
     virtual void restore_sequence(SeqId seq, const std::string& path, uint32_t max_positions);
+    // Root: the same in RAM (Context::sequence_state). Every other stage
+    // keeps its part of sequence seq under a new id, which is returned;
+    // load_kept_state loads those parts back into seq (throws naming a stage
+    // that refused, as restore_sequence); drop_kept_state lets them go. The
+    // defaults refuse (drop: nothing to drop).
+    virtual uint64_t keep_sequence_state(SeqId seq);
+    virtual void load_kept_state(SeqId seq, uint64_t id, uint32_t max_positions);
+    virtual void drop_kept_state(uint64_t id);
 };
 
 // The process's part in a pipeline, installed once by the program (the

@@ -100,6 +100,9 @@ public:
     // would hold, and loading such bytes back. Same errors and guarantees.
     virtual std::vector<uint8_t> sequence_state(int32_t seq, std::span<const TokenId> tokens);
     virtual std::vector<TokenId> load_sequence_state(int32_t seq, std::span<const uint8_t> state);
+    // Such bytes (or snapshot_sequence's) are no longer kept: a model split
+    // over pipeline ranks lets the other ranks' parts go. The default: nothing.
+    virtual void drop_sequence_state(std::span<const uint8_t> /*state*/) {}
 
     // LoRA adapters loaded with the model (--lora, --lora-scaled): their
     // files and the scales in force, in load order (llama-server's ids).

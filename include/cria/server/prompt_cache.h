@@ -15,6 +15,7 @@
 // cells depend on them): an entry serves only a prompt under the same
 // scales, and entries under other scales never replace each other.
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <span>
 #include <vector>
@@ -40,6 +41,11 @@ public:
     // budget_bytes: the most state bytes kept (0: the cache is off).
     explicit PromptCache(uint64_t budget_bytes) : budget_(budget_bytes) {}
 
+    // Called with every state the cache lets go or refuses (not at its end):
+    // a state whose parts live elsewhere too (a pipeline's other ranks) is dropped there.
+    using DropState = std::function<void(std::span<const uint8_t>)>;
+    void set_on_drop(DropState on_drop) { on_drop_ = std::move(on_drop); }
+
     bool enabled() const { return budget_ > 0; }
     // Keeps `state` for `tokens`, evicting least recently used entries to make
     // room. False (nothing stored) when the cache is off, the state alone is
@@ -58,7 +64,12 @@ public:
     uint64_t budget() const { return budget_; }
 
 private:
+    void dropped(const std::vector<uint8_t>& state) const {
+        if (on_drop_) on_drop_(state);
+    }
+
     uint64_t budget_;
+    DropState on_drop_;
     uint64_t bytes_ = 0;
     std::list<Entry> entries_;  // most recently used first
 };

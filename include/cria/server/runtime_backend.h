@@ -76,6 +76,7 @@ public:
                                                      std::vector<runtime::SavedMedia>& media) override;
     std::vector<uint8_t> sequence_state(int32_t seq, std::span<const TokenId> tokens) override;
     std::vector<TokenId> load_sequence_state(int32_t seq, std::span<const uint8_t> state) override;
+    void drop_sequence_state(std::span<const uint8_t> state) override;
     // The adapters of params.lora (model/lora.h), applied to every decode of
     // the slots' context with the scales set last (the scheduler sets each
     // batch's). Safe to call from any thread: HTTP handlers list the

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <span>
 #include <vector>
@@ -35,7 +36,9 @@ public:
         std::vector<float> lora;      // the adapters' scales of the state (empty: no adapters)
     };
 
-    explicit StateCheckpoints(size_t max_bytes) : max_bytes_(max_bytes) {}
+    // on_drop: called with every state let go or refused (not at the end), as PromptCache's.
+    explicit StateCheckpoints(size_t max_bytes, std::function<void(std::span<const uint8_t>)> on_drop = {})
+        : max_bytes_(max_bytes), on_drop_(std::move(on_drop)) {}
 
     // Keeps a checkpoint (replacing one with the same tokens and scales),
     // then drops the least recently used ones until the store fits its budget.
@@ -52,7 +55,12 @@ public:
 private:
     static size_t bytes_of(const Checkpoint& c) { return c.state.size() + c.tokens.size() * sizeof(TokenId); }
 
+    void dropped(const std::vector<uint8_t>& state) const {
+        if (on_drop_) on_drop_(state);
+    }
+
     size_t max_bytes_;
+    std::function<void(std::span<const uint8_t>)> on_drop_;
     size_t bytes_ = 0;
     std::list<Checkpoint> entries_;  // most recently used first
 };
