@@ -251,9 +251,9 @@ void rows16_q4_k_run(const Tile& t) {
         #pragma GCC unroll 16
         for (int c = 0; c < C; ++c)
             act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
-        __m512i isum[C], msum[C];
+        __m512i isum[C];
         #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) isum[c] = msum[c] = _mm512_setzero_si512();
+        for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
         for (int j = 0; j < 4; ++j) {
             const uint8_t* q = sb + 512 * j;
             if constexpr (Five) {
@@ -292,23 +292,23 @@ void rows16_q4_k_run(const Tile& t) {
                                                                      _mm512_mullo_epi32(s_hi, scale_hi)));
             }
         }
-        for (int sub = 0; sub < 8; ++sub) {
-            const __m512i mins =
-                _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + kHigh + 128 + 16 * sub)));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) {
-                const int32_t bsum = act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1];
-                msum[c] = _mm512_add_epi32(msum[c], _mm512_mullo_epi32(mins, _mm512_set1_epi32(bsum)));
-            }
-        }
         const uint8_t* ds = sb + kQuants + kHigh + kScales;
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds)));
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds + 32)));
+        // The mins' sums only now, column by column, so that no register
+        // holds them through the chunks (the chunk loop needs all 32).
         #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) {
+            __m512i msum = _mm512_setzero_si512();
+            for (int sub = 0; sub < 8; ++sub) {
+                const __m512i mins =
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + kHigh + 128 + 16 * sub)));
+                const int32_t bsum = act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1];
+                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mins, _mm512_set1_epi32(bsum)));
+            }
             const __m512 da = _mm512_set1_ps(act[c]->d);
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
-            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[c]), _mm512_mul_ps(dmin, da), acc[c]);
+            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, da), acc[c]);
         }
     }
     store_rows16<C>(t, acc);
