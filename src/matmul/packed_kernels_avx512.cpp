@@ -226,9 +226,25 @@ void rows32_run(const Tile& t) {
 // 6-bit scales in int32 (exact: |sum| < 2^31). The mins meet the Q8_K
 // activation sums of each 32-value sub-block, also in int32; d and dmin come
 // in once per super-block, in float.
-template <int C>
+//
+// Q5_K (Five) is the same product with each quant's fifth bit joined in
+// before the vpdpbusd: qh register t, shifted so that chunk j's bit (2j for
+// the low nibbles, 2j + 1 for the high ones) lands on bit 4 of its byte, is
+// masked to that bit and or-ed in, one vpternlogd per register.
+template <bool Five>
+inline __m512i with_fifth_bit(__m512i nibbles, const __m512i& high, int bit, const __m512i& bit4) {
+    if constexpr (!Five) return nibbles;
+    // 16-bit shifts by at most 4 keep bit 4 of each byte within its byte.
+    const __m512i moved = bit < 4 ? _mm512_slli_epi16(high, static_cast<unsigned>(4 - bit))
+                                  : _mm512_srli_epi16(high, static_cast<unsigned>(bit - 4));
+    return _mm512_ternarylogic_epi32(nibbles, moved, bit4, 0xF8);  // nibbles | (moved & bit4)
+}
+
+template <bool Five, int C>
 void rows16_q4_k_run(const Tile& t) {
-    constexpr size_t kQuants = 2048, kScales = 256, kSuper = kQuants + kScales + 64;
+    constexpr size_t kQuants = 2048, kHigh = Five ? 512 : 0, kScales = 256;
+    constexpr size_t kSuper = kQuants + kHigh + kScales + 64;
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
     const int64_t nb = t.k / 256;
     const __m512i low = _mm512_set1_epi8(0x0F);
     __m512 acc[C];
@@ -240,22 +256,34 @@ void rows16_q4_k_run(const Tile& t) {
         #pragma GCC unroll 16
         for (int c = 0; c < C; ++c)
             act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
-        __m512i isum[C], msum[C];
+        __m512i isum[C];
         #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) isum[c] = msum[c] = _mm512_setzero_si512();
+        for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
         for (int j = 0; j < 4; ++j) {
             const uint8_t* q = sb + 512 * j;
-            for (size_t line = 0; line < 512; line += 64)
-                _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchDistance + line), _MM_HINT_T0);
+            if constexpr (Five) {
+                // The next super-block's 45 lines, a quarter per chunk.
+                for (size_t line = 12 * 64 * static_cast<size_t>(j); line < 12 * 64 * static_cast<size_t>(j + 1) && line < kSuper; line += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(sb + kSuper + line), _MM_HINT_T0);
+            } else {
+                for (size_t line = 0; line < 512; line += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchDistance + line), _MM_HINT_T0);
+            }
             __m512i lo[8], hi[8];
             #pragma GCC unroll 16
             for (int r = 0; r < 8; ++r) {
                 const __m512i p = _mm512_loadu_si512(q + 64 * r);
                 lo[r] = _mm512_and_si512(p, low);
                 hi[r] = _mm512_and_si512(_mm512_srli_epi16(p, 4), low);
+                if constexpr (Five) {
+                    const __m512i h = _mm512_loadu_si512(sb + kQuants + 64 * r);
+                    lo[r] = with_fifth_bit<Five>(lo[r], h, 2 * j, bit4);
+                    hi[r] = with_fifth_bit<Five>(hi[r], h, 2 * j + 1, bit4);
+                }
             }
-            const __m512i scale_lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 32 * j)));
-            const __m512i scale_hi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 32 * j + 16)));
+            const uint8_t* scales = sb + kQuants + kHigh;
+            const __m512i scale_lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32 * j)));
+            const __m512i scale_hi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32 * j + 16)));
             #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) {
                 const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 16 * j;
@@ -269,22 +297,23 @@ void rows16_q4_k_run(const Tile& t) {
                                                                      _mm512_mullo_epi32(s_hi, scale_hi)));
             }
         }
-        for (int sub = 0; sub < 8; ++sub) {
-            const __m512i mins =
-                _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + 128 + 16 * sub)));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) {
-                const int32_t bsum = act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1];
-                msum[c] = _mm512_add_epi32(msum[c], _mm512_mullo_epi32(mins, _mm512_set1_epi32(bsum)));
-            }
-        }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQuants + kScales)));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQuants + kScales + 32)));
+        const uint8_t* ds = sb + kQuants + kHigh + kScales;
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds)));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds + 32)));
+        // The mins' sums only now, column by column, so that no register
+        // holds them through the chunks (the chunk loop needs all 32).
         #pragma GCC unroll 16
         for (int c = 0; c < C; ++c) {
+            __m512i msum = _mm512_setzero_si512();
+            for (int sub = 0; sub < 8; ++sub) {
+                const __m512i mins =
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQuants + kHigh + 128 + 16 * sub)));
+                const int32_t bsum = act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1];
+                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mins, _mm512_set1_epi32(bsum)));
+            }
             const __m512 da = _mm512_set1_ps(act[c]->d);
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
-            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[c]), _mm512_mul_ps(dmin, da), acc[c]);
+            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, da), acc[c]);
         }
     }
     store_rows16<C>(t, acc);
@@ -578,7 +607,11 @@ struct Blocks32Wide {
 };
 template <int C>
 struct Q4KRun {
-    static void run(const Tile& t) { rows16_q4_k_run<C>(t); }
+    static void run(const Tile& t) { rows16_q4_k_run<false, C>(t); }
+};
+template <int C>
+struct Q5KRun {
+    static void run(const Tile& t) { rows16_q4_k_run<true, C>(t); }
 };
 template <int C>
 struct Q6KWideRun {
@@ -629,6 +662,7 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
         case ElementType::Q8_0: return {rows16_tile_of<Blocks32<UnpackQ8_0>::Run>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::MXFP4: return {rows16_tile_of<Blocks32<UnpackMxfp4>::Run>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q4_K: return {rows16_tile_of<Q4KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::Q5_K: return {rows16_tile_of<Q5KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {rows16_tile_of<Q6KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_tile_of<Half<false>::Run>, kGroupRows, 4, ActivationFormat::F32};
         case ElementType::BF16: return {rows16_tile_of<Half<true>::Run>, kGroupRows, 4, ActivationFormat::F32};

@@ -83,6 +83,35 @@ SuperBlock gather_rows16_q4_k(const uint8_t* group, int r, int64_t b) {
     return sb;
 }
 
+// Super-block b of row r of a Rows16 Q5_K group (layout in packing.h): the
+// Q4_K gathering plus the fifth bits, bit 2j (low nibble) and 2j + 1 (high
+// nibble) of qh byte l for chunk j, as decode_superblock(block_q5_K) reads them.
+SuperBlock gather_rows16_q5_k(const uint8_t* group, int r, int64_t b) {
+    constexpr size_t kQuants = 2048, kHigh = 512, kScales = 256, kSuper = kQuants + kHigh + kScales + 64;
+    const uint8_t* s = group + static_cast<size_t>(b) * kSuper;
+    SuperBlock sb;
+    for (int reg = 0; reg < 32; ++reg) {
+        const int j = reg / 8, t = reg % 8;
+        for (int i = 0; i < 4; ++i) {
+            const uint8_t byte = s[reg * 64 + r * 4 + i];
+            const uint8_t high = s[kQuants + t * 64 + r * 4 + i];  // qh byte 4t + i
+            sb.q[64 * j + 4 * t + i] = static_cast<int8_t>((byte & 0x0F) | (((high >> (2 * j)) & 1) << 4));
+            sb.q[64 * j + 32 + 4 * t + i] = static_cast<int8_t>((byte >> 4) | (((high >> (2 * j + 1)) & 1) << 4));
+        }
+    }
+    const uint8_t* scales = s + kQuants + kHigh;
+    for (int sub = 0; sub < 8; ++sub) {
+        sb.scale[2 * sub] = sb.scale[2 * sub + 1] = scales[16 * sub + r];
+        sb.min[2 * sub] = sb.min[2 * sub + 1] = scales[128 + 16 * sub + r];
+    }
+    f16_bits d, dmin;
+    std::memcpy(&d, scales + kScales + 2 * r, 2);
+    std::memcpy(&dmin, scales + kScales + 32 + 2 * r, 2);
+    sb.d = f16_to_f32(d);
+    sb.dmin = f16_to_f32(dmin);
+    return sb;
+}
+
 // Super-block b of row r of a Rows16 Q6_K group, back in the file's form.
 block_q6_K gather_rows16_q6_k(const uint8_t* group, int r, int64_t b) {
     constexpr size_t kQl = 2048, kQh = 1024, kScales = 256, kSuper = kQl + kQh + kScales + 64;
@@ -98,6 +127,7 @@ block_q6_K gather_rows16_q6_k(const uint8_t* group, int r, int64_t b) {
 
 SuperBlock gather_superblock(ElementType type, const uint8_t* group, int r, int64_t b) {
     if (type == ElementType::Q4_K) return gather_rows16_q4_k(group, r, b);
+    if (type == ElementType::Q5_K) return gather_rows16_q5_k(group, r, b);
     SuperBlock sb;
     decode_superblock(gather_rows16_q6_k(group, r, b), sb);
     return sb;
@@ -148,6 +178,7 @@ TypeKernel packed_scalar_kernel(ElementType t, Packing p) {
         case ElementType::MXFP4:
             return {rows16_tile<block_mxfp4, decode_mxfp4>, kGroupRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q4_K: return {rows16_superblock_tile<ElementType::Q4_K>, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::Q5_K: return {rows16_superblock_tile<ElementType::Q5_K>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {rows16_superblock_tile<ElementType::Q6_K>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_half_tile<half_to_float>, kGroupRows, 4, ActivationFormat::F32};
         case ElementType::BF16: return {rows16_half_tile<bhalf_to_float>, kGroupRows, 4, ActivationFormat::F32};

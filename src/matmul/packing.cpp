@@ -77,6 +77,26 @@ void pack_rows16_q4_k(const WeightMatrix& w, uint8_t* dst) {
     });
 }
 
+// Rows16 of Q5_K: Q4_K's layout with the fifth bits between the quants and
+// the scales: qh as 8 registers (register t holds bytes 4t..4t+3 of each
+// row's qh, row r at 4r; bit 2j of a byte is the fifth bit of its low-nibble
+// value in chunk j, bit 2j + 1 that of its high-nibble one). One run of 2880
+// bytes (45 cache lines), 64 bytes per 16 rows more than the file.
+constexpr size_t kQ5KHigh = 512, kQ5KSuper = kQ4KQuants + kQ5KHigh + kQ4KScales + 64;
+
+void pack_rows16_q5_k(const WeightMatrix& w, uint8_t* dst) {
+    pack_rows16_superblocks<quant::block_q5_K>(w, dst, kQ5KSuper, [](uint8_t* sb, size_t r, const quant::block_q5_K& blk) {
+        for (size_t reg = 0; reg < 32; ++reg) std::memcpy(sb + reg * 64 + r * 4, blk.qs + 4 * reg, 4);
+        for (size_t reg = 0; reg < 8; ++reg) std::memcpy(sb + kQ4KQuants + reg * 64 + r * 4, blk.qh + 4 * reg, 4);
+        uint8_t sm[16];  // 8 scales, then 8 mins
+        detail::scales_mins_k4(blk.scales, sm);
+        uint8_t* scales = sb + kQ4KQuants + kQ5KHigh;
+        for (size_t i = 0; i < 16; ++i) scales[i * 16 + r] = sm[i];
+        std::memcpy(scales + kQ4KScales + 2 * r, &blk.d, 2);
+        std::memcpy(scales + kQ4KScales + 32 + 2 * r, &blk.dmin, 2);
+    });
+}
+
 // Rows16 of Q6_K: per super-block, the 16 rows' ql as 32 registers and qh
 // as 16 (register t holds bytes 4t..4t+3 of each row, row r at 4r), their
 // 16 int8 scales (sub-block g of row r at 16g + r), their d as f16, and 32
@@ -95,7 +115,8 @@ void pack_rows16_q6_k(const WeightMatrix& w, uint8_t* dst) {
 bool is_half(ElementType t) { return t == ElementType::F16 || t == ElementType::BF16; }
 
 bool has_rows16(ElementType t) {
-    return rows16_quant_bytes(t) != 0 || t == ElementType::Q4_K || t == ElementType::Q6_K || is_half(t);
+    return rows16_quant_bytes(t) != 0 || t == ElementType::Q4_K || t == ElementType::Q5_K || t == ElementType::Q6_K ||
+           is_half(t);
 }
 
 // Rows16 of F16/BF16: for each k, the 16 rows' values (32 bytes).
@@ -134,6 +155,8 @@ size_t packed_group_bytes(ElementType t, int64_t k, Packing p) {
     if (p == Packing::None) return row_size_bytes(t, static_cast<uint64_t>(k)).value_or(0);
     if (p == Packing::Rows16 && t == ElementType::Q4_K)
         return k > 0 && k % 256 == 0 ? static_cast<size_t>(k / 256) * kQ4KSuper : 0;
+    if (p == Packing::Rows16 && t == ElementType::Q5_K)
+        return k > 0 && k % 256 == 0 ? static_cast<size_t>(k / 256) * kQ5KSuper : 0;
     if (p == Packing::Rows16 && t == ElementType::Q6_K)
         return k > 0 && k % 256 == 0 ? static_cast<size_t>(k / 256) * kQ6KSuper : 0;
     if (p == Packing::Rows16 && is_half(t)) return k > 0 ? static_cast<size_t>(k) * kGroupRows * 2 : 0;
@@ -156,6 +179,7 @@ void pack_weights(const WeightMatrix& w, Packing p, void* out) {
     const auto row_bytes = row_size_bytes(w.type, static_cast<uint64_t>(w.k));
     if (!row_bytes || (w.rows > 1 && w.row_stride < *row_bytes)) fail("row stride is smaller than a row");
     if (w.type == ElementType::Q4_K) return pack_rows16_q4_k(w, static_cast<uint8_t*>(out));
+    if (w.type == ElementType::Q5_K) return pack_rows16_q5_k(w, static_cast<uint8_t*>(out));
     if (w.type == ElementType::Q6_K) return pack_rows16_q6_k(w, static_cast<uint8_t*>(out));
     if (is_half(w.type)) return pack_rows16_half(w, static_cast<uint8_t*>(out));
 

@@ -40,7 +40,8 @@ bool bf16_dot_kernel_at(ElementType t, Isa isa) {
 constexpr int64_t kWide = mm::detail::kWideKernelMinColumns;
 
 const ElementType kPackable[] = {ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q8_0, ElementType::MXFP4,
-                                 ElementType::Q4_K, ElementType::Q6_K, ElementType::F16, ElementType::BF16};
+                                 ElementType::Q4_K, ElementType::Q5_K, ElementType::Q6_K, ElementType::F16,
+                                 ElementType::BF16};
 
 struct PackedProblem {
     ElementType type;
@@ -116,7 +117,7 @@ const Shape kShapes[] = {{1, 32, 1},  {7, 64, 2},  {15, 96, 3}, {16, 256, 1}, {1
 std::vector<Shape> shapes_for(ElementType t) {
     std::vector<Shape> out;
     for (Shape s : kShapes) {
-        if (t == ElementType::Q4_K || t == ElementType::Q6_K) s.k = (s.k + 255) / 256 * 256;
+        if (t == ElementType::Q4_K || t == ElementType::Q5_K || t == ElementType::Q6_K) s.k = (s.k + 255) / 256 * 256;
         out.push_back(s);
     }
     if (t == ElementType::F16 || t == ElementType::BF16)  // any row length: odd ones too
@@ -291,8 +292,12 @@ TEST(Packing, SizesAndChoices) {
     EXPECT_TRUE(mm::supports_packing(ElementType::IQ4_NL, mm::Packing::Rows16));
     EXPECT_TRUE(mm::supports_packing(ElementType::Q4_K, mm::Packing::Rows16));
     EXPECT_TRUE(mm::supports_packing(ElementType::Q6_K, mm::Packing::Rows16));
-    EXPECT_FALSE(mm::supports_packing(ElementType::Q5_K, mm::Packing::Rows16));
+    EXPECT_TRUE(mm::supports_packing(ElementType::Q5_K, mm::Packing::Rows16));
+    EXPECT_FALSE(mm::supports_packing(ElementType::Q3_K, mm::Packing::Rows16));
     EXPECT_EQ(mm::packed_group_bytes(ElementType::Q4_K, 2048, mm::Packing::Rows16), 8u * 2368u);
+    // Q5_K: the file's 16 x 176 bytes per super-block, plus 64 for the unpacked scales.
+    EXPECT_EQ(mm::packed_group_bytes(ElementType::Q5_K, 2048, mm::Packing::Rows16), 8u * (16u * 176u + 64u));
+    EXPECT_EQ(mm::packed_group_bytes(ElementType::Q5_K, 2000, mm::Packing::Rows16), 0u);
     EXPECT_EQ(mm::preferred_packing(ElementType::Q4_0, Isa::Avx2), mm::Packing::None);
     EXPECT_EQ(mm::preferred_packing(ElementType::Q4_0, Isa::Avx512Vnni), mm::Packing::Rows16);
     EXPECT_EQ(mm::preferred_packing(ElementType::F32, Isa::Avx512Vnni), mm::Packing::None);
@@ -307,9 +312,9 @@ TEST(Packing, BadUsesThrow) {
     EXPECT_THROW(mm::pack_weights(p.packed_matrix(), mm::Packing::Rows16, out.data()), cria::Error);
     // A packed product must start at a group.
     EXPECT_THROW(p.run(p.packed_matrix(), Isa::Scalar, nullptr, 8, 40), cria::Error);
-    mm::WeightMatrix q6k{ElementType::Q5_K, p.w.data(), 4, 256, 176, mm::Packing::Rows16};
+    mm::WeightMatrix unpackable{ElementType::Q3_K, p.w.data(), 4, 256, 110, mm::Packing::Rows16};
     mm::MatmulArgs a;
-    a.w = q6k;
+    a.w = unpackable;
     std::vector<float> x(256), y(4);
     a.x = x.data();
     a.y = y.data();

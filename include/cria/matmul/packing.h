@@ -29,6 +29,11 @@
 // d and dmin as f16. That is 64 bytes per 16 rows more than the file (+2.8%),
 // for scales the kernel can load instead of unpack.
 //
+// Rows16 (Q5_K): per super-block of 256 values, one run of 2880 bytes:
+// Q4_K's quant registers, then the rows' qh as 8 registers (register t holds
+// bytes 4t..4t+3 of each row's qh, row r at 4r), then Q4_K's unpacked scales
+// and mins and the f16 d and dmin. 64 bytes per 16 rows more than the file.
+//
 // Rows16 (Q6_K): per super-block of 256 values, one run of 3392 bytes: the
 // rows' ql as 32 registers and qh as 16 (register t holds bytes 4t..4t+3 of
 // each row, row r at 4r), the 16 int8 sub-block scales (sub-block g of row
@@ -49,7 +54,7 @@ namespace cria::matmul {
 
 enum class Packing : uint8_t {
     None,    // rows as the file stores them
-    Rows16,  // 16 interleaved rows (see above): Q4_0, IQ4_NL, Q8_0, MXFP4, Q4_K, Q6_K, F16, BF16
+    Rows16,  // 16 interleaved rows (see above): Q4_0, IQ4_NL, Q8_0, MXFP4, Q4_K, Q5_K, Q6_K, F16, BF16
 };
 
 struct WeightMatrix;
