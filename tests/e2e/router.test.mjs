@@ -1,6 +1,7 @@
 // cria serve in router mode (--models-dir with two models, --models-max 1)
 // driven by the official OpenAI and Anthropic SDKs: each request's "model"
-// picks the model, switching back and forth loads and unloads them in one
+// picks the model (chat, completions, responses plain and streamed,
+// embeddings), switching back and forth loads and unloads them in one
 // process, and an unload is seen in GET /models.
 // Expects CRIA_URL, CRIA_API_KEY, CRIA_MODEL_A and CRIA_MODEL_B (see scripts/e2e.sh).
 import { test } from "node:test";
@@ -43,7 +44,21 @@ async function useModel(model) {
   const resp = await openai.responses.create({ model, input: "Describe Bath.", max_output_tokens: 10, temperature: 0 });
   assert.equal(resp.model, model);
   assert.equal(resp.status, "incomplete");
-  return [chat.choices[0].message.content, cmpl.choices[0].text, resp.output_text];
+  // The same response streamed (this SDK's finalResponse keeps an incomplete
+  // reply's accumulated snapshot: read the message item).
+  const stream = openai.responses.stream({ model, input: "Describe Bath.", max_output_tokens: 10, temperature: 0 });
+  let streamedText = "";
+  for await (const ev of stream) if (ev.type === "response.output_text.delta") streamedText += ev.delta;
+  const streamed = await stream.finalResponse();
+  assert.equal(streamed.model, model);
+  assert.equal(streamedText, resp.output_text);
+  assert.equal(streamed.output[0].content[0].text, resp.output_text);
+  // Embeddings of the routed model (mean-pooled, L2-normalised).
+  const emb = await openai.embeddings.create({ model, input: ["Pride", "Prejudice"], encoding_format: "float" });
+  assert.equal(emb.model, model);
+  assert.equal(emb.data.length, 2);
+  assert.ok(Math.abs(Math.hypot(...emb.data[0].embedding) - 1) < 1e-3);
+  return [chat.choices[0].message.content, cmpl.choices[0].text, resp.output_text, emb.data[0].embedding.slice(0, 8)];
 }
 
 let firstA;
@@ -54,7 +69,7 @@ test("router: models.list lists both models, none loaded yet", async () => {
   assert.deepEqual(await states(), { [A]: "unloaded", [B]: "unloaded" });
 });
 
-test("router: chat, completions and responses on model A load it", async () => {
+test("router: chat, completions, responses (plain and streamed) and embeddings on model A load it", async () => {
   firstA = await useModel(A);
   assert.deepEqual(await states(), { [A]: "loaded", [B]: "unloaded" });
 });
