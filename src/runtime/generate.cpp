@@ -3,13 +3,15 @@
 #include <algorithm>
 
 #include "cria/core/error.h"
+#include "cria/runtime/context_shift.h"
 
 namespace cria::runtime {
 
 GenerationResult generate(Context& ctx, const vocab::Vocab& vocab, sampling::Chain& chain,
                           const std::vector<TokenId>& prompt, int n_predict,
-                          const std::function<bool(TokenId)>& on_token) {
+                          const std::function<bool(TokenId)>& on_token, const ContextShiftPolicy& shift) {
     if (prompt.empty()) throw Error("generate: the prompt is empty");
+    if (shift.enabled) require_context_shift(ctx, "generate");
     if (prompt.size() > ctx.n_ctx())
         throw Error("generate: the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
                     std::to_string(ctx.n_ctx()));
@@ -24,11 +26,13 @@ GenerationResult generate(Context& ctx, const vocab::Vocab& vocab, sampling::Cha
     }
     // The prompt joins the sampler's history (penalties), as in llama.cpp.
     for (TokenId t : prompt) chain.accept_prompt(t);  // history for penalties; the grammar constrains only output
-    return continue_generation(ctx, vocab, chain, static_cast<int32_t>(prompt.size()), n_predict, on_token);
+    return continue_generation(ctx, vocab, chain, static_cast<int32_t>(prompt.size()), n_predict, on_token, shift);
 }
 
 GenerationResult continue_generation(Context& ctx, const vocab::Vocab& vocab, sampling::Chain& chain, int32_t pos,
-                                     int n_predict, const std::function<bool(TokenId)>& on_token) {
+                                     int n_predict, const std::function<bool(TokenId)>& on_token,
+                                     const ContextShiftPolicy& shift) {
+    if (shift.enabled) require_context_shift(ctx, "generate");
     GenerationResult result;
     Batch one;
     while (n_predict < 0 || static_cast<int>(result.tokens.size()) < n_predict) {
@@ -44,6 +48,13 @@ GenerationResult continue_generation(Context& ctx, const vocab::Vocab& vocab, sa
             break;
         }
         if (n_predict >= 0 && static_cast<int>(result.tokens.size()) >= n_predict) break;
+        // llama-completion shifts when the token would fill the context
+        // (n_past + 1 >= n_ctx), so the shifts fall where its do; n_predict
+        // -2 means "until the context is full", which a shift would defeat.
+        if (shift.enabled && n_predict != -2 && static_cast<uint32_t>(pos) + 1 >= ctx.n_ctx()) {
+            const int32_t n_discard = discard_count(pos, shift.n_keep);
+            if (n_discard > 0) pos = shift_context(ctx, 0, pos, shift.n_keep, n_discard);
+        }
         if (static_cast<uint32_t>(pos) >= ctx.n_ctx()) {
             result.stop = StopReason::ContextFull;
             break;

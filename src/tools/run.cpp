@@ -1,6 +1,7 @@
 // cria run: generate text from a prompt, as llama.cpp's llama-completion.
 //
 //   cria run -m MODEL -p PROMPT | -f FILE [-n N] [-r STOP]... [-e | --no-escape] [--keep N]
+//            [--context-shift | --no-context-shift]
 //            [--temp T] [--top-k K] [--top-p P] [--min-p P] [-s SEED] [--repeat-penalty R]
 //            [--repeat-last-n N] [--presence-penalty P] [--frequency-penalty P] [--dry-*]
 //            [--typical P] [--top-n-sigma N] [--xtc-*] [--mirostat N] [--mirostat-lr E]
@@ -45,6 +46,7 @@
 #include "cria/media/prompt_positions.h"
 #include "cria/model/model.h"
 #include "cria/runtime/pipeline.h"
+#include "cria/runtime/context_shift.h"
 #include "cria/runtime/generate.h"
 #include "cria/runtime/options.h"
 #include "cria/runtime/reverse_prompt.h"
@@ -76,7 +78,8 @@ struct RunOptions {
     std::string chat_template_file;
     bool jinja = false;                       // accepted: templates are always Jinja here
     bool escape = true;                       // -e (llama.cpp's default) / --no-escape
-    int32_t keep = 0;                         // --keep: tokens kept by a context shift (none here)
+    int32_t keep = 0;                         // --keep: prompt tokens a context shift keeps (after the BOS)
+    bool context_shift = false;               // --context-shift: go on past a full context (llama.cpp's default: off)
     std::string prompt_tokens;  // --tokens: the prompt as comma-separated token ids
     int n_predict = -1;
     cria::sampling::SamplingFlagState sampling;
@@ -250,7 +253,11 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
     if (auto grammar = sampling::make_grammar_sampler(vocab, opt.grammar)) chain.set_grammar(std::move(grammar));
     std::fprintf(stderr, "cria run: sampler chain: %s\n", chain.describe().c_str());
 
-    if (!opt.mmproj.empty() || !opt.images.empty()) return run_with_images(opt, ctx, vocab, chain);
+    if (!opt.mmproj.empty() || !opt.images.empty()) {
+        // llama.cpp's mtmd tools never shift either: an image's tokens cannot be cut in half.
+        if (opt.context_shift) throw Error("--context-shift does not work with images (--image/--mmproj)");
+        return run_with_images(opt, ctx, vocab, chain);
+    }
 
     const uint32_t n_vocab = model->hparams().n_vocab;
     const auto tokens = opt.prompt_tokens.empty() ? vocab.tokenize(opt.prompt, true, true)
@@ -265,9 +272,17 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
     const auto shown = [&](runtime::TokenId t) {
         return show_ids ? " " + std::to_string(t) : vocab.token_to_piece(t, false);
     };
-    if (opt.keep != 0)
-        std::fprintf(stderr, "cria run: n_keep = %d: it has no effect, as in llama-completion without --context-shift "
+    // llama-completion's n_keep: the BOS is always kept (its add_bos is off with --jinja).
+    runtime::ContextShiftPolicy shift;
+    shift.enabled = opt.context_shift;
+    shift.n_keep = runtime::completion_n_keep(opt.keep, tokens.size(), vocab.add_bos() && !opt.jinja);
+    if (opt.context_shift) {
+        runtime::require_context_shift(ctx, "--context-shift");
+        std::fprintf(stderr, "cria run: context shift on, n_keep = %d\n", shift.n_keep);
+    } else if (opt.keep != 0) {
+        std::fprintf(stderr, "cria run: n_keep = %d: it has no effect without --context-shift, as in llama-completion "
                              "(generation stops at a full context)\n", opt.keep);
+    }
     const runtime::ReversePrompts reverse(vocab, opt.reverse_prompts);
     std::vector<runtime::TokenId> history = tokens;  // what the reverse prompts are looked for in
     if (!opt.no_display_prompt) {
@@ -294,7 +309,7 @@ int run_completion(const RunOptions& opt, cria::gguf::LoadMode mode) {
         result = speculator.generate(ctx, vocab, chain, tokens, opt.n_predict, print);
         spec_report = speculator.metrics().format();
     } else {
-        result = runtime::generate(ctx, vocab, chain, tokens, opt.n_predict, print);
+        result = runtime::generate(ctx, vocab, chain, tokens, opt.n_predict, print, shift);
     }
     // llama-completion's closing lines, on stdout like the text.
     if (result.stop == runtime::StopReason::EndOfGeneration) std::fputs(" [end of text]\n", stdout);
@@ -328,8 +343,11 @@ std::function<int()> setup(CLI::App& cmd) {
                  "Process escape sequences (\\n, \\r, \\t, \\', \\\", \\\\, \\xHH) in the prompt, the reverse "
                  "prompts and the DRY sequence breakers (default: on; --no-escape: off)");
     cmd.add_option("--keep", opt->keep,
-                   "Tokens to keep from the initial prompt on a context shift (default: 0, -1 = all); cria, like "
-                   "llama-completion without --context-shift, never shifts: generation stops at a full context");
+                   "Number of tokens to keep from the initial prompt on a context shift (default: 0, -1 = all; the "
+                   "BOS is always kept); only with --context-shift");
+    cmd.add_flag("--context-shift,!--no-context-shift", opt->context_shift,
+                  "Whether to use context shift on infinite text generation (default: disabled): when the context "
+                  "is full, keep the first --keep prompt tokens, drop half of the rest and go on");
     cmd.add_option("--system-prompt", opt->system_prompt, "System message of the chat (without -p); also -sys PROMPT");
     cmd.add_option("--chat-template", opt->chat_template, "Jinja chat template source for the chat (overrides the model's)");
     cmd.add_option("--chat-template-file", opt->chat_template_file, "File holding the chat's Jinja template");
@@ -377,6 +395,9 @@ std::function<int()> setup(CLI::App& cmd) {
         if (!seed.empty()) sampling::apply_option(opt->sampling, "-s", seed);
         if (!system_prompt.empty()) opt->system_prompt = system_prompt;
         if (opt->keep < -1) throw Error("--keep must be -1 (all) or a count, got " + std::to_string(opt->keep));
+        if (opt->context_shift && opt->spec.enabled())
+            throw Error("--context-shift does not work with speculative decoding yet (a verify batch would have to "
+                        "be shifted with the draft's cache)");
         if (prompt->count() > 0 && file->count() > 0) throw Error("give the prompt with -p or -f, not both");
         if (file->count() > 0) {
             std::ifstream in(opt->prompt_file, std::ios::binary);
@@ -412,6 +433,9 @@ std::function<int()> setup(CLI::App& cmd) {
         if (!completion) {
             // No prompt: chat in the terminal with the model's template, on
             // the server's scheduler (one slot, its speculative step).
+            if (opt->context_shift)
+                throw Error("--context-shift is for a completion (-p, -f or --tokens); the terminal chat stops at a "
+                            "full context");
             if (!opt->lora.files.empty() || !opt->lora.scaled_files.empty())
                 throw Error("--lora / --lora-scaled are not supported in the terminal chat yet (use -p)");
             return run_chat(*opt, mode);
