@@ -318,8 +318,9 @@ void parse_openai_sampling(const json& body, GenerationRequest& gen, bool chat, 
         if (s.dry_sequence_breakers.size() > 64) throw bad_request("'dry_sequence_breakers' holds too many strings", "dry_sequence_breakers");
     }
     if (field(body, "min_keep")) s.min_keep = static_cast<int32_t>(integer_field(body, "min_keep", 0, 1 << 20));
-    // n_keep only matters to a context shift, which cria (like llama-server without --context-shift) never does.
-    if (field(body, "n_keep")) integer_field(body, "n_keep", -1, 1 << 24);
+    // llama-server's context shift fields (they matter with --context-shift only).
+    if (field(body, "n_keep")) gen.n_keep = static_cast<int32_t>(integer_field(body, "n_keep", -1, 1 << 24));
+    if (field(body, "n_discard")) gen.n_discard = static_cast<int32_t>(integer_field(body, "n_discard", 0, 1 << 24));
     if (const json* smp = field(body, "samplers")) {
         try {
             if (smp->is_string()) {

@@ -58,6 +58,12 @@ void Backend::set_capture_layers(const std::vector<uint32_t>& layers) {
 
 spec::FeaturesView Backend::features(size_t, size_t, int32_t) const { return {}; }
 
+std::string Backend::context_shift_refusal() const { return "this backend cannot shift a sequence's positions"; }
+
+uint64_t Backend::seq_sharing(int32_t, int32_t, int32_t) const { return 0; }
+
+void Backend::seq_shift(int32_t, int32_t, int32_t, int32_t) { throw Error(context_shift_refusal()); }
+
 bool Backend::seq_copy_prefix(int32_t, int32_t dst, int32_t) {
     seq_keep_prefix(dst, 0);
     return false;

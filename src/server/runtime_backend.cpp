@@ -1,3 +1,4 @@
+#include "cria/runtime/context_shift.h"
 #include "cria/server/runtime_backend.h"
 
 #include <algorithm>
@@ -128,6 +129,18 @@ spec::FeaturesView RuntimeBackend::features(size_t first_row, size_t n_rows, int
 }
 
 bool RuntimeBackend::seq_keep_prefix(int32_t seq, int32_t keep) { return ctx_->memory_seq_rm(seq, keep, -1); }
+
+std::string RuntimeBackend::context_shift_refusal() const {
+    return runtime::context_shift_refusal(*ctx_, static_cast<uint32_t>(n_ctx_per_seq_));
+}
+
+uint64_t RuntimeBackend::seq_sharing(int32_t seq, int32_t p0, int32_t p1) const {
+    return runtime::sequences_sharing(*ctx_, seq, p0, p1);
+}
+
+void RuntimeBackend::seq_shift(int32_t seq, int32_t n_past, int32_t n_keep, int32_t n_discard) {
+    runtime::shift_context(*ctx_, seq, n_past, n_keep, n_discard, static_cast<uint32_t>(n_ctx_per_seq_));
+}
 
 bool RuntimeBackend::seq_copy_prefix(int32_t src, int32_t dst, int32_t n) {
     ctx_->memory_seq_rm(dst, -1, -1);  // a whole sequence: no memory refuses that

@@ -63,6 +63,13 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options)
     if (options_.n_batch <= 0) options_.n_batch = 256;
     options_.n_batch = std::min(options_.n_batch, backend_.max_batch());
     if (options_.max_queue < 0) options_.max_queue = 0;
+    if (options_.context_shift) {
+        const std::string why = backend_.context_shift_refusal();
+        if (!why.empty()) throw Error("--context-shift: this model cannot shift its context: " + why);
+        if (options_.speculative.enabled())
+            throw Error("--context-shift does not work with speculative decoding yet (the drafters' caches would "
+                        "have to be shifted with the target's)");
+    }
     vocab_index_ = grammar::VocabIndex::build(backend_.vocab());
     for (int32_t i = 0; i < options_.n_slots; ++i) {
         auto slot = std::make_unique<Slot>();
@@ -97,6 +104,11 @@ Scheduler::Scheduler(Backend& backend, SchedulerOptions options)
             backend_.set_capture_layers(layers);
     paused_ = options_.start_paused;
     thread_ = std::thread([this] { loop(); });
+}
+
+void Scheduler::pause() {
+    std::lock_guard lock(mutex_);
+    paused_ = true;
 }
 
 void Scheduler::resume() {
@@ -324,6 +336,7 @@ void Scheduler::start(Slot& slot, Pending pending) {
     slot.sent = 0;
     slot.held_logprobs.clear();
     slot.n_generated = 0;
+    slot.shifted_keep = -1;
     const SpeculativeRequest& sr = slot.request.speculative;
     // Images in the prompt are gaps in the history the drafters read
     // (spec/text_positions.h), one entry per position; under M-RoPE an image
@@ -346,7 +359,8 @@ void Scheduler::start(Slot& slot, Pending pending) {
     slot.synced_position_tried.clear();
     slot.synced_position_accepted.clear();
     const int32_t n_ctx = backend_.n_ctx_per_seq();
-    const int32_t room = n_ctx - static_cast<int32_t>(slot.request.prompt.size());
+    // A context shift frees room as generation goes: only the request (and --max-tokens) limit it.
+    const int32_t room = options_.context_shift ? INT32_MAX : n_ctx - static_cast<int32_t>(slot.request.prompt.size());
     slot.max_tokens = slot.request.max_tokens < 0 ? room : std::min(slot.request.max_tokens, room);
     if (options_.max_tokens_cap > 0) slot.max_tokens = std::min(slot.max_tokens, options_.max_tokens_cap);
     // Keep the longest common prefix computed with the request's LoRA scales,

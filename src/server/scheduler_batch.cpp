@@ -101,6 +101,7 @@ void Scheduler::plan_generation(StepPlan& plan) {
     for (auto& s : slots_) room -= s->busy && s->generating && s->lora == *plan.lora ? 1 : 0;
     for (auto& s : slots_) {
         if (!s->busy || !s->generating || s->lora != *plan.lora) continue;
+        if (!shift_if_full(*s)) continue;
         // Drafts never reach past the context or the tokens the request may still get.
         const int32_t n_allowed = std::min({room, backend_.n_ctx_per_seq() - static_cast<int32_t>(s->cache.size()) - 2,
                                             s->max_tokens - s->n_generated - 1});

@@ -43,7 +43,8 @@ bool Scheduler::on_token(Slot& slot, TokenId token, const float* logits, int32_t
     slot.last = token;
     slot.text += slot.detok->push(token);
     if (emit_text(slot, false)) return false;  // a stop string ended it
-    const bool full = n_cached + 1 >= backend_.n_ctx_per_seq();
+    // With a context shift a full context is shifted before the next decode (shift_if_full).
+    const bool full = !options_.context_shift && n_cached + 1 >= backend_.n_ctx_per_seq();
     if (slot.n_generated >= slot.max_tokens || full) finish(slot, "length");
     return slot.busy;
 }
@@ -127,6 +128,7 @@ void Scheduler::fail(Slot& slot, const std::string& message, int http_status) {
 
 void Scheduler::release(Slot& slot) {
     // The sampled-but-undecoded token is not in the cache; the rest stays for prefix reuse.
+    forget_shifted(slot);
     slot.busy = false;
     slot.generating = false;
     slot.speculation->end();

@@ -50,6 +50,8 @@ struct Scheduler::Slot {
     bool generating = false;        // prompt done; `last` waits to be decoded
     TokenId last = 0;
     int32_t n_cached = 0, n_generated = 0, max_tokens = 0;
+    // The n_keep of this request's last context shift; -1: none.
+    int32_t shifted_keep = -1;
     std::string text;               // generated text so far
     size_t sent = 0;                // bytes of `text` already sent
     std::vector<TokenLogprob> held_logprobs;

@@ -183,6 +183,7 @@ struct Server::Impl {
     GenerationRequest& finish_request(GenerationRequest& gen) {
         gen.timeout = std::chrono::seconds(config.request_timeout_s);
         if (gen.max_tokens < 0) gen.max_tokens = config.default_max_tokens;
+        if (!gen.n_keep) gen.n_keep = config.default_n_keep;
         return gen;
     }
 
@@ -848,7 +849,7 @@ struct Server::Impl {
                 {"dry_sequence_breakers", d.dry_sequence_breakers}, {"mirostat", d.mirostat},
                 {"mirostat_tau", d.mirostat_tau}, {"mirostat_eta", d.mirostat_eta}, {"ignore_eos", d.ignore_eos},
                 {"samplers", json(sampling::samplers_to_names(d.samplers))}, {"seed", d.seed},
-                {"max_tokens", config.default_max_tokens}};
+                {"max_tokens", config.default_max_tokens}, {"n_keep", config.default_n_keep}, {"n_discard", 0}};
     }
 
     // The HTTP server, its limits and routes (both constructors).

@@ -90,6 +90,7 @@ struct ServeOptions {
     cria::sampling::SamplingFlagState sampling;
     bool jinja = false;
     int32_t keep = 0;
+    bool context_shift = false;   // --context-shift
     cria::tools::LoraFlags lora;  // --lora, --lora-scaled
     std::string pooling;          // --pooling
     bool embedding_only = false;  // --embedding(s)
@@ -170,8 +171,12 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_flag("--jinja", opt->jinja,
                  "Accepted for llama-server's command lines: cria always renders chat templates with its Jinja engine");
     cmd.add_option("--keep", opt->keep,
-                   "Default n_keep of requests (default: 0, -1 = all): tokens a context shift keeps; cria, like "
-                   "llama-server without --context-shift, never shifts, so it has no effect");
+                   "Default n_keep of requests (default: 0, -1 = all): prompt tokens a context shift keeps (the BOS "
+                   "is kept too); only with --context-shift");
+    cmd.add_flag("--context-shift,!--no-context-shift", opt->context_shift,
+                  "Whether to use context shift on infinite text generation (default: disabled): a slot whose "
+                  "context is full keeps its first n_keep tokens, drops half of the rest (or the request's "
+                  "n_discard) and goes on; refused for models that cannot shift and with speculative decoding");
     cria::tools::add_lora_flags(cmd, &opt->lora);
     cmd.add_option("--pooling", opt->pooling,
                    "Pooling of /v1/embeddings and /v1/rerank: none, mean, cls, last or rank (default: the model's "
@@ -239,6 +244,11 @@ std::function<int()> setup(CLI::App& cmd) {
         config.cors_origin = opt->cors_origin;
         config.request_timeout_s = opt->timeout;
         config.default_max_tokens = opt->n_predict;
+        config.default_n_keep = opt->keep;
+        config.scheduler.context_shift = opt->context_shift;
+        if (opt->context_shift && !opt->mmproj.empty())
+            throw Error("--context-shift does not work with --mmproj (an image's tokens cannot be cut in two; "
+                        "llama-server turns the shift off there)");
         config.max_body_bytes = opt->max_body;
         config.responses_max_count = opt->responses_max;
         config.responses_max_bytes = opt->responses_max_bytes;

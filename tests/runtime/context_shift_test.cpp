@@ -215,6 +215,32 @@ TEST(ContextShift, BadRangesThrow) {
     EXPECT_EQ(ctx.memory_seq_pos_max(0), 9);
 }
 
+// A prompt shared by two sequences (n > 1 choices): moving its cells for one
+// would move them for the other, so the shift is refused, changing nothing;
+// once the other lets go of them it goes through.
+TEST(ContextShift, CellsSharedWithAnotherSequenceAreNotMoved) {
+    auto m = synthetic("llama", 1);
+    ContextParams cp = params(64);
+    cp.n_seq_max = 2;
+    Context ctx(*m, cp);
+    ASSERT_EQ(ctx.decode(Batch::from_tokens(random_tokens(m->hparams().n_vocab, 20, 4), 0)), 0);
+    ASSERT_TRUE(ctx.memory_seq_cp(0, 1, 0, 12));
+    EXPECT_EQ(sequences_sharing(ctx, 0, 0, 20), uint64_t{2});
+    EXPECT_EQ(sequences_sharing(ctx, 0, 12, 20), uint64_t{0});
+    try {
+        shift_context(ctx, 0, 20, 2, 6);  // would move 8..19, of which 8..11 are shared
+        ADD_FAILURE() << "the shift of shared cells was not refused";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("shares the cells it would move with sequence 1"), std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(ctx.memory_seq_pos_max(0), 19);
+    EXPECT_EQ(ctx.memory_seq_pos_max(1), 11);
+    EXPECT_EQ(shift_context(ctx, 0, 20, 2, 10), 10);  // moves 12..19 only: not shared
+    EXPECT_EQ(ctx.memory_seq_pos_max(1), 11);         // the other sequence is untouched
+    EXPECT_EQ(ctx.memory_seq_pos_max(0), 9);
+}
+
 // Greedy sampling, so that two runs agree token for token.
 sampling::Chain greedy_chain(const vocab::Vocab& vocab) {
     sampling::SamplingParams sp;

@@ -29,6 +29,19 @@ std::string rejected_field(const char* body) {
 
 }  // namespace
 
+// n_keep and n_discard (llama-server's context shift fields) go to the
+// request; an absent n_keep stays unset (the server's --keep applies).
+TEST(SamplingFields, ContextShiftFieldsReachTheRequest) {
+    GenerationRequest gen;
+    parse_openai_sampling(json::parse(R"({"n_keep":-1,"n_discard":7})"), gen, true);
+    EXPECT_EQ(gen.n_keep, -1);
+    EXPECT_EQ(gen.n_discard, 7);
+    GenerationRequest none;
+    parse_openai_sampling(json::parse(R"({})"), none, true);
+    EXPECT_FALSE(none.n_keep.has_value());
+    EXPECT_EQ(none.n_discard, 0);
+}
+
 TEST(SamplingFields, EveryLlamaServerFieldSetsItsParameter) {
     const SamplingParams s = sampling_of(R"({"temperature":0.5,"top_k":7,"top_p":0.9,"min_p":0.1,"typical_p":0.8,
         "top_n_sigma":1.5,"xtc_probability":0.25,"xtc_threshold":0.2,"dynatemp_range":0.3,"dynatemp_exponent":1.5,
@@ -103,5 +116,6 @@ TEST(SamplingFields, BadValuesAre400sNamingTheField) {
     EXPECT_EQ(rejected_field(R"({"logit_bias":{"x":1}})"), "logit_bias");
     EXPECT_EQ(rejected_field(R"({"logit_bias":{"1":true}})"), "logit_bias");
     EXPECT_EQ(rejected_field(R"({"n_keep":-2})"), "n_keep");
+    EXPECT_EQ(rejected_field(R"({"n_discard":-1})"), "n_discard");
     EXPECT_EQ(rejected_field(R"({"min_keep":-1})"), "min_keep");
 }

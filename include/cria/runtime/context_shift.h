@@ -24,12 +24,18 @@
 
 namespace cria::runtime {
 
-// Why ctx cannot shift a sequence; empty when it can.
-std::string context_shift_refusal(const Context& ctx);
+// Why ctx cannot shift a sequence of n_ctx_seq positions (0: the whole
+// context, one sequence); empty when it can.
+std::string context_shift_refusal(const Context& ctx, uint32_t n_ctx_seq = 0);
 
 // Throws cria::Error naming `what` (e.g. "--context-shift") and the reason
 // when ctx cannot shift.
-void require_context_shift(const Context& ctx, const std::string& what);
+void require_context_shift(const Context& ctx, const std::string& what, uint32_t n_ctx_seq = 0);
+
+// The other sequences (bit s: sequence s) whose cells are also cells of
+// seq's positions [p0, p1) (a prompt shared by n > 1 choices). Moving such a
+// cell would move it for them too, so shift_context refuses it.
+uint64_t sequences_sharing(const Context& ctx, SeqId seq, int32_t p0, int32_t p1);
 
 // llama-completion's n_keep: -1 (or more than the prompt) keeps the whole
 // prompt; otherwise `keep` tokens after the BOS, which is always kept
@@ -49,8 +55,10 @@ int32_t discard_count(int32_t n_past, int32_t n_keep, int32_t n_discard = 0);
 
 // Drops positions [n_keep, n_keep + n_discard) of seq and moves
 // [n_keep + n_discard, n_past) back by n_discard; returns the new n_past
-// (n_past - n_discard). Throws cria::Error for arguments out of range or a
-// memory that refuses (see context_shift_refusal).
-int32_t shift_context(Context& ctx, SeqId seq, int32_t n_past, int32_t n_keep, int32_t n_discard);
+// (n_past - n_discard). Throws cria::Error, changing nothing, for arguments
+// out of range, a memory that refuses (see context_shift_refusal; n_ctx_seq
+// as there) or moved cells shared with another sequence.
+int32_t shift_context(Context& ctx, SeqId seq, int32_t n_past, int32_t n_keep, int32_t n_discard,
+                      uint32_t n_ctx_seq = 0);
 
 }  // namespace cria::runtime

@@ -67,6 +67,15 @@ public:
     // leaving dst empty, when the memory cannot (the default; a recurrent
     // state holds more than the prefix).
     virtual bool seq_copy_prefix(int32_t src, int32_t dst, int32_t n);
+    // Context shift (llama-server's --context-shift, runtime/context_shift.h):
+    // why a sequence cannot be shifted, empty when it can (the default
+    // refuses); the other sequences (bit s: sequence s) sharing the cells of
+    // seq's positions [p0, p1); and the shift itself, which drops positions
+    // [n_keep, n_keep + n_discard) of seq and moves [n_keep + n_discard,
+    // n_past) back by n_discard, or throws cria::Error changing nothing.
+    virtual std::string context_shift_refusal() const;
+    virtual uint64_t seq_sharing(int32_t seq, int32_t p0, int32_t p1) const;
+    virtual void seq_shift(int32_t seq, int32_t n_past, int32_t n_keep, int32_t n_discard);
     // Evaluates an image's embeddings into `seq` at positions pos.. (one per
     // image token), continuing it like decode(). With `features`, the
     // captured streams (set_capture_layers) of every image token are

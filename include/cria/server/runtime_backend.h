@@ -54,6 +54,9 @@ public:
     int32_t max_batch() const override { return params_.n_batch; }
     std::string model_name() const override;
     std::string chat_template() const override;
+    std::string context_shift_refusal() const override;
+    uint64_t seq_sharing(int32_t seq, int32_t p0, int32_t p1) const override;
+    void seq_shift(int32_t seq, int32_t n_past, int32_t n_keep, int32_t n_discard) override;
     // The settings in effect, for a user to see that their flags took:
     // "n_ctx 1024, batch 512/512, KV cache f16/f16, loaded with mmap, 12.0 MiB of weights packed".
     std::string describe_settings() const;

@@ -65,7 +65,12 @@ struct GenerationRequest {
     sampling::SamplingParams sampling;
     std::string grammar;                 // GBNF; empty: unconstrained
     grammar::SamplerOptions grammar_options;
-    int32_t max_tokens = -1;             // -1: until the context is full
+    int32_t max_tokens = -1;             // -1: until the context is full (with a context shift: until the end)
+    // llama-server's n_keep (prompt tokens a context shift keeps, -1: all;
+    // unset: the server's --keep) and n_discard (positions it drops, 0:
+    // half of those after the kept ones).
+    std::optional<int32_t> n_keep;
+    int32_t n_discard = 0;
     std::vector<std::string> stop;       // stop strings (not included in the output)
     int32_t top_logprobs = -1;           // -1: no log-probabilities; 0..20: with that many alternatives
     bool render_special = false;         // show control tokens in the text
@@ -145,6 +150,12 @@ struct SchedulerOptions {
     int32_t max_queue = 64;       // waiting requests beyond the slots; more are refused
     int32_t n_batch = 256;        // tokens per decode step (prefill chunks fill what generation leaves)
     int32_t max_tokens_cap = -1;  // server-wide cap on generated tokens (-1: context size)
+    // llama-server's --context-shift: a generating slot whose context is full
+    // keeps its first n_keep positions (runtime/context_shift.h), drops half
+    // of the rest and goes on; off: the request ends with "length". The
+    // scheduler refuses (cria::Error) a backend that cannot shift, and
+    // speculative decoding with it.
+    bool context_shift = false;
     // Speculative decoding: when enabled(), every slot gets its own drafters
     // (Backend::make_drafters) and each step verifies a slot's draft in the
     // same batch as everything else, with spec::SpeculativeStep (rejection
@@ -181,6 +192,7 @@ struct SchedulerStats {
     uint64_t prompt_tokens_total = 0, generated_tokens_total = 0, cached_tokens_total = 0;
     double prompt_seconds_total = 0, generation_seconds_total = 0;
     uint64_t decode_calls = 0;
+    uint64_t context_shifts_total = 0;  // generating slots shifted (--context-shift)
     uint64_t spec_drafted_total = 0, spec_accepted_total = 0, spec_verify_steps = 0;
     // Turn checkpoints: how many are kept, their bytes, and the prompts that resumed from one.
     uint64_t turn_checkpoints = 0, turn_checkpoint_bytes = 0, turn_checkpoint_hits_total = 0;
@@ -210,6 +222,9 @@ public:
     // Lets a scheduler started with SchedulerOptions::start_paused take its
     // queued requests: all that fit in idle slots start in the next step.
     void resume();
+    // Stops taking queued requests again until resume() (tests: requests
+    // queued while paused start together, after the earlier ones).
+    void pause();
 
     SchedulerStats stats() const;
     std::vector<SlotInfo> slots() const;
@@ -264,6 +279,13 @@ private:
     void apply_lora(const std::vector<float>& lora);
     void leave_cancelled_and_late();
     void plan_generation(StepPlan& plan);
+    // A generating slot whose next token would fill its context is shifted
+    // (options_.context_shift; scheduler_context_shift.cpp). False when that
+    // failed the slot.
+    bool shift_if_full(Slot& slot);
+    // After a request that shifted: its cache past the kept prefix holds
+    // states computed with tokens that are gone, which no later prompt may reuse.
+    void forget_shifted(Slot& slot);
     void plan_prompts(StepPlan& plan);
     // Decodes the images the slot's prompt has reached; false when it failed the slot.
     bool eval_images(Slot& slot);

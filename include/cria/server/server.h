@@ -45,6 +45,7 @@ struct ServerConfig {
     int max_connections = 256;          // open at once (one thread each); more are answered 503
     int request_timeout_s = 600;        // a generation (queue included) is stopped after this
     int32_t default_max_tokens = -1;    // when a request gives none (-1: until the context ends)
+    int32_t default_n_keep = 0;         // n_keep when a request gives none (--keep; -1: the whole prompt)
     // Responses API conversations kept for previous_response_id: at most this
     // many, and this many bytes of messages (least recently used go first).
     size_t responses_max_count = 1024;
