@@ -8,7 +8,8 @@
 //
 // The prompt (backslash escapes processed unless --no-escape, as llama.cpp's
 // -e) is split into inputs at --embd-separator (default a newline). Pooling
-// defaults to the file's ({arch}.pooling_type), else mean. With rank pooling
+// defaults to the file's ({arch}.pooling_type), else none (llama.cpp's
+// default: a row per token). With rank pooling
 // (a reranker) an input "query<cls-separator>document" (default a tab) is
 // tokenized as llama-embedding does (rerank_cli_tokens) and the output is
 // its score(s). Normalisation as llama.cpp's embd_normalize (default 2,
@@ -82,7 +83,7 @@ std::function<int()> setup(CLI::App& cmd) {
     cmd.add_flag("-e,--escape,!--no-escape", opt->escape,
                  "Process backslash escapes (\\n, \\t, ...) in the prompt (default: on; --no-escape: off)");
     cmd.add_option("--pooling", opt->pooling,
-                   "none, mean, cls, last or rank (default: the model's pooling_type, else mean)");
+                   "none, mean, cls, last or rank (default: the model's pooling_type, else none, as llama.cpp)");
     cmd.add_option("--embd-normalize", opt->normalize,
                    "-1 none, 0 max absolute (int16), 1 taxicab, 2 euclidean (default), p > 2 p-norm");
     cmd.add_option("--embd-output-format", opt->output_format,
@@ -107,8 +108,9 @@ std::function<int()> setup(CLI::App& cmd) {
         if (opt->escape) opt->prompt = process_escapes(opt->prompt);
         auto model = runtime::load_model(opt->model);
         const vocab::Vocab vocab = vocab::Vocab::from_gguf(model->file());
+        // A file without {arch}.pooling_type: llama.cpp's hparams default, none.
         const runtime::Pooling pooling = opt->pooling.empty()
-                                             ? runtime::model_pooling(model->hparams(), runtime::Pooling::Mean)
+                                             ? runtime::model_pooling(model->hparams(), runtime::Pooling::None)
                                              : runtime::parse_pooling(opt->pooling);
         runtime::Embedder embedder(*model, pooling, opt->threads);
         const bool rank = pooling == runtime::Pooling::Rank;
