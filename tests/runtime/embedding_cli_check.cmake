@@ -3,7 +3,8 @@
 # identical prompts give identical vectors, the text output ends with the
 # cosine similarity matrix, the reranker prints one score per pair and, as
 # llama-embedding, scores a line without a tab as it is; raw prints one line
-# of values per input; `cria run` on an encoder fails.
+# of values per input; a file without pooling_type gives a row per token
+# (llama.cpp's default pooling, none); `cria run` on an encoder fails.
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 foreach(kind embedder reranker)
   set(args "")
@@ -52,6 +53,14 @@ execute_process(COMMAND ${CRIA} embedding -m ${E} -p "the cat\\nhello" --embd-ou
                 OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0 OR NOT out MATCHES "^-?[0-9]\\.[0-9]+( -?[0-9]\\.[0-9]+)+\n-?[0-9]\\.[0-9]+( -?[0-9]\\.[0-9]+)+\n\n$")
   message(FATAL_ERROR "raw output: two lines of values (the -p escape \\\\n splits the inputs) expected:\n${out}")
+endif()
+# A file without bert.pooling_type pools as llama.cpp's default, none: a row per token.
+execute_process(COMMAND ${Python3_EXECUTABLE} ${SOURCE}/tools/mktinybert.py ${WORK}/tiny-bert-nopool.gguf --no-pooling-type
+                RESULT_VARIABLE rc OUTPUT_QUIET)
+execute_process(COMMAND ${CRIA} embedding -m ${WORK}/tiny-bert-nopool.gguf -p "the cat" -t 1
+                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "^\nembedding 0: .* \\.\\.\\. .*\nembedding 3: .* \\.\\.\\. .*\n\n$")
+  message(FATAL_ERROR "no pooling_type: four per-token rows ([CLS] the cat [SEP]) expected:\n${out}")
 endif()
 execute_process(COMMAND ${CRIA} run -m ${E} -p hi -n 1 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
 if(rc EQUAL 0 OR NOT err MATCHES "encoder")
