@@ -9,7 +9,7 @@ llama.cpp's layout), pooling mean (--pooling) and with --reranker the classifier
 cls / cls.output and pooling rank. Standard library only, seeded: the same
 arguments always give the same bytes.
 
-usage: mktinybert.py OUT.gguf [--reranker] [--seed S]
+usage: mktinybert.py OUT.gguf [--reranker] [--seed S] [--no-pooling-type]
 """
 import argparse
 import random
@@ -48,6 +48,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--reranker", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-pooling-type", action="store_true", help="omit bert.pooling_type (llama.cpp: pooling none)")
     a = ap.parse_args()
     E, FF, HEADS, LAYERS, CTX = 64, 128, 4, 2, 512
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -70,7 +71,7 @@ def main():
         kv(f"{arch}.attention.head_count", T_U32, HEADS),
         kv(f"{arch}.attention.layer_norm_epsilon", T_F32, 1e-12),
         kv(f"{arch}.attention.causal", T_BOOL, False),
-        kv(f"{arch}.pooling_type", T_U32, 4 if a.reranker else 1),
+    ] + ([] if a.no_pooling_type else [kv(f"{arch}.pooling_type", T_U32, 4 if a.reranker else 1)]) + [
         kv("tokenizer.ggml.model", T_STR, "bert"),
         kv_arr("tokenizer.ggml.tokens", T_STR, tokens),
         kv_arr("tokenizer.ggml.token_type", T_I32, types),

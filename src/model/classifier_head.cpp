@@ -21,16 +21,22 @@ void affine(ops::Ops& ops, const Linear& lin, const float* x, int64_t n_in, floa
 }  // namespace
 
 void Model::classify(ops::Ops& ops, const float* x, float* scores) const {
+    // llama.cpp's head, every part optional: cls (its bias if any) then tanh;
+    // then cls.output (its bias if any); without cls.output the scores are
+    // the first n_cls_out values (jina-reranker-v1-tiny-en). A file with only
+    // cls.output is BertForSequenceClassification's single-layer head.
     const HParams& hp = hp_;
     const Weights& w = weights_;
-    if (!w.cls.present() || w.cls.bias.empty())
-        throw Error("rank pooling needs the classifier head cls.weight and cls.bias, which this " + hp.arch_name +
-                    " model does not have");
+    if (!w.cls.present() && !w.cls_out.present())
+        throw Error("rank pooling needs a classifier head (cls.weight or cls.output.weight), which this " +
+                    hp.arch_name + " model does not have");
     const int64_t E = hp.n_embd;
-    std::vector<float> h(static_cast<size_t>(E));
-    affine(ops, w.cls, x, E, h.data(), E);
-    for (float& v : h) v = std::tanh(v);
-    if (!w.cls_out.present()) {  // jina-reranker-v1-tiny-en has none: the scores are the first values
+    std::vector<float> h(x, x + E);
+    if (w.cls.present()) {
+        affine(ops, w.cls, x, E, h.data(), E);
+        for (float& v : h) v = std::tanh(v);
+    }
+    if (!w.cls_out.present()) {
         std::copy(h.begin(), h.begin() + hp.n_cls_out, scores);
         return;
     }

@@ -272,7 +272,9 @@ void write_encoder_model(const SyntheticModelSpec& spec, const std::string& path
     w.add_metadata(key("attention.value_length"), Value::u32(spec.head_dim));
     w.add_metadata(key("attention.layer_norm_epsilon"), Value::f32(1e-12f));
     w.add_metadata(key("attention.causal"), Value::boolean(false));
-    if (spec.pooling_type >= 0) w.add_metadata(key("pooling_type"), Value::u32(static_cast<uint32_t>(spec.pooling_type)));
+    // nomic-bert needs the key (as in llama.cpp): mean when the spec has none.
+    const int32_t pooling = spec.pooling_type < 0 && nomic ? 1 : spec.pooling_type;
+    if (pooling >= 0) w.add_metadata(key("pooling_type"), Value::u32(static_cast<uint32_t>(pooling)));
     if (nomic) w.add_metadata(key("rope.freq_base"), Value::f32(spec.rope_freq_base));
     add_wpm_vocab(w, spec.n_vocab);
 
@@ -307,8 +309,10 @@ void write_encoder_model(const SyntheticModelSpec& spec, const std::string& path
         t.add(p + "layer_output_norm.bias", ElementType::F32, {d});
     }
     if (spec.classifier_head) {
-        t.add("cls.weight", spec.weight_type, {d, d});
-        t.add("cls.bias", ElementType::F32, {d});
+        if (!spec.classifier_direct) {
+            t.add("cls.weight", spec.weight_type, {d, d});
+            t.add("cls.bias", ElementType::F32, {d});
+        }
         t.add("cls.output.weight", ElementType::F32, {d, 1});
         t.add("cls.output.bias", ElementType::F32, {1});
     }

@@ -33,9 +33,9 @@ Context::Context(const model::Model& model, const ContextParams& params, std::un
         throw Error(hp.arch_name + " is an encoder (an embedding or reranking model): it computes embeddings, "
                     "not text; use `cria embedding` or `cria serve --embedding`");
     if (params_.pooling == Pooling::Rank) {
-        if (!model.weights().cls.present())
-            throw Error("rank pooling needs a classifier head (cls.weight), which this " + hp.arch_name +
-                        " model does not have");
+        if (!model.weights().cls.present() && !model.weights().cls_out.present())
+            throw Error("rank pooling needs a classifier head (cls.weight or cls.output.weight), which this " +
+                        hp.arch_name + " model does not have");
         if (hp.n_cls_out > hp.n_embd) throw Error("context: the classifier head has more outputs than n_embd");
     }
     memory_ = memory ? std::move(memory) : make_model_memory(hp, params_, model.layers());

@@ -48,6 +48,8 @@ std::vector<std::vector<float>> Embedder::embed(std::span<const TokenId> tokens)
 }
 
 void normalize_embedding(std::span<float> v, int mode) {
+    // As common_embd_normalize, rounding included: squares are float
+    // products summed in double, and the factor is a float.
     double sum = 0.0;
     switch (mode) {
         case -1: sum = 1.0; break;
@@ -56,17 +58,17 @@ void normalize_embedding(std::span<float> v, int mode) {
             sum /= 32760.0;  // int16 range
             break;
         case 2:
-            for (float x : v) sum += static_cast<double>(x) * x;
+            for (float x : v) sum += x * x;
             sum = std::sqrt(sum);
             break;
         default:
             if (mode < 0) throw Error("embedding normalisation " + std::to_string(mode) + " is not one of -1, 0, 1, 2, p > 2");
-            for (float x : v) sum += std::pow(std::abs(static_cast<double>(x)), mode);
+            for (float x : v) sum += std::pow(std::abs(x), mode);
             sum = std::pow(sum, 1.0 / mode);
             break;
     }
-    const double norm = sum > 0.0 ? 1.0 / sum : 0.0;
-    for (float& x : v) x = static_cast<float>(x * norm);
+    const float norm = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
+    for (float& x : v) x = x * norm;
 }
 
 std::vector<TokenId> rerank_tokens(const model::Model& model, const vocab::Vocab& vocab, const std::string& query,
@@ -94,14 +96,48 @@ std::vector<TokenId> rerank_tokens(const model::Model& model, const vocab::Vocab
     return out;
 }
 
-double cosine_similarity(std::span<const float> a, std::span<const float> b) {
+std::vector<TokenId> rerank_cli_tokens(const model::Model& model, const vocab::Vocab& vocab, const std::string& input,
+                                       const std::string& cls_separator) {
+    if (cls_separator.empty() || input.find(cls_separator) == std::string::npos)
+        return vocab.tokenize(input, /*add_special=*/true, /*parse_special=*/true);
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t at; (at = input.find(cls_separator, start)) != std::string::npos; start = at + cls_separator.size())
+        parts.push_back(input.substr(start, at - start));
+    parts.push_back(input.substr(start));
+    std::string text;
+    if (const auto tmpl = model.file().get_string("tokenizer.chat_template.rerank")) {
+        // Only the first two parts: the query and the document.
+        text = *tmpl;
+        const auto replace_all = [&text](const std::string& from, const std::string& to) {
+            for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+                text.replace(at, from.size(), to);
+        };
+        replace_all("{query}", parts[0]);
+        replace_all("{document}", parts[1]);
+    } else {
+        // The parts joined by the texts of the EOS and SEP tokens the
+        // vocabulary adds; parsed back into those tokens below.
+        const std::string eos = vocab.add_eos() ? vocab.token(vocab.eos()).text : "";
+        const std::string sep = vocab.add_sep() ? vocab.token(vocab.sep()).text : "";
+        for (size_t i = 0; i < parts.size(); ++i) {
+            text += parts[i];
+            if (i + 1 < parts.size()) text += eos + sep;
+        }
+    }
+    return vocab.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
+}
+
+float cosine_similarity(std::span<const float> a, std::span<const float> b) {
+    // As common_embd_similarity_cos: float products summed in double.
     double dot = 0, na = 0, nb = 0;
     for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-        dot += double(a[i]) * b[i];
-        na += double(a[i]) * a[i];
-        nb += double(b[i]) * b[i];
+        dot += a[i] * b[i];
+        na += a[i] * a[i];
+        nb += b[i] * b[i];
     }
-    return na == 0 || nb == 0 ? 0.0 : dot / std::sqrt(na * nb);
+    if (na == 0.0 || nb == 0.0) return na == 0.0 && nb == 0.0 ? 1.0f : 0.0f;  // two zero vectors are alike
+    return static_cast<float>(dot / (std::sqrt(na) * std::sqrt(nb)));
 }
 
 }  // namespace cria::runtime

@@ -100,6 +100,8 @@ struct EmbeddingJob {
     std::string model;  // as the client named it ("" when absent)
     std::vector<std::vector<TokenId>> inputs;
     bool base64 = false;  // encoding_format
+    int normalize = 2;    // embd_normalize (llama-server's; pooled rows only)
+    bool content = false;  // the text came as "content": llama-server's non-OpenAI reply then
 };
 EmbeddingJob parse_openai_embeddings(const json& body, const vocab::Vocab& vocab, int32_t n_vocab);
 

@@ -125,6 +125,7 @@ EmbeddingJob parse_openai_embeddings(const json& body, const vocab::Vocab& vocab
     // llama-server's /embeddings also takes the text as "content".
     const char* field = body.contains("input") || !body.contains("content") ? "input" : "content";
     if (!body.contains(field)) throw bad_request("'input' is required", "input");
+    job.content = std::string(field) == "content";
     const json& input = body[field];
     auto ids_of = [&](const json& arr) {
         std::vector<TokenId> ids;
@@ -136,12 +137,12 @@ EmbeddingJob parse_openai_embeddings(const json& body, const vocab::Vocab& vocab
         return ids;
     };
     if (input.is_string()) {
-        job.inputs.push_back(vocab.tokenize(input.get<std::string>(), true, false));
+        job.inputs.push_back(vocab.tokenize(input.get<std::string>(), true, /*parse_special=*/true));
     } else if (input.is_array() && !input.empty() && input[0].is_number()) {
         job.inputs.push_back(ids_of(input));
     } else if (input.is_array() && !input.empty()) {
         for (const auto& item : input) {
-            if (item.is_string()) job.inputs.push_back(vocab.tokenize(item.get<std::string>(), true, false));
+            if (item.is_string()) job.inputs.push_back(vocab.tokenize(item.get<std::string>(), true, /*parse_special=*/true));
             else if (item.is_array()) job.inputs.push_back(ids_of(item));
             else throw bad_request("'input' must be a string, strings, or token arrays", "input");
         }
@@ -158,6 +159,12 @@ EmbeddingJob parse_openai_embeddings(const json& body, const vocab::Vocab& vocab
         if (format != "float" && format != "base64")
             throw bad_request("'encoding_format' must be float or base64", "encoding_format");
         job.base64 = format == "base64";
+    }
+    if (body.contains("embd_normalize") && !body["embd_normalize"].is_null()) {
+        const json& n = body["embd_normalize"];
+        if (!n.is_number_integer() || n.get<int64_t>() < -1 || n.get<int64_t>() > 1000)
+            throw bad_request("'embd_normalize' must be -1, 0, 1, 2 or p > 2", "embd_normalize");
+        job.normalize = static_cast<int>(n.get<int64_t>());
     }
     return job;
 }

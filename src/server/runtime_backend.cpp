@@ -288,9 +288,7 @@ std::vector<float> RuntimeBackend::embed(std::span<const TokenId> tokens) {
     if (pooling == runtime::Pooling::None)
         throw Error("Pooling type 'none' is not OAI compatible. Please use a different pooling type");
     runtime::Embedder& e = embedder_for(embedder_, *model_, pooling, params_.n_threads, max_embedding_tokens());
-    std::vector<float> out = std::move(e.embed(tokens).front());
-    runtime::normalize_embedding(out, 2);  // llama-server's default: euclidean
-    return out;
+    return std::move(e.embed(tokens).front());
 }
 
 std::vector<std::vector<float>> RuntimeBackend::embed_rows(std::span<const TokenId> tokens) {
@@ -298,9 +296,7 @@ std::vector<std::vector<float>> RuntimeBackend::embed_rows(std::span<const Token
     std::lock_guard lock(embed_mutex_);
     runtime::Embedder& e =
         embedder_for(embedder_, *model_, runtime::Pooling::None, params_.n_threads, max_embedding_tokens());
-    std::vector<std::vector<float>> rows = e.embed(tokens);
-    for (auto& row : rows) runtime::normalize_embedding(row, 2);
-    return rows;
+    return e.embed(tokens);  // llama-server normalises only pooled rows
 }
 
 std::vector<float> RuntimeBackend::rerank(const std::string& query, const std::vector<std::string>& documents,

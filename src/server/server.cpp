@@ -17,6 +17,7 @@
 #include "cria/core/error.h"
 #include "cria/core/version.h"
 #include "cria/media/media_prompt.h"
+#include "cria/runtime/embedding.h"
 #include "cria/sampling/rng.h"
 #include "cria/server/slot_files.h"
 #include "memory_stream.h"
@@ -725,6 +726,7 @@ struct Server::Impl {
             const Use use = use_model(req, &body);
             ServedModel& sm = *use.model;
             const EmbeddingJob job = parse_openai_embeddings(body, sm.backend->vocab(), sm.backend->n_vocab());
+            oai = oai && !job.content;  // llama-server: "content" is not OpenAI's, so neither is the reply
             json data = json::array();
             int64_t n_tokens = 0;
             for (size_t i = 0; i < job.inputs.size(); ++i) {
@@ -734,10 +736,14 @@ struct Server::Impl {
                                       " this model embeds at once", "input");
                 std::vector<std::vector<float>> rows;
                 try {
-                    if (oai)
+                    if (oai) {
                         rows.push_back(sm.backend->embed(job.inputs[i]));
-                    else
+                        runtime::normalize_embedding(rows.back(), job.normalize);
+                    } else {
                         rows = sm.backend->embed_rows(job.inputs[i]);
+                        // Pooled: one row, normalised; per token (pooling none): as computed.
+                        if (!sm.backend->embeds_per_token()) runtime::normalize_embedding(rows.front(), job.normalize);
+                    }
                 } catch (const Error& e) {
                     throw ApiError(501, "not_supported_error", e.what());
                 }
@@ -748,7 +754,8 @@ struct Server::Impl {
                     data.push_back({{"index", i}, {"embedding", rows}});
             }
             if (!oai) return send_json(res, 200, data);
-            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", sm.model_id},
+            // llama-server echoes the request's model name here (not in completions).
+            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", job.model.empty() ? sm.model_id : job.model},
                                  {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}});
         });
     }
@@ -765,8 +772,10 @@ struct Server::Impl {
             ServedModel& sm = *use.model;
             if (!body.contains("query") || !body["query"].is_string())
                 throw bad_request("'query' must be a string", "query");
+            // llama-server: TEI's reply shape whenever "texts" is sent, the
+            // documents from "documents" when both are.
             const bool tei = body.contains("texts");
-            const json& docs = tei ? body["texts"] : body.contains("documents") ? body["documents"] : json();
+            const json& docs = body.contains("documents") ? body["documents"] : tei ? body["texts"] : json();
             if (!docs.is_array() || docs.empty())
                 throw bad_request("'documents' must be a non-empty array of strings", "documents");
             std::vector<std::string> documents;
@@ -799,7 +808,8 @@ struct Server::Impl {
                 results.push_back(r);
             }
             if (tei) return send_json(res, 200, results);
-            send_json(res, 200, {{"model", sm.model_id}, {"object", "list"},
+            const bool named = body.contains("model") && body["model"].is_string();
+            send_json(res, 200, {{"model", named ? body["model"].get<std::string>() : sm.model_id}, {"object", "list"},
                                  {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}},
                                  {"results", results}});
         });

@@ -1,8 +1,10 @@
 # cria embedding on tiny bert files written by tools/mktinybert.py (WORK: a
 # scratch folder): the JSON output is an OpenAI-shaped list of unit vectors,
 # identical prompts give identical vectors, the text output ends with the
-# cosine similarity matrix, the reranker prints one score per pair, and a
-# rank pooling line without a tab, or `cria run` on an encoder, fail.
+# cosine similarity matrix, the reranker prints one score per pair and, as
+# llama-embedding, scores a line without a tab as it is; raw prints one line
+# of values per input; a file without pooling_type gives a row per token
+# (llama.cpp's default pooling, none); `cria run` on an encoder fails.
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 foreach(kind embedder reranker)
   set(args "")
@@ -43,9 +45,22 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "rerank score 0: +-?[0-9.]+\nrerank score 1
   message(FATAL_ERROR "unexpected rerank output:\n${out}")
 endif()
 execute_process(COMMAND ${CRIA} embedding -m ${WORK}/tiny-bert-reranker.gguf -t 1 -p "no tab here"
-                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
-if(rc EQUAL 0)
-  message(FATAL_ERROR "a rank pooling input without a query/document tab was accepted")
+                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "^\nrerank score 0: +-?[0-9.]+\n\n$")
+  message(FATAL_ERROR "a rank pooling input without a tab must be scored as it is:\n${out}")
+endif()
+execute_process(COMMAND ${CRIA} embedding -m ${E} -p "the cat\\nhello" --embd-output-format raw -t 1
+                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "^-?[0-9]\\.[0-9]+( -?[0-9]\\.[0-9]+)+\n-?[0-9]\\.[0-9]+( -?[0-9]\\.[0-9]+)+\n\n$")
+  message(FATAL_ERROR "raw output: two lines of values (the -p escape \\\\n splits the inputs) expected:\n${out}")
+endif()
+# A file without bert.pooling_type pools as llama.cpp's default, none: a row per token.
+execute_process(COMMAND ${Python3_EXECUTABLE} ${SOURCE}/tools/mktinybert.py ${WORK}/tiny-bert-nopool.gguf --no-pooling-type
+                RESULT_VARIABLE rc OUTPUT_QUIET)
+execute_process(COMMAND ${CRIA} embedding -m ${WORK}/tiny-bert-nopool.gguf -p "the cat" -t 1
+                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "^\nembedding 0: .* \\.\\.\\. .*\nembedding 3: .* \\.\\.\\. .*\n\n$")
+  message(FATAL_ERROR "no pooling_type: four per-token rows ([CLS] the cat [SEP]) expected:\n${out}")
 endif()
 execute_process(COMMAND ${CRIA} run -m ${E} -p hi -n 1 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
 if(rc EQUAL 0 OR NOT err MATCHES "encoder")

@@ -14,6 +14,7 @@
 
 #include "cria/core/error.h"
 #include "cria/gguf/file.h"
+#include "cria/gguf/writer.h"
 #include "cria/model/model.h"
 #include "cria/model/reference_forward.h"
 #include "cria/model/synthetic_model.h"
@@ -177,6 +178,29 @@ TEST(EncoderPooling, RankIsTheClassifierHeadOnTheFirstToken) {
     EXPECT_NEAR(got[0], score, 1e-4 * std::max(1.0, std::abs(score)));
 }
 
+TEST(EncoderPooling, RankWithOnlyTheOutputLayerIsADirectProjection) {
+    // BertForSequenceClassification's single linear classifier: llama.cpp
+    // applies cls.output (and its bias) to the first token, no tanh.
+    model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny("bert");
+    spec.stddev = 0.08f;
+    spec.seed = 11;
+    spec.classifier_head = true;
+    spec.classifier_direct = true;
+    const auto path = (test::temp_dir() / "encoder-bert-direct-head.gguf").string();
+    model::write_synthetic_model(spec, path);
+    const auto file = std::shared_ptr<const gguf::File>(gguf::File::open(path));
+    const auto m = model::Model::from_file(file);
+    const auto states = model::reference_forward(*file, kTokens);
+    const auto out = dequantized(*file, "cls.output.weight"), out_b = dequantized(*file, "cls.output.bias");
+    double score = out_b[0];
+    for (size_t c = 0; c < states[0].size(); ++c) score += double(out[c]) * states[0][c];
+    Context ctx(*m, params(Pooling::Rank));
+    ASSERT_EQ(ctx.decode(Batch::from_tokens(kTokens, 0, 0, true)), 0);
+    const auto got = ctx.embeddings_seq(0);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_NEAR(got[0], score, 1e-4 * std::max(1.0, std::abs(score)));
+}
+
 TEST(EncoderPooling, RankNeedsAClassifierHead) {
     Encoder& e = encoder("nomic-bert");
     EXPECT_THROW(Context(*e.model, params(Pooling::Rank)), Error);
@@ -202,6 +226,46 @@ TEST(EncoderFile, BadPoolingTypeIsAClearError) {
     spec.pooling_type = 2;  // cls: the file's choice is the context's default
     model::write_synthetic_model(spec, path);
     EXPECT_EQ(model_pooling(model::Model::load(path)->hparams(), Pooling::Mean), Pooling::Cls);
+}
+
+// A copy of `from` without the metadata key `dropped`.
+void copy_without_key(const std::string& from, const std::string& to, const std::string& dropped) {
+    const std::shared_ptr<const gguf::File> f(gguf::File::open(from));
+    gguf::Writer w;
+    for (const auto& [key, value] : f->metadata())
+        if (key != dropped) w.add_metadata(key, value);
+    for (const gguf::TensorInfo& t : f->tensors())
+        w.add_tensor(t.name, t.type, std::span<const uint64_t>(t.ne.data(), t.n_dims), [f, t] { return f->tensor_data(t); });
+    w.write(to);
+}
+
+void expect_load_error_naming(const std::string& path, const std::string& key) {
+    try {
+        model::Model::load(path);
+        ADD_FAILURE() << path << " loaded without " << key;
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+}
+
+TEST(EncoderFile, KeysLlamaCppRequiresAreRequired) {
+    // llama.cpp's loader: attention.causal for both families, pooling_type
+    // for nomic-bert; bert without pooling_type loads (pooling none then).
+    for (const std::string arch : {"bert", "nomic-bert"}) {
+        model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny(arch);
+        spec.pooling_type = 1;
+        const auto path = (test::temp_dir() / ("encoder-keys-" + arch + ".gguf")).string();
+        const auto cut = (test::temp_dir() / ("encoder-keys-cut-" + arch + ".gguf")).string();
+        model::write_synthetic_model(spec, path);
+        copy_without_key(path, cut, arch + ".attention.causal");
+        expect_load_error_naming(cut, arch + ".attention.causal");
+        copy_without_key(path, cut, arch + ".pooling_type");
+        if (arch == "nomic-bert") {
+            expect_load_error_naming(cut, "nomic-bert.pooling_type");
+        } else {
+            EXPECT_EQ(model_pooling(model::Model::load(cut)->hparams(), Pooling::None), Pooling::None);
+        }
+    }
 }
 
 TEST(EmbeddingNormalize, AsLlamaCppsEmbdNormalize) {

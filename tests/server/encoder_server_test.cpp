@@ -3,7 +3,9 @@
 // (float and base64), its vectors equal the runtime's pooled, L2-normalised
 // embedding; /v1/rerank (and its aliases) orders the documents by the
 // classifier's score, cut at top_n, with llama-server's shapes (TEI's with
-// "texts"); completions are refused with 501 on an encoder.
+// "texts"); completions are refused with 501 on an encoder; llama-server's
+// details: embd_normalize, special tokens parsed, per-token rows not
+// normalised, "content" answered in its own shape, model names echoed.
 #include <gtest/gtest.h>
 
 #include <httplib.h>
@@ -79,6 +81,7 @@ TEST(EncoderServer, EmbeddingsInEveryInputForm) {
     ASSERT_EQ(r->status, 200) << r->body;
     json body = json::parse(r->body);
     EXPECT_EQ(body["object"], "list");
+    EXPECT_EQ(body["model"], "anything");  // llama-server echoes the request's name here
     ASSERT_EQ(body["data"].size(), 1u);
     EXPECT_EQ(body["data"][0]["object"], "embedding");
     EXPECT_EQ(body["usage"]["prompt_tokens"], tokens.size());
@@ -189,7 +192,8 @@ TEST(EncoderServer, PoolingFlagOverridesTheFile) {
     ASSERT_EQ(r->status, 200) << r->body;
     const auto got = as_floats(json::parse(r->body)["data"][0]["embedding"]);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
-    // Pooling none: /embeddings gives one normalised row per token; /v1/embeddings refuses.
+    // Pooling none: /embeddings gives one row per token, not normalised (as
+    // llama-server's send_embedding); /v1/embeddings refuses.
     RuntimeBackendParams none;
     none.pooling = "none";
     Running t(path, none);
@@ -201,8 +205,7 @@ TEST(EncoderServer, PoolingFlagOverridesTheFile) {
     cria::runtime::Embedder per_token(*model, cria::runtime::Pooling::None, 2);
     const auto states = per_token.embed(tokens);
     for (size_t k = 0; k < rows.size(); ++k) {
-        std::vector<float> w = states[k];
-        cria::runtime::normalize_embedding(w, 2);
+        const std::vector<float>& w = states[k];
         const auto g = as_floats(rows[k]);
         for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], 1e-5) << k << " " << i;
     }
@@ -210,6 +213,48 @@ TEST(EncoderServer, PoolingFlagOverridesTheFile) {
     RuntimeBackendParams bad;
     bad.pooling = "max";
     EXPECT_THROW(RuntimeBackend(path, bad), cria::Error);
+}
+
+TEST(EncoderServer, EmbeddingsAsLlamaServerDoes) {
+    const std::string path = encoder_file(false);
+    Running s(path);
+    auto model = cria::model::Model::load(path);
+    const cria::vocab::Vocab vocab = cria::vocab::Vocab::from_gguf(model->file());
+    cria::runtime::Embedder embedder(*model, cria::runtime::Pooling::Mean, 2);
+    // Special tokens in the text are parsed (tokenize_input_prompts(..., true, true)).
+    const auto tokens = vocab.tokenize("the cat [SEP] a dog", true, /*parse_special=*/true);
+    ASSERT_EQ(std::count(tokens.begin(), tokens.end(), vocab.sep()), 2);
+    const std::vector<float> raw = embedder.embed(tokens).front();
+    // embd_normalize: the request's normalisation of the pooled row (-1: none, 1: taxicab).
+    for (int mode : {-1, 1, 2}) {
+        auto r = s.post("/v1/embeddings", {{"input", "the cat [SEP] a dog"}, {"embd_normalize", mode}});
+        ASSERT_EQ(r->status, 200) << r->body;
+        std::vector<float> want = raw;
+        cria::runtime::normalize_embedding(want, mode);
+        EXPECT_EQ(as_floats(json::parse(r->body)["data"][0]["embedding"]), want) << mode;
+    }
+    EXPECT_EQ(s.post("/v1/embeddings", {{"input", "x"}, {"embd_normalize", "2"}})->status, 400);
+    EXPECT_EQ(s.post("/v1/embeddings", {{"input", "x"}, {"embd_normalize", -2}})->status, 400);
+    // "content" (not OpenAI's) on /v1/embeddings: llama-server's bare reply.
+    auto r = s.post("/v1/embeddings", {{"content", "hello"}});
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_TRUE(json::parse(r->body).is_array()) << r->body;
+}
+
+TEST(EncoderServer, RerankAsLlamaServerDoes) {
+    const std::string path = encoder_file(true);
+    Running s(path);
+    const std::vector<std::string> docs = {"the cat", "a dog"};
+    // The model name is echoed; "documents" wins over "texts", whose presence picks TEI's shape.
+    auto r = s.post("/v1/rerank", {{"query", "cat"}, {"documents", docs}, {"model", "my-reranker"}});
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(json::parse(r->body)["model"], "my-reranker");
+    r = s.post("/v1/rerank", {{"query", "cat"}, {"documents", docs}, {"texts", {"only one"}}, {"return_text", true}});
+    ASSERT_EQ(r->status, 200) << r->body;
+    const json tei = json::parse(r->body);
+    ASSERT_TRUE(tei.is_array()) << r->body;
+    ASSERT_EQ(tei.size(), 2u);
+    EXPECT_EQ(tei[0]["text"], docs[tei[0]["index"].get<size_t>()]);
 }
 
 }  // namespace

@@ -342,9 +342,10 @@ public:
     bool long_rope_for_context(uint32_t n_ctx) const;
 
     // The classifier head of rank pooling (rerankers; llama.cpp's
-    // build_pooling RANK): scores = cls_out(tanh(cls x + b)) (+ b), or the
-    // first n_cls_out values of tanh(cls x + b) without cls.output; x is
-    // one pooled row of n_embd values, scores receives hp.n_cls_out values.
+    // build_pooling RANK): scores = cls_out(tanh(cls x + b)) (+ b), each
+    // part and bias optional (cls.output alone: cls_out x + b; without
+    // cls.output the first n_cls_out values); x is one pooled row of n_embd
+    // values, scores receives hp.n_cls_out values.
     // Throws cria::Error when the model has no classifier head.
     void classify(ops::Ops& ops, const float* x, float* scores) const;
 

@@ -68,9 +68,12 @@ struct SyntheticModelSpec {
     uint32_t ssm_head_dim = 0;
 
     // bert / nomic-bert (encoders, WordPiece vocabulary): {arch}.pooling_type
-    // (-1: no key), and bert's reranker head cls / cls.output (one label).
+    // (-1: no key, or mean on nomic-bert, which needs it), and bert's reranker head cls / cls.output (one label).
     int32_t pooling_type = -1;
     bool classifier_head = false;
+    // With classifier_head: only cls.output, the single-layer head of
+    // BertForSequenceClassification (cross-encoders), no cls / tanh.
+    bool classifier_direct = false;
     ElementType weight_type = ElementType::F32;  // 2-D projection matrices
     // The stacked expert matrices (*_exps); unset: weight_type. (Real
     // gpt-oss files keep MXFP4 experts beside other types.)

@@ -52,7 +52,18 @@ void normalize_embedding(std::span<float> v, int mode);
 std::vector<TokenId> rerank_tokens(const model::Model& model, const vocab::Vocab& vocab, const std::string& query,
                                    const std::string& doc);
 
-// Cosine similarity of two vectors of one size (0 when either is zero).
-double cosine_similarity(std::span<const float> a, std::span<const float> b);
+// The tokens llama-embedding scores under rank pooling for one input line,
+// which differ from the server's (rerank_tokens): an input without
+// cls_separator is tokenized as it is; else its parts go into the rerank
+// template (the first two as {query} and {document}) or are joined by the
+// texts of the EOS and SEP tokens the vocabulary adds, and the result is
+// tokenized with special tokens added and parsed ([CLS] q [SEP] d [SEP] for
+// a bert vocabulary, where the server has no final [SEP]).
+std::vector<TokenId> rerank_cli_tokens(const model::Model& model, const vocab::Vocab& vocab, const std::string& input,
+                                       const std::string& cls_separator);
+
+// Cosine similarity of two vectors of one size, as llama.cpp's
+// common_embd_similarity_cos: 1 when both are zero, 0 when one is.
+float cosine_similarity(std::span<const float> a, std::span<const float> b);
 
 }  // namespace cria::runtime

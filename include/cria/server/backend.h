@@ -153,12 +153,16 @@ public:
     // The most tokens embed() takes (longer inputs are the request's fault: 400).
     virtual int32_t max_embedding_tokens() const { return INT32_MAX; }
     // The pooled (the model's pooling, or the server's --pooling; mean for
-    // decoders), L2-normalised embedding of a text's tokens. Backends that
-    // cannot produce hidden states throw cria::Error.
+    // decoders) embedding of a text's tokens, not normalised (the server
+    // applies the request's embd_normalize). Backends that cannot produce
+    // hidden states throw cria::Error.
     virtual std::vector<float> embed(std::span<const TokenId> tokens) = 0;
-    // llama-server's non-OpenAI /embeddings: one L2-normalised row per token
-    // under pooling none, else the one pooled row (the default: embed()).
+    // llama-server's non-OpenAI /embeddings: one row per token under pooling
+    // none (never normalised, as llama-server), else the one pooled row (the
+    // default: embed()).
     virtual std::vector<std::vector<float>> embed_rows(std::span<const TokenId> tokens) { return {embed(tokens)}; }
+    // Whether embed_rows() gives a row per token (pooling none).
+    virtual bool embeds_per_token() const { return false; }
     // Whether the model generates text (an encoder only embeds and ranks:
     // the server answers completions with 501 then).
     virtual bool generates_text() const { return true; }

@@ -107,6 +107,7 @@ public:
                               int64_t& n_tokens) override;
     // The pooling embed() and rerank() use.
     std::string pooling_name() const;
+    bool embeds_per_token() const override { return pooling_name() == "none"; }
 
 private:
     RuntimeBackendParams params_;

@@ -33,6 +33,9 @@ void read_encoder_hparams(const HParamsKeys& keys, HParams& hp, bool rope) {
         keys.fail("missing required key '" + keys.key("attention.layer_norm_epsilon") + "'");
     hp.norm_eps = keys.f32("attention.layer_norm_epsilon", 1e-12f);
     if (!(hp.norm_eps > 0.0f)) keys.fail("'" + keys.key("attention.layer_norm_epsilon") + "' must be positive");
+    // llama.cpp reads attention.causal as a required key for both families.
+    if (!keys.has("attention.causal"))
+        keys.fail("missing required key '" + keys.key("attention.causal") + "' (llama.cpp refuses such a file too)");
     if (keys.boolean("attention.causal", false))
         keys.fail("a causal " + hp.arch_name + " (attention.causal = true) is not supported");
     if (hp.head_dim_v != hp.head_dim)
@@ -40,6 +43,9 @@ void read_encoder_hparams(const HParamsKeys& keys, HParams& hp, bool rope) {
                   ", value_length " + std::to_string(hp.head_dim_v) + ")");
     hp.causal_attn = false;
     hp.is_encoder = true;
+    // bert's pooling_type is optional (llama.cpp's default then: none), nomic-bert's required.
+    if (rope && !keys.has("pooling_type"))
+        keys.fail("missing required key '" + keys.key("pooling_type") + "' (llama.cpp requires it for " + hp.arch_name + ")");
     const auto pooling = keys.u32("pooling_type");
     hp.pooling_type = pooling ? static_cast<int32_t>(*pooling) : kPoolingUnspecified;
     if (hp.pooling_type > kPoolingRank)
