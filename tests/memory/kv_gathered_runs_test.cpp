@@ -128,6 +128,29 @@ TEST(KvGatheredRuns, BorrowedPromptEqualsItsPrefill) {
                 expect_borrowed_prompt_equals_prefill(type, n_swa, lent, n);
 }
 
+// One-token steps of a sequence whose later cells lie before its earlier
+// ones (another sequence's cells freed below them, as when the server
+// restarts a slot) read the keys in position order, as steps over cells
+// stored in order do: the same bits. (Read in cell order, the sums were
+// reordered, and an f16 cache's rounding of the next layers' K and V could
+// turn that into 2^-11 steps: a sampled reply then depended on which slot
+// had freed its cells when.)
+TEST(KvGatheredRuns, StepsOverCellsOutOfPositionOrderEqualStepsInOrder) {
+    cpu::ThreadPool pool(2);
+    ops::CpuOps ops(pool);
+    KvCache in_order(params(ElementType::F32, 0)), scattered(params(ElementType::F32, 0));
+    decode(in_order, ops, prompt(0, 10, 0, 0));
+    decode(scattered, ops, prompt(0, 10, 0, 0));
+    decode(scattered, ops, prompt(0, 20, 1, 500));  // sequence 1 takes the next cells
+    const size_t row = kDim * kHeads;
+    for (int32_t p = 10; p < 30; ++p) {
+        if (p == 15) ASSERT_TRUE(scattered.seq_rm(1, -1, -1));  // its cells, below sequence 0's latest, are free
+        const auto want = decode(in_order, ops, prompt(p, p + 1, 0, 0));
+        const auto got = decode(scattered, ops, prompt(p, p + 1, 0, 0));
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), row * sizeof(float)), 0) << "position " << p;
+    }
+}
+
 // A plain loop over the rule: a token of sequence s at position p sees the
 // cells of s at positions <= p (and > p - n_swa with a window).
 struct Cell {
