@@ -66,6 +66,7 @@ KvCache::KvCache(const KvCacheParams& p) : params_(p) {
     order_.assign(p.n_cells, 0);
     seqs_.assign(p.n_cells, 0);
     shift_.assign(p.n_cells, 0);
+    run_index_.assign(p.n_cells, -1);
 }
 
 uint32_t KvCache::n_used() const {
@@ -193,6 +194,22 @@ ops::TensorView KvCache::value_prefix(const ops::TensorView& keys) const {
     return v;
 }
 
+namespace {
+
+// Cells in the order attention reads a sequence stored in order: by position,
+// then by order among cells at one position, then by cell.
+struct PositionOrder {
+    const int32_t* pos;
+    const int32_t* order;
+    bool operator()(uint32_t a, uint32_t b) const {
+        if (pos[a] != pos[b]) return pos[a] < pos[b];
+        if (order[a] != order[b]) return order[a] < order[b];
+        return a < b;
+    }
+};
+
+}  // namespace
+
 const KvCache::Plan& KvCache::plan_for(uint32_t window) {
     Plan& plan = plans_[window > 0 ? 1 : 0];
     uint32_t& plan_window = plan_window_[window > 0 ? 1 : 0];
@@ -203,6 +220,7 @@ const KvCache::Plan& KvCache::plan_for(uint32_t window) {
     plan.contiguous.assign(n, 0);
     plan.gather_offsets.assign(n + 1, 0);
     plan.gather_cells.clear();
+    const PositionOrder before{pos_.data(), order_.data()};
     for (size_t t = 0; t < n; ++t) {
         const int s = std::countr_zero(ub_seqs_[t]);  // the first sequence decides, as in llama.cpp
         const int64_t p = ub_pos_[t];
@@ -230,12 +248,91 @@ const KvCache::Plan& KvCache::plan_for(uint32_t window) {
             plan.gather_cells.resize(gather_start);  // no copy needed
             plan.lo[t] = lo;
             plan.hi[t] = hi;
+        } else {
+            // Position order, as cells stored in order are read in place.
+            std::sort(plan.gather_cells.begin() + static_cast<std::ptrdiff_t>(gather_start), plan.gather_cells.end(),
+                      [&](uint32_t a, uint32_t b) { return before(a, b); });
         }
         plan.gather_offsets[t + 1] = static_cast<uint32_t>(plan.gather_cells.size());
     }
+    plan_gathered_runs(plan, window);
     plan.valid = true;
     plan_window = window;
     return plan;
+}
+
+void KvCache::plan_gathered_runs(Plan& plan, uint32_t window) {
+    const auto n = static_cast<uint32_t>(ubatch_.n_tokens);
+    plan.run_of.assign(n, -1);
+    plan.runs.clear();
+    plan.run_cells.clear();
+    plan.run_positions.assign(n, 0);
+    if (params_.n_chunk > 0) return;  // chunked: every token alone
+    const PositionOrder before{pos_.data(), order_.data()};
+    // What the op picks for a token whose last visible row is h: rows
+    // [h + 1 - window, h] (from 0 without a window, or while h < window).
+    const auto op_first = [&](uint32_t h) { return window > 0 && h + 1 >= window ? h + 1 - window : 0u; };
+    const auto visible = [&](uint32_t t) {
+        return std::pair{plan.gather_cells.data() + plan.gather_offsets[t], plan.gather_offsets[t + 1] - plan.gather_offsets[t]};
+    };
+    uint32_t t = 0;
+    while (t < n) {
+        const auto [first_cells, first_count] = visible(t);
+        if (plan.contiguous[t] || first_count == 0 || op_first(first_count - 1) != 0) {
+            ++t;
+            continue;
+        }
+        // The run's rows start as token t's visible cells; each next token
+        // may add cells after them (its own, typically) and must see exactly
+        // the rows the op would pick up to its last one.
+        const auto begin = static_cast<uint32_t>(plan.run_cells.size());
+        plan.run_cells.insert(plan.run_cells.end(), first_cells, first_cells + first_count);
+        for (uint32_t i = 0; i < first_count; ++i) run_index_[first_cells[i]] = static_cast<int32_t>(i);
+        plan.run_positions[t] = static_cast<int32_t>(first_count - 1);
+        uint32_t u = t + 1;
+        for (; u < n && !plan.contiguous[u]; ++u) {
+            const auto [cells, count] = visible(u);
+            if (count == 0) break;
+            // Its cells already in the run come first, then only new ones, after the run's last.
+            uint32_t known = 0;
+            while (known < count && run_index_[cells[known]] >= 0) ++known;
+            bool ok = true;
+            for (uint32_t i = known; i < count && ok; ++i) ok = run_index_[cells[i]] < 0;
+            if (ok && known < count) ok = before(plan.run_cells.back(), cells[known]);
+            const auto size = static_cast<uint32_t>(plan.run_cells.size()) - begin;
+            const uint32_t lo = known > 0 ? static_cast<uint32_t>(run_index_[cells[0]]) : size;
+            const uint32_t h = known < count ? size + (count - known) - 1 : static_cast<uint32_t>(run_index_[cells[count - 1]]);
+            // Sorted cells between rows lo and h, as many as those rows: exactly them.
+            if (!ok || h + 1 - lo != count || lo != op_first(h)) break;
+            for (uint32_t i = known; i < count; ++i) {
+                run_index_[cells[i]] = static_cast<int32_t>(plan.run_cells.size()) - static_cast<int32_t>(begin);
+                plan.run_cells.push_back(cells[i]);
+            }
+            plan.run_positions[u] = static_cast<int32_t>(h);
+        }
+        for (uint32_t i = begin; i < plan.run_cells.size(); ++i) run_index_[plan.run_cells[i]] = -1;
+        plan.run_of[t] = static_cast<int32_t>(plan.runs.size());
+        plan.runs.push_back({u, begin, static_cast<uint32_t>(plan.run_cells.size())});
+        t = u;
+    }
+}
+
+std::pair<ops::TensorView, ops::TensorView> KvCache::gather(uint32_t layer, const uint32_t* cells, uint32_t count) {
+    gather_k_.resize(count * k_cell_bytes_);
+    gather_v_.resize(count * v_cell_bytes_);
+    for (uint32_t i = 0; i < count; ++i) {
+        const size_t c = cells[i];
+        std::memcpy(gather_k_.data() + i * k_cell_bytes_, k_[layer].data() + c * k_cell_bytes_, k_cell_bytes_);
+        // A cache whose values live in the keys (MLA's latent) has no value rows:
+        // nothing to copy, and memcpy must not see their null buffer.
+        if (v_cell_bytes_ > 0)
+            std::memcpy(gather_v_.data() + i * v_cell_bytes_, v_[layer].data() + c * v_cell_bytes_, v_cell_bytes_);
+    }
+    const auto kt = ops::TensorView::contiguous(params_.type_k, gather_k_.data(), {params_.head_dim, params_.n_head_kv, count});
+    const auto vt = params_.value_in_key ? value_prefix(kt)
+                                         : ops::TensorView::contiguous(params_.type_v, gather_v_.data(),
+                                                                       {params_.head_dim_v, params_.n_head_kv, count});
+    return {kt, vt};
 }
 
 void KvCache::attend(ops::Ops& ops, uint32_t layer, const ops::TensorView& q, const ops::AttentionParams& params,
@@ -279,6 +376,20 @@ void KvCache::attend(ops::Ops& ops, uint32_t layer, const ops::TensorView& q, co
                 continue;
             }
         }
+        if (plan.run_of[t] >= 0) {
+            const GatheredRun& run = plan.runs[static_cast<size_t>(plan.run_of[t])];
+            const auto [kt, vt] = gather(layer, plan.run_cells.data() + run.cells_begin, run.cells_end - run.cells_begin);
+            const int64_t u = run.t_end;
+            ops::TensorView qt = q, ot = out;
+            qt.data = q.row(0, t);
+            ot.data = out.row(0, t);
+            qt.ne[2] = ot.ne[2] = u - t;
+            ap.causal = true;
+            ap.positions = plan.run_positions.data() + t;
+            ops.attention(qt, kt, vt, ap, ot);
+            t = u;
+            continue;
+        }
         attend_one(ops, layer, q, params, t, out);
         ++t;
     }
@@ -308,20 +419,7 @@ void KvCache::attend_one(ops::Ops& ops, uint32_t layer, const ops::TensorView& q
             std::fill(reinterpret_cast<float*>(ot.data), reinterpret_cast<float*>(ot.data) + out.ne[0] * out.ne[1], 0.0f);
             return;
         }
-        gather_k_.resize(count * k_cell_bytes_);
-        gather_v_.resize(count * v_cell_bytes_);
-        for (uint32_t i = 0; i < count; ++i) {
-            const size_t c = plan.gather_cells[begin + i];
-            std::memcpy(gather_k_.data() + i * k_cell_bytes_, k_[layer].data() + c * k_cell_bytes_, k_cell_bytes_);
-            // A cache whose values live in the keys (MLA's latent) has no value rows:
-            // nothing to copy, and memcpy must not see their null buffer.
-            if (v_cell_bytes_ > 0)
-                std::memcpy(gather_v_.data() + i * v_cell_bytes_, v_[layer].data() + c * v_cell_bytes_, v_cell_bytes_);
-        }
-        const auto kt = ops::TensorView::contiguous(params_.type_k, gather_k_.data(), {params_.head_dim, params_.n_head_kv, count});
-        const auto vt = params_.value_in_key ? value_prefix(kt)
-                                             : ops::TensorView::contiguous(params_.type_v, gather_v_.data(),
-                                                                           {params_.head_dim_v, params_.n_head_kv, count});
+        const auto [kt, vt] = gather(layer, plan.gather_cells.data() + begin, count);
         ops.attention(qt, kt, vt, ap, ot);
     }
 }

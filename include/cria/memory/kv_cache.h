@@ -21,12 +21,22 @@
 //      -- a sequence stored in position order, e.g. one sequence decoded
 //      from an empty cache, or each prompt of a multi-sequence batch -- share
 //      one attention call over a view of the cache from `base` (in place).
-//   2. Any other token alone: a visible set that is one contiguous range of
+//   2. Consecutive tokens whose visible cells are not adjacent but, gathered
+//      in position order, are again what the op picks by index (a sequence
+//      that borrowed another's first cells, or whose cells interleave with
+//      another's) share one call over those rows copied out: the same call,
+//      so the same arithmetic (the op's tiled path from 4 tokens on), as
+//      over cells stored in order. Which path the op takes must not depend
+//      on where the cells are: an f16 cache rounds K and V, and a last-bit
+//      difference upstream can flip a rounding (2^-11 relative), which
+//      showed as features 1e-3 apart between a borrowed-prefix prompt and
+//      the same prompt prefilled (AttentionPaths tests).
+//   3. Any other token alone: a visible set that is one contiguous range of
 //      cells is passed as a view (no copy, causal off); any other set is
-//      gathered into scratch rows first (order is irrelevant to attention).
+//      gathered into scratch rows first, in position order.
 // So the common paths read the cache in place, and every other layout (many
 // sequences, removed ranges, shifted positions, reused cells) stays exact.
-// With chunked attention (n_chunk) every query is attended alone (step 2).
+// With chunked attention (n_chunk) every query is attended alone (step 3).
 //
 // As a memory::Memory it can do every sequence operation (they all return
 // true), a checkpoint commit removes the rejected cells, and its saved state
@@ -36,6 +46,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "cria/core/element_type.h"
@@ -171,19 +182,35 @@ private:
     // The value rows inside key rows (value_in_key): a view of the first head_dim_v values of each.
     ops::TensorView value_prefix(const ops::TensorView& keys) const;
 
+    // Consecutive tokens of the micro-batch whose visible cells, gathered in
+    // position order, are what the op picks by index (step 2 above).
+    struct GatheredRun {
+        uint32_t t_end = 0;                   // tokens [first token, t_end)
+        uint32_t cells_begin = 0, cells_end = 0;  // Plan::run_cells, in position order
+    };
     // Visibility of each token of the current micro-batch for one window.
     struct Plan {
         bool valid = false;
         std::vector<uint32_t> lo, hi;       // contiguous range per token (hi < lo: empty)
         std::vector<uint8_t> contiguous;
-        std::vector<uint32_t> gather_offsets, gather_cells;  // cells of non-contiguous tokens
+        // Cells of non-contiguous tokens, each token's in position order.
+        std::vector<uint32_t> gather_offsets, gather_cells;
+        std::vector<int32_t> run_of;        // per token: the GatheredRun it starts, or -1
+        std::vector<GatheredRun> runs;
+        std::vector<uint32_t> run_cells;
+        std::vector<int32_t> run_positions;  // per token of a run: index of its last visible cell
     };
     const Plan& plan_for(uint32_t window);
+    // Groups the plan's non-contiguous tokens into GatheredRuns.
+    void plan_gathered_runs(Plan& plan, uint32_t window);
     // Attention of token t alone: over a contiguous range in place, or over gathered cells.
     void attend_one(ops::Ops& ops, uint32_t layer, const ops::TensorView& q, const ops::AttentionParams& params,
                     int64_t t, const ops::TensorView& out);
+    // Copies the K and V rows of `count` cells into gather_k_/gather_v_ and views them.
+    std::pair<ops::TensorView, ops::TensorView> gather(uint32_t layer, const uint32_t* cells, uint32_t count);
     const Plan* current_plan_ = nullptr;
     std::vector<int32_t> run_positions_;
+    std::vector<int32_t> run_index_;  // per cell: its index in the run being planned, or -1
 
     KvCacheParams params_;
     size_t k_cell_bytes_ = 0, v_cell_bytes_ = 0, k_row_bytes_ = 0, v_row_bytes_ = 0;
