@@ -197,7 +197,6 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
         linear(s, lw.wqkv, h, view(ws.qkv, total, n));
         q_in = part_view(ws.qkv, total, 0, hp.head_dim, nq, n);
         k_in = part_view(ws.qkv, total, nq, hp.head_dim, nk, n);
-        split_rows(ws.qkv.data(), total, nq + nk, nv, n, ws.v.data());
     } else if (lw.wqkv.present()) {  // the file's fused matrix, or [q; k; v] joined at load
         linear(s, lw.wqkv, h, view(ws.qkv, total, n));
         split_rows(ws.qkv.data(), total, 0, nq, n, ws.q.data());
@@ -254,7 +253,10 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     ap.sinks = lw.attn_sinks.empty() ? nullptr : lw.attn_sinks.data();
     ap.positions = s.in.positions;
     const TensorView attn = TensorView::contiguous(ElementType::F32, ws.attn.data(), {hp.head_dim_v, hp.n_head, n});
-    s.memory.attend(layer, qh, kh, vh, ap, attn);
+    // V goes only into the cache, which takes each token's heads where the
+    // joined product left them.
+    const TensorView v_in = qk_in_place ? part_view(ws.qkv, total, nq + nk, hp.head_dim_v, nv, n) : vh;
+    s.memory.attend(layer, qh, kh, v_in, ap, attn);
 
     const int64_t n_attn = static_cast<int64_t>(hp.n_head) * hp.head_dim_v;
     if (o.output_gate) {
