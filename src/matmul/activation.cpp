@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "cria/core/float16.h"
+#include "cria/cpu/features.h"
 #include "cria/quant/blocks.h"
 #include "matmul/kernels.h"
 
@@ -167,7 +168,10 @@ void prepare_activation_row(ActivationFormat format, const float* x, int64_t k, 
         case ActivationFormat::Q8_K: quantize_q8_K(x, k, out); return;
         case ActivationFormat::Q8_0Split: quantize_q8_split<false>(x, k, out); return;
         case ActivationFormat::Q8_1Split: quantize_q8_split<true>(x, k, out); return;
-        case ActivationFormat::Q8_0Planar: quantize_q8_planar(x, k, out); return;
+        case ActivationFormat::Q8_0Planar:
+            if (cpu::best_isa() >= cpu::Isa::Avx512) quantize_q8_planar_avx512(x, k, out);
+            else quantize_q8_planar(x, k, out);
+            return;
         case ActivationFormat::BF16Pairs: {
             auto* h = static_cast<bf16_bits*>(out);
             for (int64_t i = 0; i < k; ++i) h[i] = f32_to_bf16(x[i]);

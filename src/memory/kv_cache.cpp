@@ -166,9 +166,16 @@ void KvCache::store(uint32_t layer, const ops::TensorView& k, const ops::TensorV
     const int64_t n = static_cast<int64_t>(slots_.size());
     const int64_t nk = int64_t{params_.head_dim} * params_.n_head_kv, nv = int64_t{params_.head_dim_v} * params_.n_head_kv;
     const bool store_v = !params_.value_in_key;
-    if (k.ne[0] * k.ne[1] != nk || k.ne[2] != n || !k.is_contiguous() ||
-        (store_v && (v.ne[0] * v.ne[1] != nv || v.ne[2] != n || !v.is_contiguous())))
-        throw Error("KV cache: store() needs dense K/V of the placed micro-batch");
+    // Each token's heads dense (one row of the cache); the tokens may be
+    // further apart, as in a joined QKV product's output read in place.
+    const auto tokens_dense = [](const ops::TensorView& t) {
+        return t.type == ElementType::F32 && t.nb[0] == sizeof(float) &&
+               t.nb[1] == static_cast<size_t>(t.ne[0]) * sizeof(float) && t.ne[3] == 1 &&
+               t.nb[2] >= static_cast<size_t>(t.ne[0] * t.ne[1]) * sizeof(float);
+    };
+    if (k.ne[0] * k.ne[1] != nk || k.ne[2] != n || !tokens_dense(k) ||
+        (store_v && (v.ne[0] * v.ne[1] != nv || v.ne[2] != n || !tokens_dense(v))))
+        throw Error("KV cache: store() needs F32 K/V of the placed micro-batch, each token's heads dense");
     for (int64_t i = 0; i < n; ++i) {
         const size_t c = slots_[static_cast<size_t>(i)];
         encode(params_.type_k, reinterpret_cast<const float*>(k.row(0, i)), k_[layer].data() + c * k_cell_bytes_, nk);

@@ -87,6 +87,22 @@ void split_rows(const float* src, int64_t total, int64_t first, int64_t rows, in
         std::memcpy(dst + t * rows, src + t * total + first, static_cast<size_t>(rows) * sizeof(float));
 }
 
+// Whether a part of a joined matrix (wq of wqkv, gate of gate_up) needs
+// nothing after the joined product: no adapter, scale or bias of its own.
+// Its rows of the joined output can then be read in place.
+bool plain_part(const Step& s, const Linear& lin) {
+    return !lin.has_scale && lin.bias.empty() && (s.in.adapters == nullptr || s.in.adapters->terms(&lin).empty());
+}
+
+// Rows [first, first + rows) of every column of a [total, n] buffer as a
+// strided view of `inner`-long rows, [inner, rows / inner, n], without a copy.
+TensorView part_view(std::vector<float>& buf, int64_t total, int64_t first, int64_t inner, int64_t rows, int64_t n) {
+    TensorView v = TensorView::contiguous(ElementType::F32, buf.data() + first, {inner, rows / inner, n});
+    v.nb[2] = static_cast<size_t>(total) * sizeof(float);
+    v.nb[3] = v.nb[2] * static_cast<size_t>(n);
+    return v;
+}
+
 }  // namespace
 
 void finish_linear(Step& s, const Linear& lin, const TensorView& y) {
@@ -165,8 +181,23 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     if (o.pre_norm) s.ops.rms_norm(x, lw.attn_norm.data(), hp.norm_rms_eps, h);
 
     const TensorView q = view(ws.q, nq, n), k = view(ws.k, nk, n), v = view(ws.v, nv, n);
-    if (lw.wqkv.present()) {  // the file's fused matrix, or [q; k; v] joined at load
-        const int64_t total = nq + nk + nv;
+    // Heads as rows: [head_dim, heads, n].
+    const TensorView qh = TensorView::contiguous(ElementType::F32, ws.q.data(), {hp.head_dim, hp.n_head, n});
+    const TensorView kh = TensorView::contiguous(ElementType::F32, ws.k.data(), {hp.head_dim, hp.n_head_kv, n});
+    const TensorView vh = TensorView::contiguous(ElementType::F32, ws.v.data(), {hp.head_dim_v, hp.n_head_kv, n});
+    // Where the first op on Q and K reads them: qh and kh, or, after a joined
+    // product whose parts need nothing more, their rows of ws.qkv in place;
+    // the q/k norm or the rope then writes qh and kh, which saves copying Q
+    // and K out of the joined output (the same values either way).
+    TensorView q_in = qh, k_in = kh;
+    const int64_t total = nq + nk + nv;
+    const bool qk_in_place = lw.wqkv.present() && plain_part(s, lw.wq) && plain_part(s, lw.wk) &&
+                             plain_part(s, lw.wv) && (o.qk_norm || hp.uses_rope(layer));
+    if (qk_in_place) {
+        linear(s, lw.wqkv, h, view(ws.qkv, total, n));
+        q_in = part_view(ws.qkv, total, 0, hp.head_dim, nq, n);
+        k_in = part_view(ws.qkv, total, nq, hp.head_dim, nk, n);
+    } else if (lw.wqkv.present()) {  // the file's fused matrix, or [q; k; v] joined at load
         linear(s, lw.wqkv, h, view(ws.qkv, total, n));
         split_rows(ws.qkv.data(), total, 0, nq, n, ws.q.data());
         split_rows(ws.qkv.data(), total, nq, nk, n, ws.k.data());
@@ -183,26 +214,36 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
         linear(s, lw.wk, h, k);
         linear(s, lw.wv, h, v);
     }
-    // Heads as rows: [head_dim, heads, n].
-    const TensorView qh = TensorView::contiguous(ElementType::F32, ws.q.data(), {hp.head_dim, hp.n_head, n});
-    const TensorView kh = TensorView::contiguous(ElementType::F32, ws.k.data(), {hp.head_dim, hp.n_head_kv, n});
-    const TensorView vh = TensorView::contiguous(ElementType::F32, ws.v.data(), {hp.head_dim_v, hp.n_head_kv, n});
+    // Copies Q and K into ws.q and ws.k if no op has written them there yet.
+    const auto settle_qk = [&] {
+        if (q_in.data == qh.data) return;
+        split_rows(ws.qkv.data(), total, 0, nq, n, ws.q.data());
+        split_rows(ws.qkv.data(), total, nq, nk, n, ws.k.data());
+        q_in = qh;
+        k_in = kh;
+    };
     if (o.qk_norm) {
         if (static_cast<int64_t>(lw.q_norm.size()) == nq && nq != hp.head_dim) {
             // olmoe: over the whole Q and K vectors, before the split into heads.
+            settle_qk();
             s.ops.rms_norm(q, lw.q_norm.data(), hp.norm_rms_eps, q);
             s.ops.rms_norm(k, lw.k_norm.data(), hp.norm_rms_eps, k);
         } else {
-            s.ops.rms_norm(qh, lw.q_norm.data(), hp.norm_rms_eps, qh);
-            s.ops.rms_norm(kh, lw.k_norm.data(), hp.norm_rms_eps, kh);
+            s.ops.rms_norm(q_in, lw.q_norm.data(), hp.norm_rms_eps, qh);
+            s.ops.rms_norm(k_in, lw.k_norm.data(), hp.norm_rms_eps, kh);
+            q_in = qh;
+            k_in = kh;
         }
     }
     if (hp.uses_rope(layer)) {
         const ops::RopeParams rope = s.model.rope_params(layer, s.in.long_rope);
         const int32_t* positions = rope_positions(s);
-        s.ops.rope(qh, positions, rope, qh);
-        s.ops.rope(kh, positions, rope, kh);
+        s.ops.rope(q_in, positions, rope, qh);
+        s.ops.rope(k_in, positions, rope, kh);
+        q_in = qh;
+        k_in = kh;
     }
+    settle_qk();
 
     ops::AttentionParams ap;
     ap.scale = hp.attention_scale;
@@ -212,7 +253,10 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     ap.sinks = lw.attn_sinks.empty() ? nullptr : lw.attn_sinks.data();
     ap.positions = s.in.positions;
     const TensorView attn = TensorView::contiguous(ElementType::F32, ws.attn.data(), {hp.head_dim_v, hp.n_head, n});
-    s.memory.attend(layer, qh, kh, vh, ap, attn);
+    // V goes only into the cache, which takes each token's heads where the
+    // joined product left them.
+    const TensorView v_in = qk_in_place ? part_view(ws.qkv, total, nq + nk, hp.head_dim_v, nv, n) : vh;
+    s.memory.attend(layer, qh, kh, v_in, ap, attn);
 
     const int64_t n_attn = static_cast<int64_t>(hp.n_head) * hp.head_dim_v;
     if (o.output_gate) {
@@ -242,7 +286,18 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
     if (o.pre_norm) s.ops.rms_norm(x, lw.ffn_norm.data(), hp.norm_rms_eps, h);
 
     const TensorView gate = view(ws.gate, n_ff, n), up = view(ws.up, n_ff, n);
-    if (lw.gate_up.present() || !lw.gate.present()) {
+    // A joined [gate; up] whose parts need nothing more and a plain gated
+    // activation: the activation reads both halves of the joined output in
+    // place and writes ws.gate (saves copying both out, the same values).
+    const bool plain_activation = hp.situ_beta <= 0.0f &&
+                                  !(swiglu_limit(hp.swiglu_clamp_shexp, layer) > 0.0f && o.activation == FfnActivation::Silu);
+    TensorView act_gate = gate, act_up = up, act_out = gate;
+    if (lw.gate_up.present() && plain_part(s, lw.gate) && plain_part(s, lw.up) && plain_activation) {
+        linear(s, lw.gate_up, h, view(ws.qkv, 2 * n_ff, n));
+        act_gate = part_view(ws.qkv, 2 * n_ff, 0, n_ff, n_ff, n);
+        act_up = part_view(ws.qkv, 2 * n_ff, n_ff, n_ff, n_ff, n);
+        act_out = TensorView::contiguous(ElementType::F32, ws.gate.data(), {n_ff, 1, n});
+    } else if (lw.gate_up.present() || !lw.gate.present()) {
         // One product gives [gate; up] per token, gate rows first: the two
         // joined at load, or the file's fused ffn_up (phi3).
         linear(s, lw.gate_up.present() ? lw.gate_up : lw.up, h, view(ws.qkv, 2 * n_ff, n));
@@ -258,7 +313,7 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
         linear(s, lw.gate, h, gate);
         linear(s, lw.up, h, up);
     }
-    ffn_activation(s.ops, hp, o.activation, swiglu_limit(hp.swiglu_clamp_shexp, layer), gate, up, gate);
+    ffn_activation(s.ops, hp, o.activation, swiglu_limit(hp.swiglu_clamp_shexp, layer), act_gate, act_up, act_out);
 
     const TensorView out = view(ws.o, hp.n_embd, n);
     linear(s, lw.down, gate, out);

@@ -16,6 +16,12 @@ void dequantize_f32(const void* src, float* dst, int64_t n);
 void quantize_f32(const float* src, void* dst, int64_t n, const float* importance);
 void dequantize_f16(const void* src, float* dst, int64_t n);
 void quantize_f16(const float* src, void* dst, int64_t n, const float* importance);
+// quantize_f16 with AVX-512 (float_f16_avx512.cpp): the same bits; used
+// where f16_rows_avx512_usable() (CPU and OS state, checked once).
+bool f16_rows_avx512_usable();
+void quantize_f16_avx512(const float* src, void* dst, int64_t n);
+// The scalar quantize_f16, for the test that compares the two.
+void quantize_f16_scalar(const float* src, void* dst, int64_t n);
 void dequantize_bf16(const void* src, float* dst, int64_t n);
 void quantize_bf16(const float* src, void* dst, int64_t n, const float* importance);
 

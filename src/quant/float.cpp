@@ -21,9 +21,15 @@ void dequantize_f16(const void* src, float* dst, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(h[i]);
 }
 
-void quantize_f16(const float* src, void* dst, int64_t n, const float* /*importance*/) {
+void quantize_f16_scalar(const float* src, void* dst, int64_t n) {
     auto* h = static_cast<f16_bits*>(dst);
     for (int64_t i = 0; i < n; ++i) h[i] = f32_to_f16(src[i]);
+}
+
+void quantize_f16(const float* src, void* dst, int64_t n, const float* /*importance*/) {
+    static const bool simd = f16_rows_avx512_usable();
+    if (simd) quantize_f16_avx512(src, dst, n);
+    else quantize_f16_scalar(src, dst, n);
 }
 
 void dequantize_bf16(const void* src, float* dst, int64_t n) {

@@ -106,8 +106,9 @@ public:
 
     // Writes the micro-batch's keys and values (F32 [head_dim, n_head_kv,
     // n_tokens] and [head_dim_v, n_head_kv, n_tokens]) of `layer` into its
-    // cells. With value_in_key only K is written (v is not read, and may be
-    // a strided view of k).
+    // cells. Each token's heads must be dense; tokens may lie further apart
+    // (a joined QKV output read in place). With value_in_key only K is
+    // written (v is not read, and may be a strided view of k).
     void store(uint32_t layer, const ops::TensorView& k, const ops::TensorView& v);
 
     // Attention of the micro-batch's queries over the visible cells (see the
