@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "cria/core/float16.h"
+#include "cria/cpu/features.h"
 #include "cria/quant/blocks.h"
 #include "matmul/kernels.h"
 
@@ -160,6 +161,13 @@ size_t activation_row_bytes(ActivationFormat format, int64_t k) {
 }
 
 void prepare_activation_row(ActivationFormat format, const float* x, int64_t k, void* out) {
+    // The AVX-512 forms write the same bytes (activation_avx512.cpp); a
+    // level capped below AVX-512 (CRIA_ISA) runs the reference.
+    if (cpu::best_isa() >= cpu::Isa::Avx512 && prepare_activation_row_avx512(format, x, k, out)) return;
+    prepare_activation_row_scalar(format, x, k, out);
+}
+
+void prepare_activation_row_scalar(ActivationFormat format, const float* x, int64_t k, void* out) {
     switch (format) {
         case ActivationFormat::F32: std::memcpy(out, x, static_cast<size_t>(k) * sizeof(float)); return;
         case ActivationFormat::Q8_0: quantize_q8_0_like<false>(x, k, out); return;
