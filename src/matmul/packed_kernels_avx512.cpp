@@ -335,7 +335,8 @@ void rows16_q4_k_run(const Tile& t) {
     store_rows16<C>(t, acc);
 }
 
-// Q4_K/Q5_K for products of many columns: up to 8 columns per 16-row tile,
+// Q5_K (and Q4_K, which the wide products run through groups_q4_k_run) for
+// products of many columns: up to 8 columns per 16-row tile,
 // one half (low or high nibbles: one 32-value sub-block) of a 64-value chunk
 // at a time. Per half, 8 weight registers meet every column, and the
 // vpdpbusd of the C columns are interleaved (weight register outer, column
@@ -412,6 +413,122 @@ void rows16_q4_k_wide_run(const Tile& t) {
         }
     }
     store_rows16<C>(t, acc);
+}
+
+// Q4_K/Q5_K over G groups of 16 rows (w_stride apart) and C columns: per
+// 32-value sub-block and weight register r, the G groups' registers are
+// unpacked (only G live at a time) and each column's activation dword,
+// broadcast once, feeds G vpdpbusd. On Zen 5 a broadcast load costs about
+// as much issue bandwidth as a vpdpbusd (8 chains fed by one broadcast each
+// ran at 0.70 of the rate with register operands), so sharing it by G rows
+// groups is what pays. Integer sums are exact whatever their order and the
+// float part is rows16_q4_k_run's, so a row's result does not depend on the
+// kernel.
+template <bool Five, int G, int C>
+void groups_q4_k_run(const Tile& t) {
+    constexpr size_t kQuants = 2048, kHigh = Five ? 512 : 0, kScales = 256;
+    constexpr size_t kSuper = kQuants + kHigh + kScales + 64;
+    const __m512i bit4 = _mm512_set1_epi8(0x10), low = _mm512_set1_epi8(0x0F);
+    const int64_t nb = t.k / 256;
+    __m512 acc[G][C];
+    #pragma GCC unroll 16
+    for (int g = 0; g < G; ++g)
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* sb[G];
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) sb[g] = t.w + static_cast<size_t>(g) * t.w_stride + static_cast<size_t>(b) * kSuper;
+        const block_q8_K* act[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c)
+            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
+        __m512i isum[G][C];
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g)
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) isum[g][c] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+            // The next super-block, a quarter per chunk.
+            #pragma GCC unroll 16
+            for (int g = 0; g < G; ++g)
+                for (size_t line = (kSuper / 256 + 1) * 64 * static_cast<size_t>(j);
+                     line < (kSuper / 256 + 1) * 64 * static_cast<size_t>(j + 1) && line < kSuper; line += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(sb[g] + kSuper + line), _MM_HINT_T0);
+            #pragma GCC unroll 2
+            for (int half = 0; half < 2; ++half) {
+                __m512i s[G][C];
+                #pragma GCC unroll 16
+                for (int g = 0; g < G; ++g)
+                    #pragma GCC unroll 16
+                    for (int c = 0; c < C; ++c) s[g][c] = _mm512_setzero_si512();
+                #pragma GCC unroll 16
+                for (int r = 0; r < 8; ++r) {
+                    __m512i w[G];
+                    #pragma GCC unroll 16
+                    for (int g = 0; g < G; ++g) {
+                        const __m512i p = _mm512_loadu_si512(sb[g] + 512 * j + 64 * r);
+                        w[g] = _mm512_and_si512(half ? _mm512_srli_epi16(p, 4) : p, low);
+                        if constexpr (Five)
+                            w[g] = with_fifth_bit<Five>(w[g], _mm512_loadu_si512(sb[g] + kQuants + 64 * r), 2 * j + half, bit4);
+                    }
+                    #pragma GCC unroll 16
+                    for (int c = 0; c < C; ++c) {
+                        const __m512i x = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(act[c]->qs)[16 * j + 8 * half + r]);
+                        #pragma GCC unroll 16
+                        for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], w[g], x);
+                    }
+                }
+                #pragma GCC unroll 16
+                for (int g = 0; g < G; ++g) {
+                    const __m512i scale = _mm512_cvtepu8_epi32(
+                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + kQuants + kHigh + 32 * j + 16 * half)));
+                    #pragma GCC unroll 16
+                    for (int c = 0; c < C; ++c) isum[g][c] = _mm512_add_epi32(isum[g][c], _mm512_mullo_epi32(s[g][c], scale));
+                }
+            }
+        }
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) {
+            const uint8_t* scales = sb[g] + kQuants + kHigh;
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + kScales)));
+            const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + kScales + 32)));
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) {
+                __m512i msum = _mm512_setzero_si512();
+                for (int sub = 0; sub < 8; ++sub) {
+                    const __m512i mins = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 128 + 16 * sub)));
+                    const int32_t bsum = act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1];
+                    msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mins, _mm512_set1_epi32(bsum)));
+                }
+                const __m512 da = _mm512_set1_ps(act[c]->d);
+                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][c]), _mm512_mul_ps(d, da), acc[g][c]);
+                acc[g][c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, da), acc[g][c]);
+            }
+        }
+    }
+    #pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) {
+        Tile part = t;
+        part.y = t.y + kGroupRows * g;
+        part.n_rows = t.n_rows - kGroupRows * g < kGroupRows ? t.n_rows - kGroupRows * g : kGroupRows;
+        store_rows16<C>(part, acc[g]);
+    }
+}
+
+// The tile function of groups_q4_k_run: as many groups as the tile's rows
+// need (the last tile of a matrix may have fewer), columns 1..C.
+template <bool Five, int G, int C>
+void groups_q4_k_cols(const Tile& t) {
+    if constexpr (C > 1)
+        if (t.n_cols < C) return groups_q4_k_cols<Five, G, C - 1>(t);
+    groups_q4_k_run<Five, G, C>(t);
+}
+template <bool Five, int G, int C>
+void groups_q4_k_tile(const Tile& t) {
+    if constexpr (G > 1)
+        if (t.n_rows <= kGroupRows * (G - 1)) return groups_q4_k_tile<Five, G - 1, C>(t);
+    groups_q4_k_cols<Five, G, C>(t);
 }
 
 // Q6_K (layout in packing.h). For each half n of the super-block and
@@ -709,10 +826,6 @@ struct Q5KRun {
     static void run(const Tile& t) { rows16_q4_k_run<true, C>(t); }
 };
 template <int C>
-struct Q4KWideRun {
-    static void run(const Tile& t) { rows16_q4_k_wide_run<false, C>(t); }
-};
-template <int C>
 struct Q5KWideRun {
     static void run(const Tile& t) { rows16_q4_k_wide_run<true, C>(t); }
 };
@@ -750,7 +863,10 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL: return {rows16_tile_of<Blocks32Wide<UnpackIq4Nl>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile_of<Blocks32Wide<UnpackQ8_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::MXFP4: return {rows16_tile_of<Blocks32Wide<UnpackMxfp4>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
-        case ElementType::Q4_K: return {rows16_tile8_of<Q4KWideRun>, kGroupRows, 8, ActivationFormat::Q8_K};
+        // Q4_K: 32 x 4 (each broadcast feeds two vpdpbusd); Q5_K: 16 x 8
+        // (its fifth bits make a second group's unpacking cost more than the
+        // broadcasts it saves). Measured in bench/README.md.
+        case ElementType::Q4_K: return {groups_q4_k_tile<false, 2, 4>, kRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q5_K: return {rows16_tile8_of<Q5KWideRun>, kGroupRows, 8, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {rows16_tile_of<Q6KWideRun>, kRows, 4, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_tile_of<HalfWide<false>::Run>, kRows, 4, ActivationFormat::F32};
