@@ -401,17 +401,25 @@ void rows16_q4_k_wide_run(const Tile& t) {
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds)));
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds + 32)));
         #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) {
-            __m512i msum = _mm512_setzero_si512();
-            for (int sub = 0; sub < 8; ++sub) {
-                const __m512i mins = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 128 + 16 * sub)));
-                const int32_t bsum = act[c]->bsums[2 * sub] + act[c]->bsums[2 * sub + 1];
-                msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mins, _mm512_set1_epi32(bsum)));
+        for (int c = 0; c < C; ++c)
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[c]);
+        // The mins by vpdpwssd, as in groups_q4_k_run.
+        __m512i msum[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) msum[c] = _mm512_setzero_si512();
+        for (int sub = 0; sub < 8; ++sub) {
+            const __m512i wide = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 128 + 16 * sub)));
+            const __m512i pairs = _mm512_or_si512(wide, _mm512_slli_epi32(wide, 16));
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) {
+                int32_t two_sums;
+                std::memcpy(&two_sums, act[c]->bsums + 2 * sub, 4);
+                msum[c] = _mm512_dpwssd_epi32(msum[c], pairs, _mm512_set1_epi32(two_sums));
             }
-            const __m512 da = _mm512_set1_ps(act[c]->d);
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
-            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, da), acc[c]);
         }
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c)
+            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[c]), _mm512_mul_ps(dmin, _mm512_set1_ps(act[c]->d)), acc[c]);
     }
     store_rows16<C>(t, acc);
 }
