@@ -37,6 +37,15 @@ inline __m512 running_abs_max(__m512 v, __m512 m) {
     return _mm512_max_ps(_mm512_andnot_ps(_mm512_set1_ps(-0.0f), v), m);
 }
 
+// A rounded product, kept from being fused with the next operation: with FMA
+// enabled the compiler contracts a multiply and an add into one vfmadd, which
+// rounds once, so a product that rounds to exactly k + 0.5 (a rounding tie
+// in the scalar code) would round the other way.
+inline __m512 rounded(__m512 product) {
+    asm("" : "+v"(product));
+    return product;
+}
+
 // ggml's nearest_int (ties to even through the 1.5 * 2^23 shift), 16 lanes.
 inline __m512i nearest_int16(__m512 v) {
     const __m512i bits = _mm512_castps_si512(_mm512_add_ps(v, _mm512_set1_ps(12582912.0f)));
@@ -71,7 +80,7 @@ void quantize_q8_K_avx512(const float* x, int64_t k, void* out) {
         const float iscale = -127.0f / max;
         const __m512 s = _mm512_set1_ps(iscale);
         for (int i = 0; i < 16; ++i) {
-            const __m512i q = _mm512_min_epi32(nearest_int16(_mm512_mul_ps(s, v[i])), _mm512_set1_epi32(127));
+            const __m512i q = _mm512_min_epi32(nearest_int16(rounded(_mm512_mul_ps(s, v[i]))), _mm512_set1_epi32(127));
             const __m128i q8 = _mm512_cvtepi32_epi8(q);  // wraps as static_cast<int8_t> does
             _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16 * i), q8);
             y[b].bsums[i] = static_cast<int16_t>(_mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q8)));
@@ -102,8 +111,8 @@ void quantize_q8_0_planar_avx512(const float* x, int64_t k, void* out) {
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         const __m512 s = _mm512_set1_ps(id);
-        const __m128i q0 = _mm512_cvtepi32_epi8(round_half_away16(_mm512_mul_ps(v0, s)));
-        const __m128i q1 = _mm512_cvtepi32_epi8(round_half_away16(_mm512_mul_ps(v1, s)));
+        const __m128i q0 = _mm512_cvtepi32_epi8(round_half_away16(rounded(_mm512_mul_ps(v0, s))));
+        const __m128i q1 = _mm512_cvtepi32_epi8(round_half_away16(rounded(_mm512_mul_ps(v1, s))));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 32 * b), q0);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(base + 32 * b + 16), q1);
         scale[b] = f16_to_f32(f32_to_f16(d));

@@ -1,8 +1,9 @@
 // The AVX-512 activation quantisers (Q8_K, Q8_0Planar) write the very bytes
 // of the scalar reference, on random vectors and on the cases where a
 // different rounding or a different choice of block maximum would show:
-// exact rounding ties, maxima of both signs and equal magnitude, zero and
-// tiny blocks, NaN and infinities.
+// exact rounding ties, products that round to a tie (which a fused
+// multiply-add would round the other way), maxima of both signs and equal
+// magnitude, zero and tiny blocks, NaN and infinities.
 
 #include <gtest/gtest.h>
 
@@ -27,8 +28,12 @@ struct Case {
 };
 
 // k values filled by `make` for each of the blocks of 256.
+// How many near-tie values cases() found (the test checks there are some).
+size_t near_ties = 0;
+
 std::vector<Case> cases() {
     std::vector<Case> out;
+    near_ties = 0;
     std::mt19937 rng(11);
     std::normal_distribution<float> normal;
     const auto filled = [&](const std::string& name, int64_t k, auto make) {
@@ -56,6 +61,30 @@ std::vector<Case> cases() {
         return normal(rng);
     });
     filled("half blocks zero", 512, [&](int64_t i) { return (i / 32) % 2 ? 0.0f : normal(rng); });
+    // Products that round to exactly k + 0.5 while the exact product is not:
+    // a fused multiply-add (one rounding) would round them the other way.
+    // Q8_K: block maximum m gives iscale = -127 / m; Q8_0: d = m / 127, id = 1 / d.
+    for (const bool q8_k : {true, false}) {
+        const float m = 2.8241443634033203f;
+        const float scale = q8_k ? -127.0f / m : 1.0f / (m / 127.0f);
+        Case c{q8_k ? "near ties, Q8_K scale" : "near ties, Q8_0 scale", std::vector<float>(512, 0.0f)};
+        size_t at = 1;  // index 0 of every 32 holds the maximum
+        for (int target = 1; target < 120 && at < c.x.size(); ++target) {
+            const double tie = (q8_k ? -1.0 : 1.0) * (target + 0.5);
+            float x = static_cast<float>(tie / scale);
+            for (int step = 0; step < 64; ++step, x = std::nextafter(x, 2.0f * x)) {
+                const float product = scale * x;  // rounded once, as the scalar code does
+                if (static_cast<double>(product) == tie && static_cast<double>(scale) * x != tie) {
+                    c.x[at] = x;
+                    at += at % 32 == 31 ? 2 : 1;
+                    break;
+                }
+            }
+        }
+        near_ties += at - 1;
+        for (size_t i = 0; i < c.x.size(); i += 32) c.x[i] = m;
+        out.push_back(std::move(c));
+    }
     filled("nan and inf", 768, [&](int64_t i) {
         if (i == 7) return std::numeric_limits<float>::quiet_NaN();
         if (i == 300) return std::numeric_limits<float>::infinity();
@@ -70,7 +99,9 @@ class ActivationAvx512 : public ::testing::TestWithParam<ActivationFormat> {};
 TEST_P(ActivationAvx512, WritesTheScalarReferenceBytes) {
     if (!cria::cpu::isa_supported(cria::cpu::Isa::Avx512)) GTEST_SKIP() << "skipped: this CPU has no AVX-512";
     const ActivationFormat format = GetParam();
-    for (const Case& c : cases()) {
+    const std::vector<Case> all = cases();
+    ASSERT_GE(near_ties, 40u) << "too few near-tie values to test the rounding";
+    for (const Case& c : all) {
         const int64_t k = static_cast<int64_t>(c.x.size());
         const size_t bytes = detail::activation_row_bytes(format, k);
         // Both buffers start from the same junk, so bytes neither writes compare equal.
