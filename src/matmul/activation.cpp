@@ -161,6 +161,13 @@ size_t activation_row_bytes(ActivationFormat format, int64_t k) {
 }
 
 void prepare_activation_row(ActivationFormat format, const float* x, int64_t k, void* out) {
+    // The AVX-512 forms write the same bytes (activation_avx512.cpp); a
+    // level capped below AVX-512 (CRIA_ISA) runs the reference.
+    if (cpu::best_isa() >= cpu::Isa::Avx512 && prepare_activation_row_avx512(format, x, k, out)) return;
+    prepare_activation_row_scalar(format, x, k, out);
+}
+
+void prepare_activation_row_scalar(ActivationFormat format, const float* x, int64_t k, void* out) {
     switch (format) {
         case ActivationFormat::F32: std::memcpy(out, x, static_cast<size_t>(k) * sizeof(float)); return;
         case ActivationFormat::Q8_0: quantize_q8_0_like<false>(x, k, out); return;
@@ -168,10 +175,7 @@ void prepare_activation_row(ActivationFormat format, const float* x, int64_t k, 
         case ActivationFormat::Q8_K: quantize_q8_K(x, k, out); return;
         case ActivationFormat::Q8_0Split: quantize_q8_split<false>(x, k, out); return;
         case ActivationFormat::Q8_1Split: quantize_q8_split<true>(x, k, out); return;
-        case ActivationFormat::Q8_0Planar:
-            if (cpu::best_isa() >= cpu::Isa::Avx512) quantize_q8_planar_avx512(x, k, out);
-            else quantize_q8_planar(x, k, out);
-            return;
+        case ActivationFormat::Q8_0Planar: quantize_q8_planar(x, k, out); return;
         case ActivationFormat::BF16Pairs: {
             auto* h = static_cast<bf16_bits*>(out);
             for (int64_t i = 0; i < k; ++i) h[i] = f32_to_bf16(x[i]);

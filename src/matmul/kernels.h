@@ -52,9 +52,12 @@ size_t activation_row_bytes(ActivationFormat format, int64_t k);
 // Quantises one vector of k floats into `format` (the scalar reference
 // rounding of ggml, the same on every ISA).
 void prepare_activation_row(ActivationFormat format, const float* x, int64_t k, void* out);
-// Q8_0Planar with AVX-512 (activation_avx512.cpp): bit-identical to the
-// scalar quantisation; prepare_activation_row uses it where the CPU can.
-void quantize_q8_planar_avx512(const float* x, int64_t k, void* out);
+// The scalar reference of prepare_activation_row (activation.cpp).
+void prepare_activation_row_scalar(ActivationFormat format, const float* x, int64_t k, void* out);
+// AVX-512 F/BW/DQ forms of Q8_K and Q8_0Planar, byte for byte the scalar
+// ones (activation_avx512.cpp); false (nothing written) for other formats.
+// Only where the CPU has AVX-512.
+bool prepare_activation_row_avx512(ActivationFormat format, const float* x, int64_t k, void* out);
 
 // One output tile: rows [0, n_rows) of w times columns [0, n_cols) of a,
 // written to y[c * y_stride + r]. n_rows <= max_rows, n_cols <= max_cols of the

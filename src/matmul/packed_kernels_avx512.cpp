@@ -14,6 +14,7 @@
 // is what lets one core keep up with its share of the memory bandwidth.
 
 #include <cstdint>
+#include <cstring>
 
 #include "cria/quant/blocks.h"
 #include "matmul/code_tables.h"
@@ -49,6 +50,22 @@ template <int C>
 inline void store_rows16(const Tile& t, const __m512 (&acc)[C]) {
     const __mmask16 rows = static_cast<__mmask16>((1u << t.n_rows) - 1);
     for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, acc[c]);
+}
+
+// The tile function of a kernel written for a compile-time column count of
+// up to 8 (for the wide kernels that take 8 columns).
+template <template <int> class Run>
+void rows16_tile8_of(const Tile& t) {
+    switch (t.n_cols) {
+        case 1: Run<1>::run(t); break;
+        case 2: Run<2>::run(t); break;
+        case 3: Run<3>::run(t); break;
+        case 4: Run<4>::run(t); break;
+        case 5: Run<5>::run(t); break;
+        case 6: Run<6>::run(t); break;
+        case 7: Run<7>::run(t); break;
+        default: Run<8>::run(t); break;
+    }
 }
 
 // The tile function of a kernel written for a compile-time column count.
@@ -319,6 +336,237 @@ void rows16_q4_k_run(const Tile& t) {
     store_rows16<C>(t, acc);
 }
 
+// Q5_K (and Q4_K, which the wide products run through groups_q4_k_run) for
+// products of many columns: up to 8 columns per 16-row tile,
+// one half (low or high nibbles: one 32-value sub-block) of a 64-value chunk
+// at a time. Per half, 8 weight registers meet every column, and the
+// vpdpbusd of the C columns are interleaved (weight register outer, column
+// inner) so that C independent chains hide the instruction's latency; the
+// unpacking of the 8 registers is shared by C columns instead of 4. Every
+// row's integer sums are exact whatever their order and the float part is
+// rows16_q4_k_run's, so a row's result does not depend on the kernel.
+template <bool Five, int C>
+void rows16_q4_k_wide_run(const Tile& t) {
+    constexpr size_t kQuants = 2048, kHigh = Five ? 512 : 0, kScales = 256;
+    constexpr size_t kSuper = kQuants + kHigh + kScales + 64;
+    const __m512i bit4 = _mm512_set1_epi8(0x10), low = _mm512_set1_epi8(0x0F);
+    const int64_t nb = t.k / 256;
+    __m512 acc[C];
+    #pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* sb = t.w + static_cast<size_t>(b) * kSuper;
+        const uint8_t* scales = sb + kQuants + kHigh;
+        const block_q8_K* act[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c)
+            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
+        __m512i isum[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+            const uint8_t* q = sb + 512 * j;
+            // The next super-block, a quarter per chunk.
+            for (size_t line = (kSuper / 256 + 1) * 64 * static_cast<size_t>(j);
+                 line < (kSuper / 256 + 1) * 64 * static_cast<size_t>(j + 1) && line < kSuper; line += 64)
+                _mm_prefetch(reinterpret_cast<const char*>(sb + kSuper + line), _MM_HINT_T0);
+            #pragma GCC unroll 2
+            for (int half = 0; half < 2; ++half) {
+                __m512i w[8];
+                #pragma GCC unroll 16
+                for (int r = 0; r < 8; ++r) {
+                    const __m512i p = _mm512_loadu_si512(q + 64 * r);
+                    w[r] = _mm512_and_si512(half ? _mm512_srli_epi16(p, 4) : p, low);
+                    if constexpr (Five)
+                        w[r] = with_fifth_bit<Five>(w[r], _mm512_loadu_si512(sb + kQuants + 64 * r), 2 * j + half, bit4);
+                }
+                __m512i s[C];
+                #pragma GCC unroll 16
+                for (int c = 0; c < C; ++c) s[c] = _mm512_setzero_si512();
+                #pragma GCC unroll 16
+                for (int r = 0; r < 8; ++r) {
+                    #pragma GCC unroll 16
+                    for (int c = 0; c < C; ++c) {
+                        const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 16 * j + 8 * half;
+                        s[c] = _mm512_dpbusd_epi32(s[c], w[r], _mm512_set1_epi32(aq[r]));
+                    }
+                }
+                const __m512i scale =
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32 * j + 16 * half)));
+                #pragma GCC unroll 16
+                for (int c = 0; c < C; ++c) isum[c] = _mm512_add_epi32(isum[c], _mm512_mullo_epi32(s[c], scale));
+            }
+        }
+        const uint8_t* ds = scales + kScales;
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds)));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds + 32)));
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c)
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[c]);
+        // The mins by vpdpwssd, as in groups_q4_k_run.
+        __m512i msum[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) msum[c] = _mm512_setzero_si512();
+        for (int sub = 0; sub < 8; ++sub) {
+            const __m512i wide = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 128 + 16 * sub)));
+            const __m512i pairs = _mm512_or_si512(wide, _mm512_slli_epi32(wide, 16));
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) {
+                int32_t two_sums;
+                std::memcpy(&two_sums, act[c]->bsums + 2 * sub, 4);
+                msum[c] = _mm512_dpwssd_epi32(msum[c], pairs, _mm512_set1_epi32(two_sums));
+            }
+        }
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c)
+            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[c]), _mm512_mul_ps(dmin, _mm512_set1_ps(act[c]->d)), acc[c]);
+    }
+    store_rows16<C>(t, acc);
+}
+
+// Q4_K/Q5_K over G groups of 16 rows (w_stride apart) and C columns: per
+// 32-value sub-block and weight register r, the G groups' registers are
+// unpacked (only G live at a time) and each column's activation dword,
+// broadcast once, feeds G vpdpbusd. On Zen 5 a broadcast load costs about
+// as much issue bandwidth as a vpdpbusd (8 chains fed by one broadcast each
+// ran at 0.70 of the rate with register operands), so sharing it by G rows
+// groups is what pays. Integer sums are exact whatever their order and the
+// float part is rows16_q4_k_run's, so a row's result does not depend on the
+// kernel.
+template <bool Five, int G, int C>
+void groups_q4_k_run(const Tile& t) {
+    constexpr size_t kQuants = 2048, kHigh = Five ? 512 : 0, kScales = 256;
+    constexpr size_t kSuper = kQuants + kHigh + kScales + 64;
+    const __m512i bit4 = _mm512_set1_epi8(0x10), low = _mm512_set1_epi8(0x0F);
+    const int64_t nb = t.k / 256;
+    __m512 acc[G][C];
+    #pragma GCC unroll 16
+    for (int g = 0; g < G; ++g)
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* sb[G];
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) sb[g] = t.w + static_cast<size_t>(g) * t.w_stride + static_cast<size_t>(b) * kSuper;
+        const block_q8_K* act[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c)
+            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
+        __m512i isum[G][C];
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g)
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) isum[g][c] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; ++j) {
+            // The next super-block, a quarter per chunk.
+            #pragma GCC unroll 16
+            for (int g = 0; g < G; ++g)
+                for (size_t line = (kSuper / 256 + 1) * 64 * static_cast<size_t>(j);
+                     line < (kSuper / 256 + 1) * 64 * static_cast<size_t>(j + 1) && line < kSuper; line += 64)
+                    _mm_prefetch(reinterpret_cast<const char*>(sb[g] + kSuper + line), _MM_HINT_T0);
+            #pragma GCC unroll 2
+            for (int half = 0; half < 2; ++half) {
+                __m512i s[G][C];
+                #pragma GCC unroll 16
+                for (int g = 0; g < G; ++g)
+                    #pragma GCC unroll 16
+                    for (int c = 0; c < C; ++c) s[g][c] = _mm512_setzero_si512();
+                #pragma GCC unroll 16
+                for (int r = 0; r < 8; ++r) {
+                    __m512i w[G];
+                    #pragma GCC unroll 16
+                    for (int g = 0; g < G; ++g) {
+                        const __m512i p = _mm512_loadu_si512(sb[g] + 512 * j + 64 * r);
+                        w[g] = _mm512_and_si512(half ? _mm512_srli_epi16(p, 4) : p, low);
+                        if constexpr (Five)
+                            w[g] = with_fifth_bit<Five>(w[g], _mm512_loadu_si512(sb[g] + kQuants + 64 * r), 2 * j + half, bit4);
+                    }
+                    #pragma GCC unroll 16
+                    for (int c = 0; c < C; ++c) {
+                        const __m512i x = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(act[c]->qs)[16 * j + 8 * half + r]);
+                        #pragma GCC unroll 16
+                        for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], w[g], x);
+                    }
+                }
+                #pragma GCC unroll 16
+                for (int g = 0; g < G; ++g) {
+                    const __m512i scale = _mm512_cvtepu8_epi32(
+                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + kQuants + kHigh + 32 * j + 16 * half)));
+                    #pragma GCC unroll 16
+                    for (int c = 0; c < C; ++c) isum[g][c] = _mm512_add_epi32(isum[g][c], _mm512_mullo_epi32(s[g][c], scale));
+                }
+            }
+        }
+        // The scaled sums first (their registers are then free), then the
+        // mins: per sub-block, vpdpwssd of each row's min as an int16 pair
+        // (min, min) with the column's two 16-value activation sums (one
+        // dword of bsums) adds min * (bsums[2 sub] + bsums[2 sub + 1]) in
+        // one instruction, exactly (|sum| < 2^22), and the pairs are built
+        // once for all columns.
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) {
+            const uint8_t* scales = sb[g] + kQuants + kHigh;
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + kScales)));
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c)
+                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[g][c]);
+        }
+        __m512i msum[G][C];
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g)
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) msum[g][c] = _mm512_setzero_si512();
+        for (int sub = 0; sub < 8; ++sub) {
+            __m512i pairs[G];
+            #pragma GCC unroll 16
+            for (int g = 0; g < G; ++g) {
+                // Row r's min (byte r) in both halves of dword r.
+                const __m128i m = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + kQuants + kHigh + 128 + 16 * sub));
+                const __m512i wide = _mm512_cvtepu8_epi32(m);
+                pairs[g] = _mm512_or_si512(wide, _mm512_slli_epi32(wide, 16));
+            }
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) {
+                int32_t two_sums;
+                std::memcpy(&two_sums, act[c]->bsums + 2 * sub, 4);
+                const __m512i x = _mm512_set1_epi32(two_sums);
+                #pragma GCC unroll 16
+                for (int g = 0; g < G; ++g) msum[g][c] = _mm512_dpwssd_epi32(msum[g][c], pairs[g], x);
+            }
+        }
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) {
+            const __m512 dmin =
+                _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb[g] + kQuants + kHigh + kScales + 32)));
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c)
+                acc[g][c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[g][c]), _mm512_mul_ps(dmin, _mm512_set1_ps(act[c]->d)), acc[g][c]);
+        }
+    }
+    #pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) {
+        Tile part = t;
+        part.y = t.y + kGroupRows * g;
+        part.n_rows = t.n_rows - kGroupRows * g < kGroupRows ? t.n_rows - kGroupRows * g : kGroupRows;
+        store_rows16<C>(part, acc[g]);
+    }
+}
+
+// The tile function of groups_q4_k_run: as many groups as the tile's rows
+// need (the last tile of a matrix may have fewer), columns 1..C.
+template <bool Five, int G, int C>
+void groups_q4_k_cols(const Tile& t) {
+    if constexpr (C > 1)
+        if (t.n_cols < C) return groups_q4_k_cols<Five, G, C - 1>(t);
+    groups_q4_k_run<Five, G, C>(t);
+}
+template <bool Five, int G, int C>
+void groups_q4_k_tile(const Tile& t) {
+    if constexpr (G > 1)
+        if (t.n_rows <= kGroupRows * (G - 1)) return groups_q4_k_tile<Five, G - 1, C>(t);
+    groups_q4_k_cols<Five, G, C>(t);
+}
+
 // Q6_K (layout in packing.h). For each half n of the super-block and
 // dword t of its first 32 ql/qh bytes, two ql registers (A: bytes 4t.., B:
 // bytes 32 + 4t..) and one qh register (H) give four registers of unsigned
@@ -385,99 +633,110 @@ void rows16_q6_k_run(const Tile& t) {
     store_rows16<C>(t, acc);
 }
 
-// Q6_K, two groups (32 rows) per tile, for products of many columns: per
-// (half n, t range h) and 32-value part m, both groups' four registers of
-// 6-bit quants are built (8 registers), so one activation broadcast feeds
-// two vpdpbusd and one offset start serves both. Integer sums are exact and
-// the float part is rows16_q6_k_run's, so a row's result does not depend on
-// the kernel.
-template <int C>
-void rows32_q6_k_run(const Tile& t) {
-    if (t.n_rows <= kGroupRows) return rows16_q6_k_run<C>(t);
+// Q6_K over G groups of 16 rows x C columns: per (half n, t range h, part
+// m) and register i, the G groups' 6-bit quant registers are built (G live)
+// and each column's broadcast activation dword feeds G vpdpbusd. Integer
+// sums are exact and the float part is rows16_q6_k_run's, so a row's result
+// does not depend on the kernel.
+template <int G, int C>
+void groups_q6_k_run(const Tile& t) {
     constexpr size_t kQl = 2048, kQh = 1024, kScales = 256, kSuper = kQl + kQh + kScales + 64;
     const int64_t nb = t.k / 256;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(0x3F);
-    const uint8_t* w1 = t.w + t.w_stride;
-    __m512 acc0[C], acc1[C];
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) acc0[c] = acc1[c] = _mm512_setzero_ps();
+    __m512 acc[G][C];
+    #pragma GCC unroll 16
+    for (int g = 0; g < G; ++g)
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* sb0 = t.w + static_cast<size_t>(b) * kSuper;
-        const uint8_t* sb1 = w1 + static_cast<size_t>(b) * kSuper;
+        const uint8_t* sb[G];
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) sb[g] = t.w + static_cast<size_t>(g) * t.w_stride + static_cast<size_t>(b) * kSuper;
         const block_q8_K* act[C];
-#pragma GCC unroll 16
+        #pragma GCC unroll 16
         for (int c = 0; c < C; ++c)
             act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
-        __m512i isum0[C], isum1[C];
-#pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) isum0[c] = isum1[c] = _mm512_setzero_si512();
+        __m512i isum[G][C];
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g)
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) isum[g][c] = _mm512_setzero_si512();
         for (int n = 0; n < 2; ++n) {
             for (int h = 0; h < 2; ++h) {  // t = 4h .. 4h + 3: sub-blocks 8n + 2m + h
-                for (size_t line = 0; line < 14; ++line) {
-                    const size_t ahead = kSuper + (14 * (2 * n + h) + line) * 64;
-                    _mm_prefetch(reinterpret_cast<const char*>(sb0 + ahead), _MM_HINT_T0);
-                    _mm_prefetch(reinterpret_cast<const char*>(sb1 + ahead), _MM_HINT_T0);
-                }
+                #pragma GCC unroll 16
+                for (int g = 0; g < G; ++g)
+                    for (size_t line = 0; line < 14; ++line)
+                        _mm_prefetch(reinterpret_cast<const char*>(sb[g] + kSuper + (14 * (2 * n + h) + line) * 64), _MM_HINT_T0);
                 for (int m = 0; m < 4; ++m) {
-                    // Part m's quants: low or high nibbles of ql (A for m even,
-                    // B for m odd) joined with bits 2m, 2m + 1 of qh.
-                    const auto build = [&](const uint8_t* sb, __m512i (&u)[4]) {
-#pragma GCC unroll 16
-                        for (int i = 0; i < 4; ++i) {
-                            const int tt = 4 * h + i;
-                            __m512i q = _mm512_loadu_si512(sb + 64 * (16 * n + (m & 1) * 8 + tt));
-                            __m512i hb = _mm512_loadu_si512(sb + kQl + 64 * (8 * n + tt));
+                    const int sub = 8 * n + 2 * m + h;
+                    __m512i s[G][C];
+                    #pragma GCC unroll 16
+                    for (int c = 0; c < C; ++c) {
+                        const __m512i start = _mm512_set1_epi32(-32 * act[c]->bsums[sub]);
+                        #pragma GCC unroll 16
+                        for (int g = 0; g < G; ++g) s[g][c] = start;
+                    }
+                    #pragma GCC unroll 16
+                    for (int i = 0; i < 4; ++i) {
+                        const int tt = 4 * h + i;
+                        __m512i u[G];
+                        #pragma GCC unroll 16
+                        for (int g = 0; g < G; ++g) {
+                            __m512i q = _mm512_loadu_si512(sb[g] + 64 * (16 * n + (m & 1) * 8 + tt));
+                            __m512i hb = _mm512_loadu_si512(sb[g] + kQl + 64 * (8 * n + tt));
                             if (m >= 2) q = _mm512_srli_epi16(q, 4);
                             if (m == 0) hb = _mm512_slli_epi16(hb, 4);
                             if (m == 1) hb = _mm512_slli_epi16(hb, 2);
                             if (m == 3) hb = _mm512_srli_epi16(hb, 2);
-                            u[i] = _mm512_and_si512(_mm512_ternarylogic_epi32(m4, q, hb, 0xCA), m6);
+                            u[g] = _mm512_and_si512(_mm512_ternarylogic_epi32(m4, q, hb, 0xCA), m6);
                         }
-                    };
-                    __m512i u0[4], u1[4];
-                    build(sb0, u0);
-                    build(sb1, u1);
-                    const int g = 8 * n + 2 * m + h;
-                    const auto scale_of = [&](const uint8_t* sb) {
-                        return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kQl + kQh + 16 * g)));
-                    };
-                    const __m512i scale0 = scale_of(sb0), scale1 = scale_of(sb1);
-#pragma GCC unroll 16
-                    for (int c = 0; c < C; ++c) {
-                        const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 4 * g;
-                        const __m512i start = _mm512_set1_epi32(-32 * act[c]->bsums[g]);
-                        __m512i s0 = start, s1 = start;
-#pragma GCC unroll 16
-                        for (int i = 0; i < 4; ++i) {
-                            const __m512i x = _mm512_set1_epi32(aq[i]);
-                            s0 = _mm512_dpbusd_epi32(s0, u0[i], x);
-                            s1 = _mm512_dpbusd_epi32(s1, u1[i], x);
+                        #pragma GCC unroll 16
+                        for (int c = 0; c < C; ++c) {
+                            const __m512i x = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(act[c]->qs)[4 * sub + i]);
+                            #pragma GCC unroll 16
+                            for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], u[g], x);
                         }
-                        isum0[c] = _mm512_add_epi32(isum0[c], _mm512_mullo_epi32(s0, scale0));
-                        isum1[c] = _mm512_add_epi32(isum1[c], _mm512_mullo_epi32(s1, scale1));
+                    }
+                    #pragma GCC unroll 16
+                    for (int g = 0; g < G; ++g) {
+                        const __m512i scale =
+                            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + kQl + kQh + 16 * sub)));
+                        #pragma GCC unroll 16
+                        for (int c = 0; c < C; ++c) isum[g][c] = _mm512_add_epi32(isum[g][c], _mm512_mullo_epi32(s[g][c], scale));
                     }
                 }
             }
         }
-        const auto d_of = [&](const uint8_t* sb) {
-            return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + kQl + kQh + kScales)));
-        };
-        const __m512 d0 = d_of(sb0), d1 = d_of(sb1);
-#pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) {
-            const __m512 da = _mm512_set1_ps(act[c]->d);
-            acc0[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum0[c]), _mm512_mul_ps(d0, da), acc0[c]);
-            acc1[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum1[c]), _mm512_mul_ps(d1, da), acc1[c]);
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) {
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb[g] + kQl + kQh + kScales)));
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c)
+                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[g][c]);
         }
     }
-    Tile part = t;
-    part.n_rows = kGroupRows;
-    store_rows16<C>(part, acc0);
-    part.n_rows = t.n_rows - kGroupRows;
-    part.y = t.y + kGroupRows;
-    store_rows16<C>(part, acc1);
+    #pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) {
+        Tile part = t;
+        part.y = t.y + kGroupRows * g;
+        part.n_rows = t.n_rows - kGroupRows * g < kGroupRows ? t.n_rows - kGroupRows * g : kGroupRows;
+        store_rows16<C>(part, acc[g]);
+    }
 }
 
+template <int G, int C>
+void groups_q6_k_cols(const Tile& t) {
+    if constexpr (C > 1)
+        if (t.n_cols < C) return groups_q6_k_cols<G, C - 1>(t);
+    groups_q6_k_run<G, C>(t);
+}
+// As many groups as the tile's rows need, columns 1..C.
+template <int G, int C>
+void groups_q6_k_tile(const Tile& t) {
+    if constexpr (G > 1)
+        if (t.n_rows <= kGroupRows * (G - 1)) return groups_q6_k_tile<G - 1, C>(t);
+    groups_q6_k_cols<G, C>(t);
+}
 
 // F16/BF16: per k, one register of the 16 rows' values times the broadcast
 // activation of each column. U accumulators per column hide the FMA latency
@@ -614,8 +873,8 @@ struct Q5KRun {
     static void run(const Tile& t) { rows16_q4_k_run<true, C>(t); }
 };
 template <int C>
-struct Q6KWideRun {
-    static void run(const Tile& t) { rows32_q6_k_run<C>(t); }
+struct Q5KWideRun {
+    static void run(const Tile& t) { rows16_q4_k_wide_run<true, C>(t); }
 };
 template <int C>
 struct Q6KRun {
@@ -647,7 +906,13 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL: return {rows16_tile_of<Blocks32Wide<UnpackIq4Nl>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile_of<Blocks32Wide<UnpackQ8_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::MXFP4: return {rows16_tile_of<Blocks32Wide<UnpackMxfp4>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
-        case ElementType::Q6_K: return {rows16_tile_of<Q6KWideRun>, kRows, 4, ActivationFormat::Q8_K};
+        // Q4_K: 32 x 4 (each broadcast feeds two vpdpbusd); Q5_K: 16 x 8
+        // (its fifth bits make a second group's unpacking cost more than the
+        // broadcasts it saves). Measured in bench/README.md.
+        case ElementType::Q4_K: return {groups_q4_k_tile<false, 2, 4>, kRows, 4, ActivationFormat::Q8_K};
+        case ElementType::Q5_K: return {rows16_tile8_of<Q5KWideRun>, kGroupRows, 8, ActivationFormat::Q8_K};
+        // Q6_K: 32 x 5 (32 x 4 to 32 x 8 and 48 x 4 measured in bench/README.md).
+        case ElementType::Q6_K: return {groups_q6_k_tile<2, 5>, kRows, 5, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_tile_of<HalfWide<false>::Run>, kRows, 4, ActivationFormat::F32};
         case ElementType::BF16: return {rows16_tile_of<HalfWide<true>::Run>, kRows, 4, ActivationFormat::F32};
         default: return {};

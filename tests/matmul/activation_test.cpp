@@ -1,15 +1,17 @@
-// Activation quantisation: the AVX-512 Q8_0Planar quantiser writes the very
-// bytes the scalar one writes (quants, f16-rounded scales, sums), on random
-// vectors of several lengths and scales and on the edge cases: all zeros,
-// exact halves after scaling (round half away from zero), values far apart
-// in magnitude, subnormal and huge scales, infinities and NaNs.
+// The AVX-512 activation quantisers (Q8_K, Q8_0Planar) write the very bytes
+// of the scalar reference, on random vectors and on the cases where a
+// different rounding or a different choice of block maximum would show:
+// exact rounding ties, products that round to a tie (which a fused
+// multiply-add would round the other way), maxima of both signs and equal
+// magnitude, zero and tiny blocks, NaN and infinities.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cria/cpu/features.h"
@@ -17,77 +19,114 @@
 
 namespace {
 
-namespace mm = cria::matmul;
-using cria::cpu::Isa;
+using cria::matmul::detail::ActivationFormat;
+namespace detail = cria::matmul::detail;
 
-std::vector<uint8_t> quantize_planar(const std::vector<float>& x, Isa limit) {
-    const int64_t k = static_cast<int64_t>(x.size());
-    std::vector<uint8_t> out(mm::detail::activation_row_bytes(mm::detail::ActivationFormat::Q8_0Planar, k), 0xAB);
-    cria::cpu::ScopedIsaLimit scope(limit);
-    mm::detail::prepare_activation_row(mm::detail::ActivationFormat::Q8_0Planar, x.data(), k, out.data());
+struct Case {
+    std::string name;
+    std::vector<float> x;
+};
+
+// k values filled by `make` for each of the blocks of 256.
+// How many near-tie values cases() found (the test checks there are some).
+size_t near_ties = 0;
+
+std::vector<Case> cases() {
+    std::vector<Case> out;
+    near_ties = 0;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal;
+    const auto filled = [&](const std::string& name, int64_t k, auto make) {
+        Case c{name, std::vector<float>(static_cast<size_t>(k))};
+        for (int64_t i = 0; i < k; ++i) c.x[static_cast<size_t>(i)] = make(i);
+        out.push_back(std::move(c));
+    };
+    filled("normal", 4096, [&](int64_t) { return normal(rng); });
+    filled("outliers", 768, [&](int64_t i) { return normal(rng) * (i % 97 == 0 ? 300.0f : 1.0f); });
+    filled("tiny", 512, [&](int64_t) { return normal(rng) * 1e-30f; });
+    filled("zeros", 256, [](int64_t) { return 0.0f; });
+    filled("negative zeros", 256, [](int64_t) { return -0.0f; });
+    // Q8_K: a maximum of 127 gives iscale -1, so x = m + 0.5 is an exact tie
+    // (ties to even); Q8_0: amax 127 gives d = 1, id = 1, the same ties
+    // (away from zero).
+    filled("ties", 512, [](int64_t i) {
+        if (i % 32 == 5) return 127.0f;
+        return static_cast<float>(i % 255 - 127) + 0.5f * (i % 2 ? 1.0f : -1.0f);
+    });
+    // The largest magnitude twice, with opposite signs: the first one's sign wins.
+    filled("equal maxima", 512, [&](int64_t i) {
+        if (i % 256 == 17) return -3.0f;
+        if (i % 256 == 200) return 3.0f;
+        if (i % 32 == 3) return (i % 64 == 3) ? 3.0f : -3.0f;
+        return normal(rng);
+    });
+    filled("half blocks zero", 512, [&](int64_t i) { return (i / 32) % 2 ? 0.0f : normal(rng); });
+    // Products that round to exactly k + 0.5 while the exact product is not:
+    // a fused multiply-add (one rounding) would round them the other way.
+    // Q8_K: block maximum m gives iscale = -127 / m; Q8_0: d = m / 127, id = 1 / d.
+    for (const bool q8_k : {true, false}) {
+        const float m = 2.8241443634033203f;
+        const float scale = q8_k ? -127.0f / m : 1.0f / (m / 127.0f);
+        Case c{q8_k ? "near ties, Q8_K scale" : "near ties, Q8_0 scale", std::vector<float>(512, 0.0f)};
+        size_t at = 1;  // index 0 of every 32 holds the maximum
+        for (int target = 1; target < 120 && at < c.x.size(); ++target) {
+            const double tie = (q8_k ? -1.0 : 1.0) * (target + 0.5);
+            float x = static_cast<float>(tie / scale);
+            for (int step = 0; step < 64; ++step, x = std::nextafter(x, 2.0f * x)) {
+                const float product = scale * x;  // rounded once, as the scalar code does
+                if (static_cast<double>(product) == tie && static_cast<double>(scale) * x != tie) {
+                    c.x[at] = x;
+                    at += at % 32 == 31 ? 2 : 1;
+                    break;
+                }
+            }
+        }
+        near_ties += at - 1;
+        for (size_t i = 0; i < c.x.size(); i += 32) c.x[i] = m;
+        out.push_back(std::move(c));
+    }
+    filled("nan and inf", 768, [&](int64_t i) {
+        if (i == 7) return std::numeric_limits<float>::quiet_NaN();
+        if (i == 300) return std::numeric_limits<float>::infinity();
+        if (i == 600) return -std::numeric_limits<float>::infinity();
+        return normal(rng);
+    });
     return out;
 }
 
-void expect_same_as_scalar(const std::vector<float>& x, const char* what) {
-    const auto scalar = quantize_planar(x, Isa::Scalar);
-    const auto simd = quantize_planar(x, Isa::Avx512);
-    ASSERT_EQ(scalar.size(), simd.size());
-    for (size_t i = 0; i < scalar.size(); ++i)
-        ASSERT_EQ(scalar[i], simd[i]) << what << ": byte " << i << " of " << scalar.size() << ", k = " << x.size();
-}
+class ActivationAvx512 : public ::testing::TestWithParam<ActivationFormat> {};
 
-class Q8PlanarAvx512 : public ::testing::Test {
-protected:
-    void SetUp() override {
-        if (!cria::cpu::isa_supported(Isa::Avx512)) GTEST_SKIP() << "this CPU has no AVX-512";
-    }
-};
-
-TEST_F(Q8PlanarAvx512, RandomVectorsMatchScalarBitForBit) {
-    std::mt19937 rng(7);
-    std::normal_distribution<float> normal;
-    std::uniform_real_distribution<float> exponent(-30.0f, 30.0f);
-    for (int64_t k : {32, 64, 96, 288, 2048, 4128}) {
-        for (int round = 0; round < 4; ++round) {
-            std::vector<float> x(static_cast<size_t>(k));
-            const float magnitude = std::exp2(exponent(rng));
-            for (float& v : x) v = normal(rng) * magnitude;
-            expect_same_as_scalar(x, "random");
-        }
+TEST_P(ActivationAvx512, WritesTheScalarReferenceBytes) {
+    if (!cria::cpu::isa_supported(cria::cpu::Isa::Avx512)) GTEST_SKIP() << "skipped: this CPU has no AVX-512";
+    const ActivationFormat format = GetParam();
+    const std::vector<Case> all = cases();
+    ASSERT_GE(near_ties, 40u) << "too few near-tie values to test the rounding";
+    for (const Case& c : all) {
+        const int64_t k = static_cast<int64_t>(c.x.size());
+        const size_t bytes = detail::activation_row_bytes(format, k);
+        // Both buffers start from the same junk, so bytes neither writes compare equal.
+        std::vector<uint8_t> want(bytes, 0xA5), got(bytes, 0xA5);
+        detail::prepare_activation_row_scalar(format, c.x.data(), k, want.data());
+        ASSERT_TRUE(detail::prepare_activation_row_avx512(format, c.x.data(), k, got.data()));
+        for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(got[i], want[i]) << c.name << ": byte " << i << " of " << bytes;
+        // The dispatching entry point gives the same bytes.
+        std::vector<uint8_t> dispatched(bytes, 0xA5);
+        detail::prepare_activation_row(format, c.x.data(), k, dispatched.data());
+        ASSERT_EQ(dispatched, want) << c.name;
     }
 }
 
-TEST_F(Q8PlanarAvx512, EdgeCasesMatchScalarBitForBit) {
-    std::vector<float> zeros(64, 0.0f);
-    zeros[40] = -0.0f;
-    expect_same_as_scalar(zeros, "zeros");
+INSTANTIATE_TEST_SUITE_P(Formats, ActivationAvx512, ::testing::Values(ActivationFormat::Q8_K, ActivationFormat::Q8_0Planar),
+                         [](const ::testing::TestParamInfo<ActivationFormat>& info) {
+                             return info.param == ActivationFormat::Q8_K ? std::string("q8_K") : std::string("q8_0_planar");
+                         });
 
-    // Values that land on k + 0.5 after the scaling: amax 127 gives d = 1.
-    std::vector<float> halves(64);
-    for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<float>(static_cast<int>(i % 32) - 16) + 0.5f;
-    halves[0] = 127.0f;
-    halves[33] = -127.0f;
-    expect_same_as_scalar(halves, "halves");
-
-    std::vector<float> spread(64);
-    for (size_t i = 0; i < spread.size(); ++i) spread[i] = std::ldexp(i % 2 ? 1.0f : -1.0f, static_cast<int>(i % 40) - 20);
-    expect_same_as_scalar(spread, "spread");
-
-    std::vector<float> tiny(64, std::numeric_limits<float>::denorm_min() * 3);
-    tiny[5] = 1e-30f;
-    expect_same_as_scalar(tiny, "subnormal scale");
-
-    std::vector<float> huge(64, 1e38f);
-    huge[7] = -3e38f;
-    expect_same_as_scalar(huge, "f16 overflow of the scale");
-
-    std::vector<float> special(96, 1.5f);
-    special[3] = std::numeric_limits<float>::infinity();
-    special[40] = std::numeric_limits<float>::quiet_NaN();
-    special[41] = -2.0f;
-    special[70] = -std::numeric_limits<float>::infinity();
-    special[71] = std::numeric_limits<float>::quiet_NaN();
-    expect_same_as_scalar(special, "inf and NaN");
+TEST(ActivationAvx512Formats, OtherFormatsAreLeftToTheReference) {
+    if (!cria::cpu::isa_supported(cria::cpu::Isa::Avx512)) GTEST_SKIP() << "skipped: this CPU has no AVX-512";
+    std::vector<float> x(256, 1.0f);
+    std::vector<uint8_t> out(detail::activation_row_bytes(ActivationFormat::Q8_0, 256), 0);
+    EXPECT_FALSE(detail::prepare_activation_row_avx512(ActivationFormat::Q8_0, x.data(), 256, out.data()));
+    EXPECT_FALSE(detail::prepare_activation_row_avx512(ActivationFormat::F32, x.data(), 256, out.data()));
 }
 
 }  // namespace

@@ -109,9 +109,11 @@ struct Shape { int64_t rows, k, n; };
 // rows, matrix x vector and small batches.
 // From 8 columns on, the wide (32-row) kernels run: {49, 160, 11} ends in a
 // tile of one group, {33, 4096, 9} in a tile of 1 row after a full one.
+// Q5_K's wide kernel takes 8 columns a tile: 12 to 15 columns end in
+// tiles of 4 to 7 of them.
 const Shape kShapes[] = {{1, 32, 1},  {7, 64, 2},  {15, 96, 3}, {16, 256, 1}, {17, 32, 5},
                          {31, 512, 4}, {33, 160, 7}, {257, 64, 16}, {33, 4096, 1}, {16, 4096, 3},
-                         {49, 160, 11}, {33, 4096, 9}};
+                         {49, 160, 11}, {33, 4096, 9}, {31, 256, 12}, {17, 512, 13}, {16, 256, 14}, {33, 768, 15}};
 
 // Super-block types need k in whole 256-value super-blocks.
 std::vector<Shape> shapes_for(ElementType t) {
