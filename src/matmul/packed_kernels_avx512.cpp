@@ -629,13 +629,42 @@ struct Half {
     };
 };
 
+// Columns per tile of the F16/BF16 f32 FMA kernel for many columns: 2 x 8 =
+// 16 accumulators, twice the FMA latency x pipes (8) of the cores measured,
+// so a late load or a conversion does not stall both pipes; each weight
+// register (converted once) feeds 8 FMAs. CPU time of one thread, F16
+// 2048x2048 x 512 (bench_matmul_mat, Zen 5 class, loaded): 4 columns 21-23 ms
+// (~190 GFLOP/s, 0.77-0.81 of the f32 FMA peak), 6: 18.5 ms, 8: 18.3 ms
+// (235 GFLOP/s, 0.94), 12: 19.3 ms. Every column count from 4 on sums a row
+// in one chain over k (U = 1), so the wider tile changes no result.
+// F16 8192x2048 (k = 8192): 4 columns 86-100 ms, 8: 77 ms (224 GFLOP/s, 0.90).
+constexpr int kHalfWideCols = 8;
+
+static_assert(kHalfWideCols == 8, "half_wide_tile splits its tiles on the narrow kernel's 4-column grid");
+
+// A full tile of 8 columns in one pass; a shorter one (the last of a task) as
+// the narrow kernel's tiles of 4 columns and its rest, so that every column
+// is summed in the order (U) the 4-column tiles of the narrow kernel give
+// it, whichever kernel and tile width computed it (matmul_id uses the narrow
+// kernel for any column count: it must agree with matmul bit for bit).
 template <bool Bf16>
-struct HalfWide {
-    template <int C>
-    struct Run {
-        static void run(const Tile& t) { rows32_half_run<Bf16, C>(t); }
-    };
-};
+void half_wide_tile(const Tile& t) {
+    if (t.n_cols == kHalfWideCols) return rows32_half_run<Bf16, kHalfWideCols>(t);
+    Tile part = t;
+    if (t.n_cols > 4) {
+        part.n_cols = 4;
+        rows32_half_run<Bf16, 4>(part);
+        part.n_cols = t.n_cols - 4;
+        part.a = t.a + 4 * t.a_stride;
+        part.y = t.y + 4 * t.y_stride;
+    }
+    switch (part.n_cols) {
+        case 1: return rows32_half_run<Bf16, 1>(part);
+        case 2: return rows32_half_run<Bf16, 2>(part);
+        case 3: return rows32_half_run<Bf16, 3>(part);
+        default: return rows32_half_run<Bf16, 4>(part);
+    }
+}
 
 }  // namespace
 
@@ -648,8 +677,8 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::Q8_0: return {rows16_tile_of<Blocks32Wide<UnpackQ8_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::MXFP4: return {rows16_tile_of<Blocks32Wide<UnpackMxfp4>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q6_K: return {rows16_tile_of<Q6KWideRun>, kRows, 4, ActivationFormat::Q8_K};
-        case ElementType::F16: return {rows16_tile_of<HalfWide<false>::Run>, kRows, 4, ActivationFormat::F32};
-        case ElementType::BF16: return {rows16_tile_of<HalfWide<true>::Run>, kRows, 4, ActivationFormat::F32};
+        case ElementType::F16: return {half_wide_tile<false>, kRows, kHalfWideCols, ActivationFormat::F32};
+        case ElementType::BF16: return {half_wide_tile<true>, kRows, kHalfWideCols, ActivationFormat::F32};
         default: return {};
     }
 }
