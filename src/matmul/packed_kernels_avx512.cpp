@@ -13,6 +13,7 @@
 // the row kernels this cuts the instructions per weight about fourfold, which
 // is what lets one core keep up with its share of the memory bandwidth.
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cria/quant/blocks.h"
@@ -526,69 +527,79 @@ void rows16_half_run(const Tile& t) {
     store_rows16<C>(t, sums);
 }
 
-// Two groups (32 rows) per tile for products of many columns: 2 x C
+// G groups (16 G rows) per tile for products of many columns: G x C
 // independent accumulators instead of C keep both FMA pipes busy (with C = 4
 // and one group, 4 chains cannot cover the FMA latency), and each activation
-// broadcast feeds two FMAs. Per row, the same operations in the same order
+// broadcast feeds G FMAs. Per row, the same operations in the same order
 // as rows16_half_run<Bf16, C> (including its U partial sums for C < 4), so a
-// row's result does not depend on the kernel that computed it.
-template <bool Bf16, int C>
-void rows32_half_run(const Tile& t) {
-    if (t.n_rows <= kGroupRows) return rows16_half_run<Bf16, C>(t);
-    constexpr int U = C >= 4 ? 1 : 4 / C;
-    const uint8_t* w1 = t.w + t.w_stride;
-    __m512 acc0[C][U], acc1[C][U];
-    #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c)
+// row's result does not depend on the kernel that computed it. A tile of
+// fewer rows runs with fewer groups.
+template <bool Bf16, int G, int C>
+void groups_half_run(const Tile& t) {
+    if constexpr (G == 1) {
+        return rows16_half_run<Bf16, C>(t);
+    } else {
+        if (t.n_rows <= (G - 1) * kGroupRows) return groups_half_run<Bf16, G - 1, C>(t);
+        constexpr int U = C >= 4 ? 1 : 4 / C;
+        const uint8_t* w[G];
         #pragma GCC unroll 16
-        for (int u = 0; u < U; ++u) acc0[c][u] = acc1[c][u] = _mm512_setzero_ps();
-    const float* x[C];
-    #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
-    int64_t i = 0;
-    for (; i + U <= t.k; i += U) {
-        const size_t off = static_cast<size_t>(i) * 32;
-        _mm_prefetch(reinterpret_cast<const char*>(t.w + off + kPrefetchDistance), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(w1 + off + kPrefetchDistance), _MM_HINT_T0);
+        for (int g = 0; g < G; ++g) w[g] = t.w + static_cast<size_t>(g) * t.w_stride;
+        __m512 acc[G][C][U];
         #pragma GCC unroll 16
-        for (int u = 0; u < U; ++u) {
-            const __m512 wa = load_half16<Bf16>(t.w + off + 32 * u), wb = load_half16<Bf16>(w1 + off + 32 * u);
+        for (int g = 0; g < G; ++g)
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c)
+                #pragma GCC unroll 16
+                for (int u = 0; u < U; ++u) acc[g][c][u] = _mm512_setzero_ps();
+        const float* x[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
+        const auto step = [&](int64_t i, int u) {
+            const size_t off = static_cast<size_t>(i) * 32;
+            __m512 wv[G];
+            #pragma GCC unroll 16
+            for (int g = 0; g < G; ++g) wv[g] = load_half16<Bf16>(w[g] + off);
             #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) {
-                const __m512 xv = _mm512_set1_ps(x[c][i + u]);
-                acc0[c][u] = _mm512_fmadd_ps(wa, xv, acc0[c][u]);
-                acc1[c][u] = _mm512_fmadd_ps(wb, xv, acc1[c][u]);
+                const __m512 xv = _mm512_set1_ps(x[c][i]);
+                #pragma GCC unroll 16
+                for (int g = 0; g < G; ++g) acc[g][c][u] = _mm512_fmadd_ps(wv[g], xv, acc[g][c][u]);
             }
+        };
+        int64_t i = 0;
+        for (; i + U <= t.k; i += U) {
+            const size_t off = static_cast<size_t>(i) * 32;
+            #pragma GCC unroll 16
+            for (int g = 0; g < G; ++g) {
+                _mm_prefetch(reinterpret_cast<const char*>(w[g] + off + kPrefetchDistance), _MM_HINT_T0);
+                if (U > 2) _mm_prefetch(reinterpret_cast<const char*>(w[g] + off + kPrefetchDistance + 64), _MM_HINT_T0);
+            }
+            #pragma GCC unroll 16
+            for (int u = 0; u < U; ++u) step(i + u, u);
         }
-    }
-    for (; i < t.k; ++i) {
-        const size_t off = static_cast<size_t>(i) * 32;
-        const __m512 wa = load_half16<Bf16>(t.w + off), wb = load_half16<Bf16>(w1 + off);
+        for (; i < t.k; ++i) step(i, 0);
         #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) {
-            const __m512 xv = _mm512_set1_ps(x[c][i]);
-            acc0[c][0] = _mm512_fmadd_ps(wa, xv, acc0[c][0]);
-            acc1[c][0] = _mm512_fmadd_ps(wb, xv, acc1[c][0]);
+        for (int g = 0; g < G; ++g) {
+            __m512 sums[C];
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) {
+                sums[c] = acc[g][c][0];
+                for (int u = 1; u < U; ++u) sums[c] = _mm512_add_ps(sums[c], acc[g][c][u]);
+            }
+            Tile part = t;
+            part.n_rows = std::min(kGroupRows, t.n_rows - g * kGroupRows);
+            part.y = t.y + g * kGroupRows;
+            store_rows16<C>(part, sums);
         }
     }
-    __m512 sums0[C], sums1[C];
-    #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-        sums0[c] = acc0[c][0];
-        sums1[c] = acc1[c][0];
-        for (int u = 1; u < U; ++u) {
-            sums0[c] = _mm512_add_ps(sums0[c], acc0[c][u]);
-            sums1[c] = _mm512_add_ps(sums1[c], acc1[c][u]);
-        }
-    }
-    Tile part = t;
-    part.n_rows = kGroupRows;
-    store_rows16<C>(part, sums0);
-    part.n_rows = t.n_rows - kGroupRows;
-    part.y = t.y + kGroupRows;
-    store_rows16<C>(part, sums1);
 }
 
+// Groups per tile of the kernel for many columns: 2 x 8 columns (below). Three
+// groups measured the same (F16 2048x2048 x 512, one thread: 19.1-19.8 ms
+// CPU either way).
+constexpr int kHalfWideGroups = 2;
+template <bool Bf16, int C>
+void rows32_half_run(const Tile& t) { groups_half_run<Bf16, kHalfWideGroups, C>(t); }
 
 // Column-count adapters for rows16_tile_of.
 template <class U>
@@ -621,11 +632,21 @@ template <int C>
 struct Q6KRun {
     static void run(const Tile& t) { rows16_q6_k_run<C>(t); }
 };
+// Groups per tile of the kernel for few columns (decode, small batches): four
+// groups' weights are four streams read side by side, and each broadcast
+// activation feeds four FMAs. Per row the same operations as one group, so
+// no result changes. CPU time of one thread, F16 matrix x vector, packed
+// (bench_matmul_vec, Zen 5 class, loaded, two rounds): 2048x8192 1.22-1.47 ms
+// with one group, 1.08-1.12 with four (2, 3 groups: 1.07-1.21); 8192x2048
+// 1.32-1.46 -> 0.97-0.98; 2048x2048 0.36-0.37 -> 0.26-0.28; the 1024-wide
+// shapes of Qwen3-0.6B unchanged (0.07-0.23 ms), its 1024x151936 head
+// 10.5-10.7 -> 11.2-11.3, the 2048x128256 head 16.7-20.9 -> 16.8-17.8.
+constexpr int kHalfNarrowGroups = 4;
 template <bool Bf16>
 struct Half {
     template <int C>
     struct Run {
-        static void run(const Tile& t) { rows16_half_run<Bf16, C>(t); }
+        static void run(const Tile& t) { groups_half_run<Bf16, kHalfNarrowGroups, C>(t); }
     };
 };
 
@@ -677,8 +698,8 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::Q8_0: return {rows16_tile_of<Blocks32Wide<UnpackQ8_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::MXFP4: return {rows16_tile_of<Blocks32Wide<UnpackMxfp4>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q6_K: return {rows16_tile_of<Q6KWideRun>, kRows, 4, ActivationFormat::Q8_K};
-        case ElementType::F16: return {half_wide_tile<false>, kRows, kHalfWideCols, ActivationFormat::F32};
-        case ElementType::BF16: return {half_wide_tile<true>, kRows, kHalfWideCols, ActivationFormat::F32};
+        case ElementType::F16: return {half_wide_tile<false>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
+        case ElementType::BF16: return {half_wide_tile<true>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
         default: return {};
     }
 }
@@ -693,8 +714,8 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
         case ElementType::Q4_K: return {rows16_tile_of<Q4KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q5_K: return {rows16_tile_of<Q5KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {rows16_tile_of<Q6KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
-        case ElementType::F16: return {rows16_tile_of<Half<false>::Run>, kGroupRows, 4, ActivationFormat::F32};
-        case ElementType::BF16: return {rows16_tile_of<Half<true>::Run>, kGroupRows, 4, ActivationFormat::F32};
+        case ElementType::F16: return {rows16_tile_of<Half<false>::Run>, kHalfNarrowGroups * kGroupRows, 4, ActivationFormat::F32};
+        case ElementType::BF16: return {rows16_tile_of<Half<true>::Run>, kHalfNarrowGroups * kGroupRows, 4, ActivationFormat::F32};
         default: return {};
     }
 }
