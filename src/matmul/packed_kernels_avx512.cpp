@@ -527,10 +527,10 @@ void rows16_half_run(const Tile& t) {
     store_rows16<C>(t, sums);
 }
 
-// G groups (16 G rows) per tile for products of many columns: G x C
-// independent accumulators instead of C keep both FMA pipes busy (with C = 4
-// and one group, 4 chains cannot cover the FMA latency), and each activation
-// broadcast feeds G FMAs. Per row, the same operations in the same order
+// G groups (16 G rows) per tile: G x C independent accumulators instead of
+// C keep both FMA pipes busy (with C = 4 and one group, 4 chains cannot cover
+// the FMA latency), each activation broadcast feeds G FMAs, and a product of
+// few columns reads G weight streams side by side. Per row, the same operations in the same order
 // as rows16_half_run<Bf16, C> (including its U partial sums for C < 4), so a
 // row's result does not depend on the kernel that computed it. A tile of
 // fewer rows runs with fewer groups.
