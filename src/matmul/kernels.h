@@ -101,9 +101,7 @@ inline size_t rows16_scales_offset(int64_t b, int64_t nb, size_t qbr, size_t sbr
 
 // Kernels for packed weights (packing.h): the tile's w points at a group of
 // packing_rows(p) rows, w_stride is the group's size in bytes, n_rows may be
-// less than a group (the last one) and only those rows are written. (The
-// AVX-512 F16/BF16 one takes up to 4 groups per tile, w_stride apart, like
-// the wide kernels below.)
+// less than a group (the last one) and only those rows are written.
 TypeKernel packed_scalar_kernel(ElementType t, Packing p);
 TypeKernel packed_avx512_kernel(ElementType t, Packing p);
 // Packed kernels for products of many columns (matrix x matrix): tiles of

@@ -632,16 +632,16 @@ template <int C>
 struct Q6KRun {
     static void run(const Tile& t) { rows16_q6_k_run<C>(t); }
 };
-// Groups per tile of the kernel for few columns (decode, small batches): four
-// groups' weights are four streams read side by side, and each broadcast
-// activation feeds four FMAs. Per row the same operations as one group, so
-// no result changes. CPU time of one thread, F16 matrix x vector, packed
-// (bench_matmul_vec, Zen 5 class, loaded, two rounds): 2048x8192 1.22-1.47 ms
-// with one group, 1.08-1.12 with four (2, 3 groups: 1.07-1.21); 8192x2048
-// 1.32-1.46 -> 0.97-0.98; 2048x2048 0.36-0.37 -> 0.26-0.28; the 1024-wide
-// shapes of Qwen3-0.6B unchanged (0.07-0.23 ms), its 1024x151936 head
-// 10.5-10.7 -> 11.2-11.3, the 2048x128256 head 16.7-20.9 -> 16.8-17.8.
-constexpr int kHalfNarrowGroups = 4;
+// Groups per tile of the kernel for few columns (decode, small batches): one.
+// Four groups (four weight streams side by side, per row the same
+// operations) took less CPU time on matrices the cache holds (one thread,
+// F16 matrix x vector, bench_matmul_vec, loaded: 2048x8192 1.22-1.47 ->
+// 1.08-1.12 ms, 8192x2048 1.32-1.46 -> 0.97-0.98), but none on those read
+// from memory, which is what a model's decode reads (2048x128256 two threads,
+// best of 3: 34.1 ms either way; 1024x151936 17.4 -> 18.0), and whole-model
+// tg64 of the F16 Llama-1B file, interleaved on the loaded machine, came out
+// 5.7 t/s with one group against 5.2 with four (noisy, but not a gain).
+constexpr int kHalfNarrowGroups = 1;
 template <bool Bf16>
 struct Half {
     template <int C>
