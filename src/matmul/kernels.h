@@ -115,7 +115,7 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p);
 // follow each other, w_stride apart). {nullptr} for types without one.
 TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p);
 // BF16 Rows16 weights times BF16Pairs activations with AVX512-BF16's
-// vdpbf16ps (packed_bf16_dot_avx512.cpp): 32-row tiles like the wide kernels,
+// vdpbf16ps (packed_bf16_dot_avx512.cpp): 48-row tiles (three groups),
 // {nullptr} where the compiler cannot build it. Use only where the CPU has
 // AVX512-BF16.
 TypeKernel packed_avx512_bf16_dot_kernel();

@@ -6,12 +6,13 @@
 // as close to llama.cpp's as the f32-activation kernels are, or closer.
 //
 // One 64-byte load holds the 16 rows' values of k = 2j and 2j + 1; one
-// vpermw interleaves them into the 16 lanes' pairs. A tile is up to two
-// groups (32 rows) by up to 6 columns: 12 independent accumulators, enough
-// to cover the instruction's latency on both of its pipes, and each
-// activation pair, broadcast once, feeds both groups. Every row is computed
-// with the same operations whichever tile holds it (a tile of one group runs
-// the same loop), so results do not depend on the thread count.
+// vpermw interleaves them into the 16 lanes' pairs. A tile is up to three
+// groups (48 rows) by up to 8 columns: 24 independent accumulators, twice
+// what covers the instruction's latency on both of its pipes, and each
+// activation pair, broadcast once, feeds every group. Every row is computed
+// with the same operations whichever tile holds it (a tile of fewer groups
+// or columns runs the same loop), so results do not depend on the thread
+// count or the batch.
 
 #include <cstdint>
 
@@ -30,7 +31,18 @@ namespace cria::matmul::detail {
 namespace {
 
 constexpr int kGroupRows = 16;
-constexpr int kMaxCols = 6;
+// The register tile: 3 groups (48 rows) x 8 columns, 24 accumulators and
+// 3 weight registers + 8 broadcasts per 24 vdpbf16ps. CPU time of one thread,
+// BF16 2048x2048 x 512 (bench_matmul_mat, Zen 5 class, loaded, best of 3-4
+// runs, rounds interleaved): 2 x 6 (the former tile) 11.9-13.2 ms, 2 x 8
+// 11.8-11.9, 3 x 6 11.1-11.4, 3 x 7 10.7-11.5, 3 x 8 10.4-11.4 (~400 GFLOP/s),
+// 3 x 9 11.0-11.2, 4 x 6 10.5-11.7 (2 x 10 and 2 x 12 took ~30 ms, with the
+// loops below only partly unrolled by their unroll 8: not a fair figure);
+// 8192x2048: 2 x 6 50.5-51.4 ms, 3 x 8
+// 41.4-46.4. Dropping the vpermw (wrong results, to see its cost) changed
+// nothing measurable: the loads and the vdpbf16ps pipes bound the loop.
+constexpr int kMaxGroups = 3;
+constexpr int kMaxCols = 8;
 constexpr size_t kPrefetchDistance = 2048;
 
 // Lane r of the result: row r's values k = 2j (low half) and 2j + 1.
@@ -89,29 +101,24 @@ void bf16_dot_run(const Tile& t) {
     }
 }
 
-template <int G>
+template <int G, int C>
 void bf16_dot_cols(const Tile& t) {
-    switch (t.n_cols) {
-        case 1: return bf16_dot_run<G, 1>(t);
-        case 2: return bf16_dot_run<G, 2>(t);
-        case 3: return bf16_dot_run<G, 3>(t);
-        case 4: return bf16_dot_run<G, 4>(t);
-        case 5: return bf16_dot_run<G, 5>(t);
-        default: return bf16_dot_run<G, 6>(t);
-    }
+    if (t.n_cols == C) return bf16_dot_run<G, C>(t);
+    if constexpr (C > 1) bf16_dot_cols<G, C - 1>(t);
 }
 
-void bf16_dot_tile(const Tile& t) {
-    if (t.n_rows > kGroupRows)
-        bf16_dot_cols<2>(t);
-    else
-        bf16_dot_cols<1>(t);
+template <int G>
+void bf16_dot_groups(const Tile& t) {
+    if (t.n_rows > (G - 1) * kGroupRows) return bf16_dot_cols<G, kMaxCols>(t);
+    if constexpr (G > 1) bf16_dot_groups<G - 1>(t);
 }
+
+void bf16_dot_tile(const Tile& t) { bf16_dot_groups<kMaxGroups>(t); }
 
 }  // namespace
 
 TypeKernel packed_avx512_bf16_dot_kernel() {
-    return {bf16_dot_tile, 2 * kGroupRows, kMaxCols, ActivationFormat::BF16Pairs};
+    return {bf16_dot_tile, kMaxGroups * kGroupRows, kMaxCols, ActivationFormat::BF16Pairs};
 }
 
 }  // namespace cria::matmul::detail

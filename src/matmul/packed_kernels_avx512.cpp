@@ -13,6 +13,7 @@
 // the row kernels this cuts the instructions per weight about fourfold, which
 // is what lets one core keep up with its share of the memory bandwidth.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -785,69 +786,79 @@ void rows16_half_run(const Tile& t) {
     store_rows16<C>(t, sums);
 }
 
-// Two groups (32 rows) per tile for products of many columns: 2 x C
-// independent accumulators instead of C keep both FMA pipes busy (with C = 4
-// and one group, 4 chains cannot cover the FMA latency), and each activation
-// broadcast feeds two FMAs. Per row, the same operations in the same order
+// G groups (16 G rows) per tile: G x C independent accumulators instead of
+// C keep both FMA pipes busy (with C = 4 and one group, 4 chains cannot cover
+// the FMA latency), each activation broadcast feeds G FMAs, and a product of
+// few columns reads G weight streams side by side. Per row, the same operations in the same order
 // as rows16_half_run<Bf16, C> (including its U partial sums for C < 4), so a
-// row's result does not depend on the kernel that computed it.
-template <bool Bf16, int C>
-void rows32_half_run(const Tile& t) {
-    if (t.n_rows <= kGroupRows) return rows16_half_run<Bf16, C>(t);
-    constexpr int U = C >= 4 ? 1 : 4 / C;
-    const uint8_t* w1 = t.w + t.w_stride;
-    __m512 acc0[C][U], acc1[C][U];
-    #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c)
+// row's result does not depend on the kernel that computed it. A tile of
+// fewer rows runs with fewer groups.
+template <bool Bf16, int G, int C>
+void groups_half_run(const Tile& t) {
+    if constexpr (G == 1) {
+        return rows16_half_run<Bf16, C>(t);
+    } else {
+        if (t.n_rows <= (G - 1) * kGroupRows) return groups_half_run<Bf16, G - 1, C>(t);
+        constexpr int U = C >= 4 ? 1 : 4 / C;
+        const uint8_t* w[G];
         #pragma GCC unroll 16
-        for (int u = 0; u < U; ++u) acc0[c][u] = acc1[c][u] = _mm512_setzero_ps();
-    const float* x[C];
-    #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
-    int64_t i = 0;
-    for (; i + U <= t.k; i += U) {
-        const size_t off = static_cast<size_t>(i) * 32;
-        _mm_prefetch(reinterpret_cast<const char*>(t.w + off + kPrefetchDistance), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(w1 + off + kPrefetchDistance), _MM_HINT_T0);
+        for (int g = 0; g < G; ++g) w[g] = t.w + static_cast<size_t>(g) * t.w_stride;
+        __m512 acc[G][C][U];
         #pragma GCC unroll 16
-        for (int u = 0; u < U; ++u) {
-            const __m512 wa = load_half16<Bf16>(t.w + off + 32 * u), wb = load_half16<Bf16>(w1 + off + 32 * u);
+        for (int g = 0; g < G; ++g)
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c)
+                #pragma GCC unroll 16
+                for (int u = 0; u < U; ++u) acc[g][c][u] = _mm512_setzero_ps();
+        const float* x[C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) x[c] = reinterpret_cast<const float*>(t.a + static_cast<size_t>(c) * t.a_stride);
+        const auto step = [&](int64_t i, int u) {
+            const size_t off = static_cast<size_t>(i) * 32;
+            __m512 wv[G];
+            #pragma GCC unroll 16
+            for (int g = 0; g < G; ++g) wv[g] = load_half16<Bf16>(w[g] + off);
             #pragma GCC unroll 16
             for (int c = 0; c < C; ++c) {
-                const __m512 xv = _mm512_set1_ps(x[c][i + u]);
-                acc0[c][u] = _mm512_fmadd_ps(wa, xv, acc0[c][u]);
-                acc1[c][u] = _mm512_fmadd_ps(wb, xv, acc1[c][u]);
+                const __m512 xv = _mm512_set1_ps(x[c][i]);
+                #pragma GCC unroll 16
+                for (int g = 0; g < G; ++g) acc[g][c][u] = _mm512_fmadd_ps(wv[g], xv, acc[g][c][u]);
             }
+        };
+        int64_t i = 0;
+        for (; i + U <= t.k; i += U) {
+            const size_t off = static_cast<size_t>(i) * 32;
+            #pragma GCC unroll 16
+            for (int g = 0; g < G; ++g) {
+                _mm_prefetch(reinterpret_cast<const char*>(w[g] + off + kPrefetchDistance), _MM_HINT_T0);
+                if (U > 2) _mm_prefetch(reinterpret_cast<const char*>(w[g] + off + kPrefetchDistance + 64), _MM_HINT_T0);
+            }
+            #pragma GCC unroll 16
+            for (int u = 0; u < U; ++u) step(i + u, u);
         }
-    }
-    for (; i < t.k; ++i) {
-        const size_t off = static_cast<size_t>(i) * 32;
-        const __m512 wa = load_half16<Bf16>(t.w + off), wb = load_half16<Bf16>(w1 + off);
+        for (; i < t.k; ++i) step(i, 0);
         #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) {
-            const __m512 xv = _mm512_set1_ps(x[c][i]);
-            acc0[c][0] = _mm512_fmadd_ps(wa, xv, acc0[c][0]);
-            acc1[c][0] = _mm512_fmadd_ps(wb, xv, acc1[c][0]);
+        for (int g = 0; g < G; ++g) {
+            __m512 sums[C];
+            #pragma GCC unroll 16
+            for (int c = 0; c < C; ++c) {
+                sums[c] = acc[g][c][0];
+                for (int u = 1; u < U; ++u) sums[c] = _mm512_add_ps(sums[c], acc[g][c][u]);
+            }
+            Tile part = t;
+            part.n_rows = std::min(kGroupRows, t.n_rows - g * kGroupRows);
+            part.y = t.y + g * kGroupRows;
+            store_rows16<C>(part, sums);
         }
     }
-    __m512 sums0[C], sums1[C];
-    #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-        sums0[c] = acc0[c][0];
-        sums1[c] = acc1[c][0];
-        for (int u = 1; u < U; ++u) {
-            sums0[c] = _mm512_add_ps(sums0[c], acc0[c][u]);
-            sums1[c] = _mm512_add_ps(sums1[c], acc1[c][u]);
-        }
-    }
-    Tile part = t;
-    part.n_rows = kGroupRows;
-    store_rows16<C>(part, sums0);
-    part.n_rows = t.n_rows - kGroupRows;
-    part.y = t.y + kGroupRows;
-    store_rows16<C>(part, sums1);
 }
 
+// Groups per tile of the kernel for many columns: 2 x 8 columns (below). Three
+// groups measured the same (F16 2048x2048 x 512, one thread: 19.1-19.8 ms
+// CPU either way).
+constexpr int kHalfWideGroups = 2;
+template <bool Bf16, int C>
+void rows32_half_run(const Tile& t) { groups_half_run<Bf16, kHalfWideGroups, C>(t); }
 
 // Column-count adapters for rows16_tile_of.
 template <class U>
@@ -880,21 +891,60 @@ template <int C>
 struct Q6KRun {
     static void run(const Tile& t) { rows16_q6_k_run<C>(t); }
 };
+// Groups per tile of the kernel for few columns (decode, small batches): one.
+// Four groups (four weight streams side by side, per row the same
+// operations) took less CPU time on matrices the cache holds (one thread,
+// F16 matrix x vector, bench_matmul_vec, loaded: 2048x8192 1.22-1.47 ->
+// 1.08-1.12 ms, 8192x2048 1.32-1.46 -> 0.97-0.98), but none on those read
+// from memory, which is what a model's decode reads (2048x128256 two threads,
+// best of 3: 34.1 ms either way; 1024x151936 17.4 -> 18.0), and whole-model
+// tg64 of the F16 Llama-1B file, interleaved on the loaded machine, came out
+// 5.7 t/s with one group against 5.2 with four (noisy, but not a gain).
+constexpr int kHalfNarrowGroups = 1;
 template <bool Bf16>
 struct Half {
     template <int C>
     struct Run {
-        static void run(const Tile& t) { rows16_half_run<Bf16, C>(t); }
+        static void run(const Tile& t) { groups_half_run<Bf16, kHalfNarrowGroups, C>(t); }
     };
 };
 
+// Columns per tile of the F16/BF16 f32 FMA kernel for many columns: 2 x 8 =
+// 16 accumulators, twice the FMA latency x pipes (8) of the cores measured,
+// so a late load or a conversion does not stall both pipes; each weight
+// register (converted once) feeds 8 FMAs. CPU time of one thread, F16
+// 2048x2048 x 512 (bench_matmul_mat, Zen 5 class, loaded): 4 columns 21-23 ms
+// (~190 GFLOP/s, 0.77-0.81 of the f32 FMA peak), 6: 18.5 ms, 8: 18.3 ms
+// (235 GFLOP/s, 0.94), 12: 19.3 ms. Every column count from 4 on sums a row
+// in one chain over k (U = 1), so the wider tile changes no result.
+// F16 8192x2048 (k = 8192): 4 columns 86-100 ms, 8: 77 ms (224 GFLOP/s, 0.90).
+constexpr int kHalfWideCols = 8;
+
+static_assert(kHalfWideCols == 8, "half_wide_tile splits its tiles on the narrow kernel's 4-column grid");
+
+// A full tile of 8 columns in one pass; a shorter one (the last of a task) as
+// the narrow kernel's tiles of 4 columns and its rest, so that every column
+// is summed in the order (U) the 4-column tiles of the narrow kernel give
+// it, whichever kernel and tile width computed it (matmul_id uses the narrow
+// kernel for any column count: it must agree with matmul bit for bit).
 template <bool Bf16>
-struct HalfWide {
-    template <int C>
-    struct Run {
-        static void run(const Tile& t) { rows32_half_run<Bf16, C>(t); }
-    };
-};
+void half_wide_tile(const Tile& t) {
+    if (t.n_cols == kHalfWideCols) return rows32_half_run<Bf16, kHalfWideCols>(t);
+    Tile part = t;
+    if (t.n_cols > 4) {
+        part.n_cols = 4;
+        rows32_half_run<Bf16, 4>(part);
+        part.n_cols = t.n_cols - 4;
+        part.a = t.a + 4 * t.a_stride;
+        part.y = t.y + 4 * t.y_stride;
+    }
+    switch (part.n_cols) {
+        case 1: return rows32_half_run<Bf16, 1>(part);
+        case 2: return rows32_half_run<Bf16, 2>(part);
+        case 3: return rows32_half_run<Bf16, 3>(part);
+        default: return rows32_half_run<Bf16, 4>(part);
+    }
+}
 
 }  // namespace
 
@@ -913,8 +963,8 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::Q5_K: return {rows16_tile8_of<Q5KWideRun>, kGroupRows, 8, ActivationFormat::Q8_K};
         // Q6_K: 32 x 5 (32 x 4 to 32 x 8 and 48 x 4 measured in bench/README.md).
         case ElementType::Q6_K: return {groups_q6_k_tile<2, 5>, kRows, 5, ActivationFormat::Q8_K};
-        case ElementType::F16: return {rows16_tile_of<HalfWide<false>::Run>, kRows, 4, ActivationFormat::F32};
-        case ElementType::BF16: return {rows16_tile_of<HalfWide<true>::Run>, kRows, 4, ActivationFormat::F32};
+        case ElementType::F16: return {half_wide_tile<false>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
+        case ElementType::BF16: return {half_wide_tile<true>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
         default: return {};
     }
 }
@@ -929,8 +979,8 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
         case ElementType::Q4_K: return {rows16_tile_of<Q4KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q5_K: return {rows16_tile_of<Q5KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {rows16_tile_of<Q6KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
-        case ElementType::F16: return {rows16_tile_of<Half<false>::Run>, kGroupRows, 4, ActivationFormat::F32};
-        case ElementType::BF16: return {rows16_tile_of<Half<true>::Run>, kGroupRows, 4, ActivationFormat::F32};
+        case ElementType::F16: return {rows16_tile_of<Half<false>::Run>, kHalfNarrowGroups * kGroupRows, 4, ActivationFormat::F32};
+        case ElementType::BF16: return {rows16_tile_of<Half<true>::Run>, kHalfNarrowGroups * kGroupRows, 4, ActivationFormat::F32};
         default: return {};
     }
 }

@@ -11,8 +11,11 @@
 //
 // Beside each figure, the fraction of the machine's measured limit that it
 // reaches (cpu::measure_peaks, run once at the start and printed): for pp,
-// the multiply-add rate of the weight matrices against the int8 dot-product
-// peak (quantized weights) or the bf16 one (16/32-bit float weights); for
+// the multiply-add rate of the weight matrices against the peak of the
+// instruction their kernels multiply with: the int8 dot product (quantized
+// weights), vdpbf16ps (BF16 weights) or the f32 FMA (F16 and F32 weights:
+// cria multiplies F16 in f32, as ggml does on a CPU without AVX512-FP16,
+// since rounding either operand to bf16 would lose precision); for
 // tg, the rate at which the weights are read against the memory read rate.
 // --no-peak skips the probe and the column.
 
@@ -145,7 +148,8 @@ std::string human_params(uint64_t n) {
 struct TokenWork {
     double pp_ops = 0;     // 2 x multiply-adds per prompt token (the head runs for the last token only)
     double tg_bytes = 0;   // weight bytes read per generated token
-    bool float_weights = false;  // most matrix bytes are F16/BF16/F32: compare with the bf16 peak
+    bool float_weights = false;  // most matrix bytes are F16/BF16/F32: compare with a float peak
+    bool bf16_weights = false;   // ... and most of those BF16: the bf16 peak (else the f32 FMA one)
 };
 
 TokenWork token_work(const model::Model& m) {
@@ -153,7 +157,7 @@ TokenWork token_work(const model::Model& m) {
     const model::HParams& hp = m.hparams();
     const bool tied = f.find_tensor("output.weight") == nullptr;
     TokenWork w;
-    double float_bytes = 0, matrix_bytes = 0;
+    double float_bytes = 0, bf16_bytes = 0, matrix_bytes = 0;
     for (const gguf::TensorInfo& t : f.tensors()) {
         // Routed experts: only n_expert_used of n_expert run per token.
         const double share = t.name.find("_exps") != std::string::npos && hp.n_expert > 0
@@ -166,8 +170,10 @@ TokenWork token_work(const model::Model& m) {
         matrix_bytes += static_cast<double>(t.n_bytes);
         if (t.type == ElementType::F16 || t.type == ElementType::BF16 || t.type == ElementType::F32)
             float_bytes += static_cast<double>(t.n_bytes);
+        if (t.type == ElementType::BF16) bf16_bytes += static_cast<double>(t.n_bytes);
     }
     w.float_weights = float_bytes * 2 > matrix_bytes;
+    w.bf16_weights = bf16_bytes * 2 > float_bytes;
     return w;
 }
 
@@ -179,8 +185,9 @@ std::string peak_fraction(const TestResult& r, const TokenWork& w, const cpu::Pe
     if (r.n_prompt > 0) {
         rate = ts * w.pp_ops;
         if (w.float_weights) {
-            limit = peak.bf16_ops_per_s > 0 ? peak.bf16_ops_per_s : peak.f32_ops_per_s;
-            what = peak.bf16_ops_per_s > 0 ? "bf16" : "f32";
+            const bool bf16 = w.bf16_weights && peak.bf16_ops_per_s > 0;
+            limit = bf16 ? peak.bf16_ops_per_s : peak.f32_ops_per_s;
+            what = bf16 ? "bf16" : "f32";
         } else {
             limit = peak.int8_ops_per_s;
             what = "int8";

@@ -201,31 +201,35 @@ TEST_P(PackedTypes, ThreadsGiveIdenticalBitsWide) {
 
 // A row's result does not depend on whether the wide (32-row) kernel of a
 // product of many columns or the 16-row one of a product of few computed it.
-// Both take columns 4 at a time, and the f32 FMA kernels' summation order
-// depends on how many columns a tile has, so the narrow products here are
-// the wide one's tiles of columns: [0, 4), [4, 8), [8, 10). (BF16 with
+// The f32 FMA kernels' summation order depends on how many columns a tile
+// has (one chain from 4 columns on, partial sums below), so the narrow
+// products here take 4 columns at a time, [0, 4), [4, 8), [8, 10), ...
+// The wide F16/BF16 kernel's tiles are 8 columns: its last tile of 5-7
+// columns (n = 13, 23) must still sum as a tile of 4 and the rest. (BF16 with
 // AVX512-BF16 runs one kernel for both, whose order does not depend on the
 // tile.)
 TEST_P(PackedTypes, WideKernelEqualsNarrowTileByTile) {
-    const PackedProblem p(GetParam(), 81, 1536, kWide + 2, 9);  // long rows: 48 blocks
-    const std::vector<float> wide = p.run(p.packed_matrix(), cria::cpu::best_isa());
-    for (int64_t c0 = 0; c0 < p.n; c0 += 4) {
-        const int64_t cols = std::min<int64_t>(4, p.n - c0);
-        ASSERT_LT(cols, kWide);
-        std::vector<float> y(static_cast<size_t>(p.rows * cols), -1.0f);
-        mm::MatmulArgs a;
-        a.w = p.packed_matrix();
-        a.x = p.x.data() + c0 * p.x_stride;
-        a.n = cols;
-        a.x_stride = p.x_stride;
-        a.y = y.data();
-        a.y_stride = p.rows;
-        a.r1 = p.rows;
-        mm::matmul(a, cria::cpu::best_isa(), nullptr);
-        for (int64_t c = 0; c < cols; ++c)
-            for (int64_t r = 0; r < p.rows; ++r)
-                ASSERT_EQ(y[static_cast<size_t>(c * p.rows + r)], wide[static_cast<size_t>((c0 + c) * p.y_stride + r)])
-                    << p.describe(cria::cpu::best_isa(), r, c0 + c);
+    for (const int64_t n : {kWide + 2, int64_t{13}, int64_t{23}}) {
+        const PackedProblem p(GetParam(), 81, 1536, n, 9);  // long rows: 48 blocks
+        const std::vector<float> wide = p.run(p.packed_matrix(), cria::cpu::best_isa());
+        for (int64_t c0 = 0; c0 < p.n; c0 += 4) {
+            const int64_t cols = std::min<int64_t>(4, p.n - c0);
+            ASSERT_LT(cols, kWide);
+            std::vector<float> y(static_cast<size_t>(p.rows * cols), -1.0f);
+            mm::MatmulArgs a;
+            a.w = p.packed_matrix();
+            a.x = p.x.data() + c0 * p.x_stride;
+            a.n = cols;
+            a.x_stride = p.x_stride;
+            a.y = y.data();
+            a.y_stride = p.rows;
+            a.r1 = p.rows;
+            mm::matmul(a, cria::cpu::best_isa(), nullptr);
+            for (int64_t c = 0; c < cols; ++c)
+                for (int64_t r = 0; r < p.rows; ++r)
+                    ASSERT_EQ(y[static_cast<size_t>(c * p.rows + r)], wide[static_cast<size_t>((c0 + c) * p.y_stride + r)])
+                        << p.describe(cria::cpu::best_isa(), r, c0 + c);
+        }
     }
 }
 
