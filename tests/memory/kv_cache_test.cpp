@@ -222,3 +222,49 @@ TEST(KvCache, RefusedLoadsChangeNothing) {
 
 }  // namespace
 }  // namespace cria::memory
+
+namespace cria::memory {
+namespace {
+
+// Whether sequence `seq`'s cells are one run of cells in position order (what
+// attention reads in place).
+bool one_run_in_order(const KvCache& c, SeqId seq) {
+    std::vector<uint32_t> cells;
+    for (uint32_t i = 0; i < c.n_cells(); ++i)
+        if (c.cell_seqs(i) & (uint64_t{1} << seq)) cells.push_back(i);
+    for (size_t i = 1; i < cells.size(); ++i)
+        if (cells[i] != cells[i - 1] + 1 || c.cell_pos(cells[i]) <= c.cell_pos(cells[i - 1])) return false;
+    return !cells.empty();
+}
+
+// Sequences decoded together (one token of each per batch, as a server's
+// slots are) each stay one run: first-fit interleaved them, so that every
+// query of such a step was gathered instead of read in place.
+TEST(KvCache, SequencesDecodedTogetherStayOneRunEach) {
+    KvCache c(small(256));
+    const int n_seq = 4;
+    for (int s = 0; s < n_seq; ++s) ASSERT_TRUE(place(c, 0, 7 + s, uint64_t{1} << s));  // the prompts
+    for (int step = 0; step < 20; ++step) {
+        std::vector<int32_t> pos;
+        std::vector<uint64_t> seqs;
+        for (int s = 0; s < n_seq; ++s) {
+            pos.push_back(7 + s + step);
+            seqs.push_back(uint64_t{1} << s);
+        }
+        ASSERT_TRUE(c.place({n_seq, pos.data(), seqs.data()}));
+    }
+    for (int s = 0; s < n_seq; ++s) EXPECT_TRUE(one_run_in_order(c, s)) << "sequence " << s;
+    EXPECT_EQ(c.n_used(), static_cast<uint32_t>(7 + 8 + 9 + 10 + n_seq * 20));
+    // A lone sequence in an empty cache starts at cell 0, and a full cache still takes any free cells.
+    KvCache lone(small(8));
+    ASSERT_TRUE(place(lone, 0, 3, 1));
+    EXPECT_EQ(lone.placed_cells(), (std::vector<uint32_t>{0, 1, 2}));
+    ASSERT_TRUE(place(lone, 0, 2, 2));  // in the middle of the free run 3..7
+    EXPECT_EQ(lone.placed_cells(), (std::vector<uint32_t>{4, 5}));
+    ASSERT_TRUE(place(lone, 3, 3, 1));  // no run of 3 after sequence 0: the free cells 3, 6, 7
+    EXPECT_EQ(lone.placed_cells(), (std::vector<uint32_t>{3, 6, 7}));
+    EXPECT_FALSE(place(lone, 2, 1, 2));
+}
+
+}  // namespace
+}  // namespace cria::memory
