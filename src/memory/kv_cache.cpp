@@ -127,10 +127,22 @@ bool KvCache::place(const UbatchView& ub) {
     plans_[0].valid = plans_[1].valid = false;
     if (params_.n_swa > 0 || params_.n_chunk > 0) prune_window();
 
-    const bool placed = params_.n_swa > 0 || params_.n_chunk > 0 ? choose_first_free_run(n) : choose_runs_by_sequence(n);
-    if (!placed) {
-        slots_.clear();
-        return false;
+    slots_.clear();
+    // First choice: the first run of n free cells, which keeps a single
+    // sequence's cells in position order (attention then reads in place).
+    uint32_t run = 0;
+    for (uint32_t c = 0; c < params_.n_cells && slots_.empty(); ++c) {
+        run = seqs_[c] == 0 ? run + 1 : 0;
+        if (run == n)
+            for (uint32_t i = 0; i < n; ++i) slots_.push_back(c + 1 - static_cast<uint32_t>(n) + i);
+    }
+    if (slots_.empty()) {
+        for (uint32_t c = 0; c < params_.n_cells && slots_.size() < n; ++c)
+            if (seqs_[c] == 0) slots_.push_back(c);
+        if (slots_.size() < n) {
+            slots_.clear();
+            return false;
+        }
     }
     for (size_t i = 0; i < n; ++i) {
         const uint32_t c = slots_[i];
@@ -141,84 +153,6 @@ bool KvCache::place(const UbatchView& ub) {
         n_hi_ = std::max(n_hi_, c + 1);
     }
     return true;
-}
-
-bool KvCache::choose_first_free_run(size_t n) {
-    // The first run of n free cells, which keeps a single sequence's cells in
-    // position order (attention then reads in place); else any free cells.
-    // (A sliding window's or chunk's cache reuses the cells it prunes, front first.)
-    slots_.clear();
-    uint32_t run = 0;
-    for (uint32_t c = 0; c < params_.n_cells && slots_.empty(); ++c) {
-        run = seqs_[c] == 0 ? run + 1 : 0;
-        if (run == n)
-            for (uint32_t i = 0; i < n; ++i) slots_.push_back(c + 1 - static_cast<uint32_t>(n) + i);
-    }
-    for (uint32_t c = 0; c < params_.n_cells && slots_.size() < n; ++c)
-        if (seqs_[c] == 0) slots_.push_back(c);
-    return slots_.size() == n;
-}
-
-bool KvCache::choose_runs_by_sequence(size_t n) {
-    // Each sequence's tokens (the tokens with one sequence set, in batch
-    // order) take one run of cells where one is free, so that a sequence
-    // stays in position order and attention reads it in place; the tokens
-    // left over take any free cells.
-    const auto n_free = static_cast<size_t>(std::count(seqs_.begin(), seqs_.end(), uint64_t{0}));
-    if (n_free < n) return false;
-    constexpr uint32_t kUnplaced = UINT32_MAX;
-    slots_.assign(n, kUnplaced);
-    std::vector<uint64_t>& masks = placing_masks_;
-    masks.clear();
-    for (size_t i = 0; i < n; ++i)
-        if (std::find(masks.begin(), masks.end(), ub_seqs_[i]) == masks.end()) masks.push_back(ub_seqs_[i]);
-    for (const uint64_t mask : masks) {
-        const auto k = static_cast<uint32_t>(std::count(ub_seqs_.begin(), ub_seqs_.end(), mask));
-        uint32_t c = run_for(mask, k);
-        if (c == kNoRun) continue;
-        for (size_t i = 0; i < n; ++i)
-            if (ub_seqs_[i] == mask) {
-                slots_[i] = c;
-                seqs_[c++] = mask;  // taken, for the next sequences' runs (place() sets it again)
-            }
-    }
-    for (uint32_t c = 0, i = 0; i < n; ++i) {
-        if (slots_[i] != kUnplaced) continue;
-        while (seqs_[c] != 0) ++c;  // there are enough: counted above
-        slots_[i] = c;
-        seqs_[c] = ub_seqs_[i];
-    }
-    return true;
-}
-
-uint32_t KvCache::run_for(uint64_t mask, uint32_t n) const {
-    if (n == 0) return kNoRun;
-    // Right after the sequence's last cell: it stays one run.
-    if ((mask & (mask - 1)) == 0) {
-        uint32_t tail = n_hi_;
-        while (tail > 0 && (seqs_[tail - 1] & mask) == 0) --tail;
-        if (tail > 0 && uint64_t{tail} + n <= params_.n_cells) {
-            bool free = true;
-            for (uint32_t c = tail; c < tail + n && free; ++c) free = seqs_[c] == 0;
-            if (free) return tail;
-        }
-    }
-    // Else the longest free run: from its start when nothing is before it
-    // (a lone sequence fills the cache from cell 0), otherwise from its
-    // middle, so that the sequence before it can grow too.
-    uint32_t best = 0, best_len = 0;
-    for (uint32_t c = 0; c < params_.n_cells;) {
-        if (seqs_[c] != 0) {
-            ++c;
-            continue;
-        }
-        uint32_t e = c;
-        while (e < params_.n_cells && seqs_[e] == 0) ++e;
-        if (e - c > best_len) best = c, best_len = e - c;
-        c = e;
-    }
-    if (best_len < n) return kNoRun;
-    return best == 0 ? 0 : best + (best_len - n) / 2;
 }
 
 void KvCache::unplace() {

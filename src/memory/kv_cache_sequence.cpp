@@ -62,19 +62,11 @@ void KvCache::seq_load(SeqId seq, const SequenceCells& in) {
     if (!seq_load_fits(seq, n))
         throw Error("KV cache: no room for " + std::to_string(n) + " cells of sequence " + std::to_string(seq));
 
-    // Checked: from here on nothing fails. Drop the sequence, then take a
-    // run of n free cells (position order, so attention reads the cache in
-    // place: the first one in a sliding window's or chunk's cache, else
-    // where place() would start the sequence), else any free cells.
+    // Checked: from here on nothing fails. Drop the sequence, then take the
+    // first run of n free cells (position order, so attention reads the
+    // cache in place), else any free cells.
     seq_rm(seq, -1, -1);
     std::vector<uint32_t> cells;
-    if (params_.n_swa == 0 && params_.n_chunk == 0) {
-        const uint32_t start = n > 0 ? run_for(uint64_t{1} << seq, static_cast<uint32_t>(n)) : kNoRun;
-        if (start != kNoRun) {
-            cells.resize(n);
-            std::iota(cells.begin(), cells.end(), start);
-        }
-    }
     uint32_t run = 0;
     for (uint32_t c = 0; c < params_.n_cells && cells.empty() && n > 0; ++c) {
         run = seqs_[c] == 0 ? run + 1 : 0;

@@ -26,12 +26,6 @@
 //      gathered into scratch rows first (order is irrelevant to attention).
 // So the common paths read the cache in place, and every other layout (many
 // sequences, removed ranges, shifted positions, reused cells) stays exact.
-// Placement keeps each sequence one run of cells where it can: a token goes
-// right after its sequence's last cell when that is free, and a sequence
-// that cannot grow there starts in the middle of the longest free run,
-// leaving room both to the sequence before it and to itself. (First-fit
-// interleaved the tokens of sequences decoded together, so that every query
-// of a multi-sequence step took the gather path.)
 // With chunked attention (n_chunk) every query is attended alone (step 2).
 //
 // As a memory::Memory it can do every sequence operation (they all return
@@ -171,14 +165,6 @@ private:
     void check_seq(SeqId seq) const;
     void free_cell(uint32_t c);
     void prune_window();
-    // The first of `n` free cells in a row for tokens of the sequences `mask`
-    // (right after the sequence's last cell, else in the longest free run;
-    // kv_cache.cpp says why), or kNoRun when no free run is that long.
-    static constexpr uint32_t kNoRun = UINT32_MAX;
-    uint32_t run_for(uint64_t mask, uint32_t n) const;
-    // place()'s choice of cells into slots_: false when too few are free.
-    bool choose_first_free_run(size_t n);
-    bool choose_runs_by_sequence(size_t n);
     uint32_t section_tag() const;
     ops::TensorView k_view(uint32_t layer, uint32_t first, uint32_t count) const;
     ops::TensorView v_view(uint32_t layer, uint32_t first, uint32_t count) const;
@@ -218,7 +204,6 @@ private:
     std::vector<int32_t> ub_pos_, ub_order_;
     std::vector<uint64_t> ub_seqs_;
     std::vector<uint32_t> slots_;
-    std::vector<uint64_t> placing_masks_;  // choose_runs_by_sequence's scratch
     Plan plans_[2];  // [0]: no window, [1]: the sliding window
     uint32_t plan_window_[2] = {0, 0};
     std::vector<float> convert_;           // F32 staging for quantizing rows
