@@ -90,6 +90,44 @@ void BM_Generate(benchmark::State& state) {
 }
 BENCHMARK(BM_Generate)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A server's decode step: range(0) sequences, each with a 256-token prompt
+// of its own, generate together (one token of each per decode() call), as
+// cria serve's slots do. Where the cache puts those tokens decides whether
+// attention reads each sequence in place or gathers its cells first. The
+// counter is tokens per second; on 1 thread the CPU column is the step's CPU time.
+void BM_GenerateSequences(benchmark::State& state) {
+    auto m = model::Model::load(small_model_path());
+    const auto n_seq = static_cast<int32_t>(state.range(0));
+    runtime::ContextParams cp;
+    cp.n_ctx = 4096;
+    cp.n_seq_max = static_cast<uint32_t>(n_seq);
+    cp.n_threads = static_cast<int>(state.range(1));
+    runtime::Context ctx(*m, cp);
+    constexpr int32_t kPrompt = 256, kSteps = 192;
+    runtime::Batch b;
+    int32_t pos = kPrompt;
+    for (auto _ : state) {
+        if (pos == kPrompt + kSteps || pos == kPrompt) {
+            state.PauseTiming();
+            ctx.memory_clear();
+            for (int32_t s = 0; s < n_seq; ++s) {
+                b.clear();
+                for (int32_t p = 0; p < kPrompt; ++p) b.add((p * 7 + s) % 100, p, {s}, p + 1 == kPrompt);
+                ctx.decode(b);
+            }
+            pos = kPrompt;
+            state.ResumeTiming();
+        }
+        b.clear();
+        for (int32_t s = 0; s < n_seq; ++s) b.add((pos + s) % 100, pos, {s}, true);
+        ++pos;
+        ctx.decode(b);
+    }
+    state.counters["tok/s"] =
+        benchmark::Counter(static_cast<double>(state.iterations() * n_seq), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_GenerateSequences)->Args({1, 1})->Args({4, 1})->Unit(benchmark::kMillisecond);
+
 // tg128 of a model file (CRIA_BENCH_MODEL=path, e.g. a speed model): one
 // token per iteration at positions 0..127, then the cache is cleared, as
 // `cria bench -n 128` generates. On 1 thread the CPU column is the CPU time

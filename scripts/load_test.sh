@@ -5,8 +5,11 @@
 # text, 64-token completions) for a fixed time per level, and prints a
 # table: requests, errors, aggregate generated tokens/s, p50/p99 time to
 # first token, server RSS min/max (VmRSS every second), and the ratio of 4
-# clients to 1. Exits nonzero on any error. Not part of ctest (minutes of
-# CPU); scripts/e2e.sh runs a --quick smoke of it on austen-7m.
+# clients to 1; then the drift check: the server's anonymous RSS (RssAnon)
+# over the second half of the last level, less the prompt cache's growth
+# then, must stay under 64 MiB (a leak or heap fragmentation otherwise).
+# Exits nonzero on any error or a failed drift check. Not part of ctest
+# (minutes of CPU); scripts/e2e.sh runs a --quick smoke of it on austen-7m.
 #
 #   scripts/load_test.sh [--model GGUF] [--quick] [--seconds N] [--clients 1,2,4,8]
 #                        [--cache-ram MIB] [--cria PATH] [--serve-flags "EXTRA FLAGS"]
@@ -36,7 +39,7 @@ while [[ $# -gt 0 ]]; do
     --cria) CRIA="$2"; shift 2 ;;
     --serve-flags) SERVE_FLAGS="$2"; shift 2 ;;
     --abandon-every) ABANDON="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done

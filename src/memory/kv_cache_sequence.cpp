@@ -126,6 +126,9 @@ void KvCache::save_seq(SeqId seq, std::vector<Section>& out) const {
     const SequenceCells cells = seq_save(seq);
     const auto n = static_cast<uint32_t>(cells.positions.size());
     ByteWriter w;
+    size_t payload = 6 * sizeof(uint32_t) + n * sizeof(int32_t);
+    for (uint32_t l = 0; l < params_.n_layer; ++l) payload += cells.k[l].size() + cells.v[l].size();
+    w.reserve_more(payload);
     for (uint32_t v : {params_.n_layer, static_cast<uint32_t>(k_cell_bytes_), static_cast<uint32_t>(v_cell_bytes_),
                        params_.n_swa, params_.n_chunk, n})
         w.value(v);

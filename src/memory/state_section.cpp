@@ -33,7 +33,14 @@ void ByteReader::bytes(void* out, size_t n) {
     at_ += n;
 }
 
+uint64_t sections_bytes(const std::vector<Section>& sections) {
+    uint64_t n = sizeof(uint32_t);
+    for (const Section& s : sections) n += 2 * sizeof(uint32_t) + sizeof(uint64_t) + s.payload.size();
+    return n;
+}
+
 void write_sections(ByteWriter& w, const std::vector<Section>& sections) {
+    w.reserve_more(sections_bytes(sections));
     w.value(static_cast<uint32_t>(sections.size()));
     for (const Section& s : sections) {
         w.value(s.tag);

@@ -223,6 +223,7 @@ std::vector<uint8_t> Context::encode_sequence_state(SeqId seq, std::span<const T
     }
     std::vector<memory::Section> sections;
     memory_->save_seq(seq, sections);
+    w.reserve_more(memory::sections_bytes(sections) + sizeof(uint64_t));  // the sections and the checksum
     memory::write_sections(w, sections);
     if (n_positions) *n_positions = sections.empty() ? 0 : sections.front().n_positions;
     Fnv1a sum;

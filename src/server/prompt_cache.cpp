@@ -26,6 +26,14 @@ bool PromptCache::insert(std::vector<TokenId> tokens, std::vector<uint8_t> state
         dropped(state);
         return false;
     }
+    // The state moves off the heap before anything is evicted for it.
+    PageBytes kept;
+    try {
+        kept = PageBytes(state);
+    } catch (...) {
+        dropped(state);
+        throw;
+    }
     // Entries the new one extends (under the same scales) are of no more use.
     for (auto it = entries_.begin(); it != entries_.end();) {
         if (it->lora == lora && common_prefix(it->tokens, tokens) == it->tokens.size()) {
@@ -41,8 +49,8 @@ bool PromptCache::insert(std::vector<TokenId> tokens, std::vector<uint8_t> state
         dropped(entries_.back().state);
         entries_.pop_back();
     }
-    bytes_ += state.size();
-    entries_.push_front(Entry{std::move(tokens), std::move(state), lora});
+    bytes_ += kept.size();
+    entries_.push_front(Entry{std::move(tokens), std::move(kept), lora});
     return true;
 }
 

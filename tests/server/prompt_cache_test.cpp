@@ -64,7 +64,7 @@ TEST(PromptCache, EntriesServeOnlyTheirOwnLoraScales) {
     ASSERT_NE(m0.entry, nullptr);
     EXPECT_EQ(m1.n_common, 4u);
     EXPECT_EQ(m0.n_common, 3u);
-    EXPECT_EQ(m0.entry->state.front(), 0);
+    EXPECT_EQ(m0.entry->state.span().front(), 0);
     // A longer entry under one scale does not replace the other scale's.
     ASSERT_TRUE(cache.insert({1, 2, 3, 4, 5, 6}, std::vector<uint8_t>(10, 1), one));
     EXPECT_EQ(cache.size(), 2u);

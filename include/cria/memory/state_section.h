@@ -42,6 +42,10 @@ public:
     void bytes(const void* data, size_t n);
     template <typename T>
     void value(T v) { bytes(&v, sizeof v); }
+    // Room for `n` more bytes at once: a writer that knows its size ends with
+    // a buffer of that size, not one doubled on the way (a doubled one kept
+    // in the prompt cache held twice the bytes it counted).
+    void reserve_more(size_t n) { buf_.reserve(buf_.size() + n); }
     std::vector<uint8_t>& buffer() { return buf_; }
 
 private:
@@ -71,6 +75,8 @@ private:
 
 // The framing of a list of sections: u32 count, then each section.
 void write_sections(ByteWriter& w, const std::vector<Section>& sections);
+// The bytes write_sections adds for `sections`.
+uint64_t sections_bytes(const std::vector<Section>& sections);
 // Throws cria::Error for more than max_count sections, a payload over
 // max_payload bytes in all, or truncated input.
 std::vector<Section> read_sections(ByteReader& r, uint32_t max_count, uint64_t max_payload);

@@ -5,7 +5,9 @@
 // those cells instead of evaluating them again.
 //
 // An entry is a token list and its sequence state as bytes
-// (Backend::sequence_state: the KV cells and any other memory's sections).
+// (Backend::sequence_state: the KV cells and any other memory's sections),
+// copied into PageBytes: a large state has its own mapping, so that
+// replacing entries gives their memory back instead of fragmenting the heap.
 // The least recently used entries go first when the budget is reached. An
 // entry whose tokens are a prefix of a new one is dropped (the new one
 // serves every prompt the old one did, and more), and a new one that is a
@@ -20,6 +22,7 @@
 #include <span>
 #include <vector>
 
+#include "cria/server/page_bytes.h"
 #include "cria/vocab/vocab.h"
 
 namespace cria::server {
@@ -30,7 +33,7 @@ class PromptCache {
 public:
     struct Entry {
         std::vector<TokenId> tokens;
-        std::vector<uint8_t> state;
+        PageBytes state;
         std::vector<float> lora;  // the adapters' scales of its cells (empty: no adapters)
     };
     struct Match {
@@ -64,7 +67,7 @@ public:
     uint64_t budget() const { return budget_; }
 
 private:
-    void dropped(const std::vector<uint8_t>& state) const {
+    void dropped(std::span<const uint8_t> state) const {
         if (on_drop_) on_drop_(state);
     }
 
