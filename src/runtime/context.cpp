@@ -270,6 +270,11 @@ void Context::set_lora(model::LoraSet adapters) {
     lora_rows_sets_.clear();  // the mixed table may hold the set replaced
 }
 
+namespace {
+// The most LoRA set identities kept as known good (check_lora_reached).
+constexpr size_t kMaxVerifiedLoraSets = 256;
+}  // namespace
+
 void Context::set_sequence_lora(SeqId seq, model::LoraSet adapters) {
     if (!mixes_lora_sets()) throw Error("LoRA: per-sequence adapters are not supported across pipeline stages");
     if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
@@ -356,6 +361,9 @@ void Context::check_lora_reached() {
     lora_reached_.clear();
     if (missing == 0) {
         lora_checking_ = false;
+        // Bounded: requests may bring any number of distinct scales; one
+        // forgotten is only checked again.
+        if (lora_verified_.size() >= kMaxVerifiedLoraSets) lora_verified_.clear();
         for (const model::LoraSet* set : ub_lora_sets_)
             if (std::find(lora_verified_.begin(), lora_verified_.end(), set->identity()) == lora_verified_.end())
                 lora_verified_.push_back(set->identity());
