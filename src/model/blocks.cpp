@@ -111,7 +111,65 @@ void finish_linear(Step& s, const Linear& lin, const TensorView& y) {
     if (lin.has_scale && lin.bias_before_scale) s.ops.scale(y, lin.scale, y);
 }
 
+namespace {
+
+// add_lora for a micro-batch whose rows are under different sets
+// (ForwardInput::lora_rows): each term's delta is computed over the rows
+// that apply it only (their columns of x gathered when they are not all of
+// them), then added to each of those rows at the row's scale. Each row gets
+// what add_lora with its own set computes: s · B (A x), rounded as there
+// (the product scaled, then added).
+void add_lora_rows(Step& s, const Linear& lin, const TensorView& x, const TensorView& y) {
+    const std::span<const LoraRows::Term> terms = s.in.lora_rows->terms(&lin);
+    if (terms.empty()) return;
+    if (s.in.lora_applied) s.in.lora_applied->push_back(&lin);
+    // Scratch of this thread (a forward pass runs on one thread; the ops spread each product).
+    thread_local std::vector<int64_t> rows;
+    thread_local std::vector<float> row_scales, gathered, low, delta;
+    const int64_t n_in = x.ne[0], n_out = y.ne[0], n = y.ne[1];
+    for (const LoraRows::Term& t : terms) {
+        rows.clear();
+        row_scales.clear();
+        for (int64_t r = 0; r < n; ++r) {
+            const float scale = t.scales[s.in.lora_row_set[r]];
+            if (scale == 0.0f) continue;  // the row's set does not apply this pair
+            rows.push_back(r);
+            row_scales.push_back(scale);
+        }
+        const auto m = static_cast<int64_t>(rows.size());
+        if (m == 0) continue;
+        TensorView xs = x;
+        if (m < n) {
+            gathered.resize(static_cast<size_t>(n_in * m));
+            for (int64_t j = 0; j < m; ++j)
+                std::memcpy(gathered.data() + j * n_in, x.row_f32(rows[j]), static_cast<size_t>(n_in) * sizeof(float));
+            xs = view(gathered, n_in, m);
+        }
+        low.resize(static_cast<size_t>(t.rank * m));
+        delta.resize(static_cast<size_t>(n_out * m));
+        const TensorView l = view(low, t.rank, m), d = view(delta, n_out, m);
+        s.ops.matmul(t.a, xs, l);
+        s.ops.matmul(t.b, l, d);
+        for (int64_t j = 0; j < m; ++j) {
+            float* dj = delta.data() + j * n_out;
+            const float scale = row_scales[static_cast<size_t>(j)];
+            for (int64_t o = 0; o < n_out; ++o) dj[o] *= scale;
+        }
+        for (int64_t j = 0; j < m; ++j) {
+            float* yr = y.row_f32(rows[static_cast<size_t>(j)]);
+            const float* dj = delta.data() + j * n_out;
+            for (int64_t o = 0; o < n_out; ++o) yr[o] += dj[o];
+        }
+    }
+}
+
+}  // namespace
+
 void add_lora(Step& s, const Linear& lin, const TensorView& x, const TensorView& y) {
+    if (s.in.lora_rows != nullptr) {
+        add_lora_rows(s, lin, x, y);
+        return;
+    }
     if (s.in.adapters == nullptr) return;
     const std::span<const LoraSet::Term> terms = s.in.adapters->terms(&lin);
     if (terms.empty()) return;

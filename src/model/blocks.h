@@ -44,7 +44,8 @@ bool embed(Step& s, bool scale);
 // y = lin(x): the product, then the layer's scale and bias when it has them.
 void linear(Step& s, const Linear& lin, const ops::TensorView& x, const ops::TensorView& y);
 // y += s · B (A x) for each LoRA adapter term of `lin` in s.in.adapters
-// (llama.cpp's build_lora_mm: after the product, before scale and bias).
+// (llama.cpp's build_lora_mm: after the product, before scale and bias), or
+// for each row its own set's terms when s.in.lora_rows is set.
 void add_lora(Step& s, const Linear& lin, const ops::TensorView& x, const ops::TensorView& y);
 // Only the scale and bias (the product was computed as part of a joined matrix).
 void finish_linear(Step& s, const Linear& lin, const ops::TensorView& y);

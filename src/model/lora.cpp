@@ -1,5 +1,6 @@
 #include "cria/model/lora.h"
 
+#include <algorithm>
 #include <bit>
 #include <map>
 
@@ -131,6 +132,31 @@ std::vector<const Linear*> LoraSet::adapted() const {
 }
 
 std::span<const LoraSet::Term> LoraSet::terms(const Linear* lin) const {
+    const auto it = terms_.find(lin);
+    if (it == terms_.end()) return {};
+    return it->second;
+}
+
+LoraRows::LoraRows(std::span<const LoraSet* const> sets) : n_sets_(sets.size()) {
+    if (sets.size() > kMaxSets)
+        throw Error("a batch mixes " + std::to_string(sets.size()) + " LoRA sets; at most " +
+                    std::to_string(kMaxSets) + " are supported");
+    for (size_t k = 0; k < sets.size(); ++k)
+        for (const Linear* lin : sets[k]->adapted())
+            for (const LoraSet::Term& t : sets[k]->terms(lin)) {
+                // The same pair (same tensors) under several sets is one term.
+                std::vector<Term>& merged = terms_[lin];
+                auto it = std::find_if(merged.begin(), merged.end(),
+                                       [&](const Term& m) { return m.a.data == t.a.data && m.b.data == t.b.data; });
+                if (it == merged.end()) {
+                    merged.push_back({t.a, t.b, t.rank, std::vector<float>(sets.size(), 0.0f)});
+                    it = merged.end() - 1;
+                }
+                it->scales[k] += t.scale;  // a set adding one adapter twice applies it twice
+            }
+}
+
+std::span<const LoraRows::Term> LoraRows::terms(const Linear* lin) const {
     const auto it = terms_.find(lin);
     if (it == terms_.end()) return {};
     return it->second;

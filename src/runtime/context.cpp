@@ -267,26 +267,110 @@ void Context::set_lora(model::LoraSet adapters) {
         }
     }
     lora_ = std::move(adapters);
+    lora_rows_sets_.clear();  // the mixed table may hold the set replaced
+}
+
+namespace {
+// The most LoRA set identities kept as known good (check_lora_reached).
+constexpr size_t kMaxVerifiedLoraSets = 256;
+}  // namespace
+
+void Context::set_sequence_lora(SeqId seq, model::LoraSet adapters) {
+    if (!mixes_lora_sets()) throw Error("LoRA: per-sequence adapters are not supported across pipeline stages");
+    if (seq < 0 || static_cast<uint32_t>(seq) >= params_.n_seq_max)
+        throw Error("LoRA: sequence id " + std::to_string(seq) + " is beyond n_seq_max = " +
+                    std::to_string(params_.n_seq_max));
+    seq_lora_.resize(params_.n_seq_max);
+    auto& own = seq_lora_[static_cast<size_t>(seq)];
+    if (!own) ++n_seq_lora_;
+    own = std::make_unique<model::LoraSet>(std::move(adapters));
+    lora_rows_sets_.clear();  // the mixed table may point at the set replaced
+}
+
+void Context::clear_sequence_lora(SeqId seq) {
+    if (seq < 0 || static_cast<size_t>(seq) >= seq_lora_.size() || !seq_lora_[static_cast<size_t>(seq)]) return;
+    seq_lora_[static_cast<size_t>(seq)].reset();
+    --n_seq_lora_;
+    lora_rows_sets_.clear();
+}
+
+const model::LoraSet& Context::lora_for(SeqId seq) const {
+    if (seq >= 0 && static_cast<size_t>(seq) < seq_lora_.size() && seq_lora_[static_cast<size_t>(seq)])
+        return *seq_lora_[static_cast<size_t>(seq)];
+    return lora_;
+}
+
+void Context::select_lora(model::ForwardInput& in, const uint64_t* seq_masks, int64_t n) {
+    ub_lora_sets_.clear();
+    if (n_seq_lora_ == 0 || seq_masks == nullptr) {
+        ub_lora_sets_.push_back(&lora_);  // the usual case: one set for every row
+    } else {
+        ub_lora_row_set_.resize(static_cast<size_t>(n));
+        for (int64_t k = 0; k < n; ++k) {
+            const model::LoraSet* set = nullptr;
+            for (uint64_t mask = seq_masks[k]; mask != 0; mask &= mask - 1) {
+                const model::LoraSet* own = &lora_for(static_cast<SeqId>(std::countr_zero(mask)));
+                if (set != nullptr && own->identity() != set->identity())
+                    throw Error("decode: a batch entry belongs to sequences under different LoRA adapters or scales");
+                set = own;
+            }
+            if (set == nullptr) set = &lora_;
+            size_t index = 0;
+            while (index < ub_lora_sets_.size() && ub_lora_sets_[index]->identity() != set->identity()) ++index;
+            if (index == ub_lora_sets_.size()) {
+                if (index == model::LoraRows::kMaxSets)
+                    throw Error("decode: the batch mixes more than " + std::to_string(model::LoraRows::kMaxSets) +
+                                " LoRA sets");
+                ub_lora_sets_.push_back(set);
+            }
+            ub_lora_row_set_[static_cast<size_t>(k)] = static_cast<uint8_t>(index);
+        }
+    }
+    lora_checking_ = false;
+    for (const model::LoraSet* set : ub_lora_sets_)
+        if (set->identity() != 0 &&
+            std::find(lora_verified_.begin(), lora_verified_.end(), set->identity()) == lora_verified_.end())
+            lora_checking_ = true;
     lora_reached_.clear();
-    lora_checked_ = lora_.empty();
+    in.lora_applied = lora_checking_ ? &lora_reached_ : nullptr;
+    if (ub_lora_sets_.size() == 1) {
+        in.adapters = ub_lora_sets_[0]->empty() ? nullptr : ub_lora_sets_[0];
+        return;
+    }
+    if (lora_rows_sets_ != ub_lora_sets_) {
+        lora_rows_ = model::LoraRows(ub_lora_sets_);
+        lora_rows_sets_ = ub_lora_sets_;
+    }
+    in.lora_rows = &lora_rows_;
+    in.lora_row_set = ub_lora_row_set_.data();
 }
 
 void Context::check_lora_reached() {
     std::sort(lora_reached_.begin(), lora_reached_.end());
     lora_reached_.erase(std::unique(lora_reached_.begin(), lora_reached_.end()), lora_reached_.end());
     // A pipeline stage reaches only the adapted layers it computes.
-    size_t expected = lora_.n_layers();
-    if (!model_.holds_all_layers()) {
-        expected = 0;
-        for (const model::Linear* lin : lora_.adapted()) expected += model_.computes_with(lin) ? 1 : 0;
-    }
-    if (lora_reached_.size() == expected) {
-        lora_checked_ = true;
-        lora_reached_.clear();
+    size_t missing = 0;
+    std::vector<const model::Linear*> expected;
+    for (const model::LoraSet* set : ub_lora_sets_)
+        for (const model::Linear* lin : set->adapted())
+            if (model_.holds_all_layers() || model_.computes_with(lin)) expected.push_back(lin);
+    std::sort(expected.begin(), expected.end());
+    expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
+    for (const model::Linear* lin : expected)
+        missing += std::binary_search(lora_reached_.begin(), lora_reached_.end(), lin) ? 0 : 1;
+    lora_reached_.clear();
+    if (missing == 0) {
+        lora_checking_ = false;
+        // Bounded: requests may bring any number of distinct scales; one
+        // forgotten is only checked again.
+        if (lora_verified_.size() >= kMaxVerifiedLoraSets) lora_verified_.clear();
+        for (const model::LoraSet* set : ub_lora_sets_)
+            if (std::find(lora_verified_.begin(), lora_verified_.end(), set->identity()) == lora_verified_.end())
+                lora_verified_.push_back(set->identity());
         return;
     }
-    throw Error("a LoRA adapter adapts " + std::to_string(expected - lora_reached_.size()) +
-                " layer(s) that the " + model_.hparams().arch_name +
+    throw Error("a LoRA adapter adapts " + std::to_string(missing) + " layer(s) that the " +
+                model_.hparams().arch_name +
                 " forward pass does not apply adapters to (not supported for this architecture)");
 }
 
@@ -335,8 +419,7 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     in.long_rope = model_.long_rope_for_context(params_.n_ctx);
     in.capture_layers = params_.capture_layers.data();
     in.n_capture = params_.capture_layers.size();
-    in.adapters = lora_.empty() ? nullptr : &lora_;
-    in.lora_applied = lora_checked_ ? nullptr : &lora_reached_;
+    select_lora(in, view.seq_masks, n);
     const size_t n_feat = feature_floats();
     const bool any_out = first_out >= 0;
     if (stage_ != nullptr) {
@@ -350,7 +433,7 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
         float* hidden = in.want_hidden && any_out ? embd_.data() + out0 * hp.n_embd : nullptr;
         in.features = n_feat > 0 && any_out ? features_.data() + out0 * n_feat : nullptr;
         model_.forward(ops_, ws_, in, *this, logits, hidden);
-        if (!lora_checked_ && any_out && in.want_logits) check_lora_reached();
+        if (lora_checking_ && any_out && in.want_logits) check_lora_reached();
         return 0;
     }
     ub_logits_.resize(in.want_logits ? out_rows_.size() * hp.n_vocab : 0);
@@ -359,7 +442,7 @@ int Context::decode_ubatch(const Batch& batch, const memory::Split& split, size_
     in.features = n_feat > 0 && any_out ? ub_features_.data() : nullptr;
     model_.forward(ops_, ws_, in, *this, in.want_logits && any_out ? ub_logits_.data() : nullptr,
                    in.want_hidden && any_out ? ub_hidden_.data() : nullptr);
-    if (!lora_checked_ && any_out && in.want_logits) check_lora_reached();
+    if (lora_checking_ && any_out && in.want_logits) check_lora_reached();
     for (size_t r = 0; r < out_rows_.size(); ++r) {
         const auto row = static_cast<size_t>(output_index_[split.entry(first + out_rows_[r])]);
         if (in.want_logits)
@@ -397,7 +480,7 @@ void Context::forward_stage(model::ForwardInput& in, const memory::Split& split,
         carry_features(sent.data() + n_stream);
         in.stream_out = sent.data();
         model_.forward(ops_, ws_, in, *this, nullptr, nullptr);
-        if (!lora_checked_) check_lora_reached();  // every layer here ran
+        if (lora_checking_) check_lora_reached();  // every layer here ran
         stage_->send_stream(sent);
         if (stage_->is_root() && n_out > 0) {
             StageOutputs& out = stage_outputs_.emplace_back();
@@ -417,7 +500,7 @@ void Context::forward_stage(model::ForwardInput& in, const memory::Split& split,
     float* hidden = in.want_hidden ? out.data() + (in.want_logits ? n_out * hp.n_vocab : 0) : nullptr;
     carry_features(out.data() + n_out * row_floats);
     model_.forward(ops_, ws_, in, *this, logits, hidden);
-    if (!lora_checked_ && in.want_logits) check_lora_reached();
+    if (lora_checking_ && in.want_logits) check_lora_reached();
     stage_->send_outputs(out);
 }
 

@@ -206,7 +206,7 @@ std::vector<uint8_t> Context::encode_sequence_state(SeqId seq, std::span<const T
     w.value(static_cast<uint32_t>(model_name.size()));
     w.bytes(model_name.data(), model_name.size());
     w.value(model_fingerprint());
-    w.value(lora_.identity());
+    w.value(lora_for(seq).identity());
     for (uint32_t v : {hp.n_layer, hp.n_embd_k(), hp.n_embd_v(), static_cast<uint32_t>(params_.type_k),
                        static_cast<uint32_t>(params_.type_v), hp.n_vocab})
         w.value(v);
@@ -335,7 +335,7 @@ std::vector<TokenId> Context::decode_sequence_state(SeqId seq, std::span<const u
                     std::to_string(kVersion));
     if (!version_has_fingerprint(version)) {
         // Saved before adapters existed: only a context without them may load it.
-        if (lora_.identity() != 0)
+        if (lora_for(seq).identity() != 0)
             throw Error("the sequence file was saved with other LoRA adapters or scales than this context applies");
     } else {
     const auto name_size = r.value<uint32_t>();
@@ -351,7 +351,7 @@ std::vector<TokenId> Context::decode_sequence_state(SeqId seq, std::span<const u
         throw Error("the sequence file was saved with another model (" + printable(saved_name) + ", fingerprint " +
                     ids + ", " + gguf::file_base_name(model_.file()) + ")");
     }
-    if (r.value<uint64_t>() != lora_.identity())
+    if (r.value<uint64_t>() != lora_for(seq).identity())
         throw Error("the sequence file was saved with other LoRA adapters or scales than this context applies");
     }
     Identity id{};

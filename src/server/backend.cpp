@@ -48,6 +48,10 @@ void Backend::set_lora_scales(const std::vector<float>& scales) {
     if (!scales.empty()) throw Error("this backend has no LoRA adapters");
 }
 
+void Backend::set_sequence_lora_scales(int32_t, const std::vector<float>&) {
+    throw Error("this backend cannot apply LoRA scales per sequence");
+}
+
 std::vector<std::unique_ptr<spec::Drafter>> Backend::make_drafters(const spec::SpecParams&) {
     throw Error("speculative decoding needs a backend with a KV cache");
 }

@@ -204,4 +204,12 @@ std::vector<ModelRouter::ModelStatus> ModelRouter::status() const {
     return out;
 }
 
+std::vector<std::pair<std::string, std::shared_ptr<LoadedModel>>> ModelRouter::loaded_models() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::pair<std::string, std::shared_ptr<LoadedModel>>> out;
+    for (size_t i = 0; i < entries_.size(); ++i)
+        if (slots_[i].state == ModelState::Loaded && slots_[i].model) out.emplace_back(entries_[i].name, slots_[i].model);
+    return out;
+}
+
 }  // namespace cria::server

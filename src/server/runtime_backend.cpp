@@ -64,6 +64,16 @@ void RuntimeBackend::set_lora_scales(const std::vector<float>& scales) {
     lora_scales_ = scales;
 }
 
+bool RuntimeBackend::mixes_lora_scales() const { return !adapters_.empty() && ctx_->mixes_lora_sets(); }
+
+void RuntimeBackend::set_sequence_lora_scales(int32_t seq, const std::vector<float>& scales) {
+    if (scales.size() != adapters_.size())
+        throw Error("expected " + std::to_string(adapters_.size()) + " LoRA scales, got " + std::to_string(scales.size()));
+    model::LoraSet set;
+    for (size_t i = 0; i < adapters_.size(); ++i) set.add(*adapters_[i], scales[i]);
+    ctx_->set_sequence_lora(seq, std::move(set));
+}
+
 RuntimeBackend::~RuntimeBackend() = default;
 
 int32_t RuntimeBackend::n_vocab() const { return static_cast<int32_t>(model_->hparams().n_vocab); }

@@ -1,8 +1,10 @@
 // Batch planning: one step builds one batch (every generating slot's
 // [last, draft...] first, then prompt chunks in what is left), decodes it
 // once and hands each slot its logit rows. Slots under different LoRA scales
-// (per-request "lora") never share a batch: the step decodes one batch per
-// set of scales, one after the other, with the backend's scales set to each.
+// (per-request "lora") share the batch when the backend applies each
+// sequence's own scales (Backend::mixes_lora_scales: each row gets its
+// slot's adapters); otherwise the step decodes one batch per set of scales,
+// one after the other, with the backend's scales set to each.
 
 #include <algorithm>
 #include <span>
@@ -16,25 +18,38 @@ namespace cria::server {
 
 bool Scheduler::step() {
     leave_cancelled_and_late();
+    if (backend_.mixes_lora_scales()) {
+        for (auto& s : slots_) {
+            if (!s->busy) continue;
+            try {
+                apply_slot_lora(*s, s->lora);
+            } catch (const std::exception& e) {
+                fail(*s, std::string("the LoRA scales could not be applied: ") + e.what());
+            }
+        }
+        return step_group(nullptr);
+    }
     // The distinct scales of the busy slots, in slot order (one in the usual case).
     std::vector<std::vector<float>> groups;
     for (const auto& s : slots_)
         if (s->busy && std::find(groups.begin(), groups.end(), s->lora) == groups.end()) groups.push_back(s->lora);
     bool any = false;
-    for (const auto& lora : groups) any = step_group(lora) || any;
+    for (const auto& lora : groups) any = step_group(&lora) || any;
     return any;
 }
 
-bool Scheduler::step_group(const std::vector<float>& lora) {
-    try {
-        apply_lora(lora);
-    } catch (const std::exception& e) {
-        for (auto& s : slots_)
-            if (s->busy && s->lora == lora) fail(*s, std::string("the LoRA scales could not be applied: ") + e.what());
-        return false;
+bool Scheduler::step_group(const std::vector<float>* lora) {
+    if (lora != nullptr) {
+        try {
+            apply_lora(*lora);
+        } catch (const std::exception& e) {
+            for (auto& s : slots_)
+                if (s->busy && s->lora == *lora) fail(*s, std::string("the LoRA scales could not be applied: ") + e.what());
+            return false;
+        }
     }
     StepPlan plan;
-    plan.lora = &lora;
+    plan.lora = lora;
     plan_generation(plan);
     plan_prompts(plan);
     if (plan.batch.empty()) return false;
@@ -98,9 +113,9 @@ void Scheduler::plan_generation(StepPlan& plan) {
     // One token per generating slot keeps every stream moving; a slot's
     // draft follows its token, in what the others leave.
     auto room = static_cast<int32_t>(options_.n_batch);
-    for (auto& s : slots_) room -= s->busy && s->generating && s->lora == *plan.lora ? 1 : 0;
+    for (auto& s : slots_) room -= s->busy && s->generating && plan.takes(*s) ? 1 : 0;
     for (auto& s : slots_) {
-        if (!s->busy || !s->generating || s->lora != *plan.lora) continue;
+        if (!s->busy || !s->generating || !plan.takes(*s)) continue;
         if (!shift_if_full(*s)) continue;
         // Drafts never reach past the context or the tokens the request may still get.
         const int32_t n_allowed = std::min({room, backend_.n_ctx_per_seq() - static_cast<int32_t>(s->cache.size()) - 2,
@@ -127,7 +142,7 @@ void Scheduler::plan_prompts(StepPlan& plan) {
     // Prompt chunks share the rest of the batch, in slot order.
     const int32_t n_batch = options_.n_batch;
     for (auto& s : slots_) {
-        if (!s->busy || s->generating || s->lora != *plan.lora) continue;
+        if (!s->busy || s->generating || !plan.takes(*s)) continue;
         const auto budget =
             static_cast<size_t>(std::max<int32_t>(0, n_batch - static_cast<int32_t>(plan.batch.size())));
         if (budget == 0) break;

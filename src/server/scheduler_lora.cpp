@@ -3,7 +3,9 @@
 // computed with (Slot::lora, and the prompt cache's and turn checkpoints'
 // entries), and a step decodes each set of scales in a batch of its own
 // (scheduler_batch.cpp), so new server scales drop nothing and wait for no
-// slot: running requests keep theirs.
+// slot: running requests keep theirs. A backend that applies each sequence's
+// own scales (Backend::mixes_lora_scales) gets each slot's before a step,
+// and the step decodes every slot in one batch.
 
 #include <cmath>
 
@@ -27,6 +29,17 @@ void Scheduler::apply_lora(const std::vector<float>& lora) {
     if (lora == applied_lora_) return;
     backend_.set_lora_scales(lora);
     applied_lora_ = lora;
+}
+
+void Scheduler::apply_slot_lora(Slot& slot, const std::vector<float>& lora) {
+    if (!backend_.mixes_lora_scales()) {
+        apply_lora(lora);
+        return;
+    }
+    if (slot.backend_lora == lora) return;
+    slot.backend_lora.reset();  // unknown if the backend refuses
+    backend_.set_sequence_lora_scales(slot.id, lora);
+    slot.backend_lora = lora;
 }
 
 std::vector<float> Scheduler::lora_scales() const {

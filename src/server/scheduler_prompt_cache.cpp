@@ -21,7 +21,7 @@ size_t Scheduler::use_prompt_cache(Slot& slot, size_t keep, const std::vector<fl
     // image's placeholders, so a loaded entry holds no images either).
     if (slot.cache.size() > keep && slot.cache_images.empty() && prompt_cache_.would_keep(slot.cache, 0, slot.lora)) {
         try {
-            apply_lora(slot.lora);
+            apply_slot_lora(slot, slot.lora);
             prompt_cache_.insert(slot.cache, backend_.sequence_state(slot.id, slot.cache), slot.lora);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "cria serve: prompt cache: slot %d's state was not kept: %s\n", slot.id, e.what());
@@ -31,7 +31,7 @@ size_t Scheduler::use_prompt_cache(Slot& slot, size_t keep, const std::vector<fl
     if (match.entry) {
         try {
             // Loading replaces the sequence, or leaves it as it was when it throws.
-            apply_lora(lora);
+            apply_slot_lora(slot, lora);
             slot.cache = backend_.load_sequence_state(slot.id, match.entry->state);
             slot.cache_images.clear();
             keep = match.n_common;

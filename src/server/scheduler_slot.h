@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct Scheduler::Slot {
     // The LoRA scales `cache`'s cells were computed with (while busy: the
     // request's); cells under other scales are never reused.
     std::vector<float> lora;
+    // The scales the backend applies to sequence `id` (Backend::
+    // set_sequence_lora_scales, when it mixes scales in a batch); unset: none yet.
+    std::optional<std::vector<float>> backend_lora;
 
     // The request being served.
     GenerationRequest request;
@@ -84,7 +88,10 @@ struct Scheduler::StepPlan {
         Slot* slot;
         size_t n_tokens;  // [last, draft...]
     };
-    const std::vector<float>* lora = nullptr;  // the LoRA scales of every slot in the batch
+    // The LoRA scales of every slot in the batch; null: the slots' own, mixed
+    // (Backend::mixes_lora_scales).
+    const std::vector<float>* lora = nullptr;
+    bool takes(const Slot& s) const { return lora == nullptr || s.lora == *lora; }
     std::vector<BatchToken> batch;
     std::vector<Slot*> owners;  // slot of each batch entry
     std::vector<Verify> verifies;

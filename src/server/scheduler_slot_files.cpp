@@ -41,7 +41,7 @@ size_t Scheduler::save_slot(int32_t id, const std::string& path) {
             throw Error("slot " + std::to_string(id) + " holds an image of an M-RoPE text model, which a slot file "
                         "cannot record yet");
         // The file records the scales of the cells (LoraSet::identity).
-        apply_lora(slot.lora);
+        apply_slot_lora(slot, slot.lora);
         // The images among the tokens go into the file with their hashes.
         std::vector<runtime::SavedMedia> media;
         for (const PromptImage& img : slot.cache_images)
@@ -63,7 +63,7 @@ size_t Scheduler::restore_slot(int32_t id, const std::string& path) {
         // Restored as computed with the server's LoRA scales: the backend
         // refuses a file saved under others (say, a request's own).
         const std::vector<float> lora = lora_scales();
-        apply_lora(lora);
+        apply_slot_lora(slot, lora);
         std::vector<runtime::SavedMedia> media;
         std::vector<TokenId> tokens = backend_.restore_sequence_with_media(id, path, media);
         // The cells of each image are known by its hash and size only: a

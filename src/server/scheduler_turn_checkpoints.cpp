@@ -13,7 +13,7 @@ void Scheduler::keep_turn_checkpoint(Slot& slot) {
     // A slot holding images is not kept: the state would not say which images its placeholders stand for.
     if (!checkpoints_ || slot.cache.empty() || !slot.cache_images.empty()) return;
     try {
-        apply_lora(slot.lora);
+        apply_slot_lora(slot, slot.lora);
         checkpoints_->put(slot.cache, backend_.snapshot_sequence(slot.id, slot.cache), slot.lora);
     } catch (const std::exception&) {
         // A checkpoint only saves work later: without it the next turn is evaluated in full.
@@ -27,7 +27,7 @@ void Scheduler::keep_turn_checkpoint(Slot& slot) {
 bool Scheduler::resume_from_checkpoint(Slot& slot, const StateCheckpoints::Checkpoint& checkpoint) {
     std::vector<TokenId> tokens;
     try {
-        apply_lora(checkpoint.lora);
+        apply_slot_lora(slot, checkpoint.lora);
         tokens = backend_.restore_snapshot(slot.id, checkpoint.state);
     } catch (const std::exception&) {
         return false;  // the backend left the sequence as it was

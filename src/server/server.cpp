@@ -1080,6 +1080,14 @@ void Server::Impl::tool_routes() {
     http->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             if (!config.metrics) throw ApiError(501, "not_supported_error", "metrics are disabled (start the server with --metrics)");
+            if (router && requested_model(req, nullptr).empty()) {
+                // Router mode without ?model=: every loaded model, labelled, in one scrape.
+                std::vector<ModelStats> models;
+                for (const auto& [name, loaded] : router->loaded_models())
+                    models.push_back({name, static_cast<ServedModel&>(*loaded).scheduler->stats()});
+                res.set_content(metrics_text(models, http_requests.load(), true), "text/plain; version=0.0.4");
+                return;
+            }
             const Use use = use_model(req, nullptr);
             ServedModel& sm = *use.model;
             res.set_content(metrics_text(sm.scheduler->stats(), http_requests.load()), "text/plain; version=0.0.4");

@@ -89,4 +89,32 @@ private:
     uint64_t identity_ = 0;
 };
 
+// Several LoRA sets in one forward pass, each row of the micro-batch under
+// one of them (ForwardInput::lora_rows and lora_row_set): requests with
+// different adapters or scales share a batch. The base products run once
+// over every row; a pair that several sets apply (each at its own scale) is
+// one term here with a scale per set, so its delta B (A x) stays one pair of
+// matrix products over the rows that apply it, added to each row at the
+// row's scale.
+class LoraRows {
+public:
+    struct Term {
+        ops::TensorView a, b;
+        int64_t rank = 0;
+        std::vector<float> scales;  // per set, in the order given; 0: that set does not apply the pair
+    };
+    // The most sets one table holds (a row's set index is a byte).
+    static constexpr size_t kMaxSets = 255;
+
+    LoraRows() = default;
+    // The sets (which must outlive the table's use) in the order the rows index them.
+    explicit LoraRows(std::span<const LoraSet* const> sets);
+    size_t n_sets() const { return n_sets_; }
+    std::span<const Term> terms(const Linear* lin) const;
+
+private:
+    std::unordered_map<const Linear*, std::vector<Term>> terms_;
+    size_t n_sets_ = 0;
+};
+
 }  // namespace cria::model

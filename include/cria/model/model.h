@@ -213,7 +213,8 @@ struct LayerRange {
 
     bool operator==(const LayerRange&) const = default;
 };
-class LoraSet;  // lora.h
+class LoraSet;   // lora.h
+class LoraRows;  // lora.h
 
 // What one call of forward() computes.
 struct ForwardInput {
@@ -252,6 +253,11 @@ struct ForwardInput {
     // set, lora_applied (if not null) receives each adapted layer reached.
     const LoraSet* adapters = nullptr;
     std::vector<const Linear*>* lora_applied = nullptr;
+    // Instead of `adapters`, rows under different sets: row r applies set
+    // lora_row_set[r] of lora_rows (n_tokens indices), so requests with
+    // different adapters or scales share one micro-batch.
+    const LoraRows* lora_rows = nullptr;
+    const uint8_t* lora_row_set = nullptr;
 };
 
 // Scratch space for the activations of up to n_max tokens, reused across

@@ -168,6 +168,17 @@ public:
     // A later decode() throws cria::Error when an adapted layer is one this
     // architecture's forward pass never reaches (instead of ignoring it).
     void set_lora(model::LoraSet adapters);
+    // The rows of sequence `seq` apply `adapters` instead of set_lora's set
+    // from the next decode() on (clear_sequence_lora: set_lora's again), and
+    // its saved states name them. A micro-batch whose rows are all under one
+    // set runs as before; one mixing sets computes every base product once
+    // and each adapter's delta over the rows that apply it
+    // (model::LoraRows). A batch entry of several sequences under different
+    // sets is refused by decode(). Not across pipeline stages (throws).
+    void set_sequence_lora(SeqId seq, model::LoraSet adapters);
+    void clear_sequence_lora(SeqId seq);
+    // Whether set_sequence_lora is available (not a pipeline stage).
+    bool mixes_lora_sets() const { return stage_ == nullptr; }
 
     const model::Model& model() const { return model_; }
     const ContextParams& params() const { return params_; }
@@ -199,8 +210,14 @@ private:
     void forward_stage(model::ForwardInput& in, const memory::Split& split, int64_t first);
     // Root: copies the output rows the last stage sent into their rows.
     void place_stage_outputs();
-    // Throws unless every adapted layer of lora_ was reached (after a forward pass with logits).
+    // Throws unless every adapted layer of the micro-batch's sets (ub_lora_sets_)
+    // was reached (after a forward pass with logits); then they are known good.
     void check_lora_reached();
+    // The set of sequence `seq`'s rows (its own, else lora_).
+    const model::LoraSet& lora_for(SeqId seq) const;
+    // Picks the micro-batch's adapters: `in.adapters` when its rows share
+    // one set, else `in.lora_rows` with each row's set; sets lora_checking_.
+    void select_lora(model::ForwardInput& in, const uint64_t* seq_masks, int64_t n);
     // gguf::content_fingerprint of the model's file, computed on first use.
     uint64_t model_fingerprint();
     // sequence_state / load_sequence_state of this process's own memory.
@@ -247,9 +264,19 @@ private:
     uint64_t model_fingerprint_ = 0;
     bool fingerprint_known_ = false;
     model::LoraSet lora_;
-    // The adapted layers the forward passes reached, until all were (then empty and unused).
+    // Sequences' own sets (set_sequence_lora), by sequence id; how many are set.
+    std::vector<std::unique_ptr<model::LoraSet>> seq_lora_;
+    size_t n_seq_lora_ = 0;
+    // The current micro-batch's distinct sets and each row's index into them,
+    // and the table of a mixed micro-batch (rebuilt when its sets change).
+    std::vector<const model::LoraSet*> ub_lora_sets_, lora_rows_sets_;
+    std::vector<uint8_t> ub_lora_row_set_;
+    model::LoraRows lora_rows_;
+    // The adapted layers a forward pass reached, while a set in it is not yet
+    // known good (its identity not in lora_verified_): lora_checking_.
     std::vector<const model::Linear*> lora_reached_;
-    bool lora_checked_ = true;
+    std::vector<uint64_t> lora_verified_;
+    bool lora_checking_ = false;
 };
 
 }  // namespace cria::runtime

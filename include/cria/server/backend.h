@@ -124,6 +124,13 @@ public:
     };
     virtual std::vector<LoraAdapterInfo> lora_adapters() const { return {}; }
     virtual void set_lora_scales(const std::vector<float>& scales);
+    // Whether decode() can mix sequences under different scales in one
+    // batch: set_sequence_lora_scales() then gives sequence `seq` its own
+    // scales (one per adapter) for what it computes, saves and loads, and
+    // set_lora_scales() no longer matters to it. The default backend cannot
+    // (the scheduler then decodes each set of scales in a batch of its own).
+    virtual bool mixes_lora_scales() const { return false; }
+    virtual void set_sequence_lora_scales(int32_t seq, const std::vector<float>& scales);
 
     // Turn checkpoints (server/state_checkpoints.h) for a memory that cannot
     // drop a suffix (recurrent states): true when the scheduler should keep

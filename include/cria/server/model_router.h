@@ -98,6 +98,10 @@ public:
         int32_t in_use = 0;  // leases alive
     };
     std::vector<ModelStatus> status() const;
+    // The models loaded now, by name, in the list's order: a look that is no
+    // use (nothing loads, no least-recently-used order changes; the pointer
+    // keeps a model that is unloaded meanwhile alive until it is dropped).
+    std::vector<std::pair<std::string, std::shared_ptr<LoadedModel>>> loaded_models() const;
     const std::vector<ModelEntry>& models() const { return entries_; }
 
 private:

@@ -86,6 +86,10 @@ public:
     // adapters while the scheduler's thread changes the scales.
     std::vector<LoraAdapterInfo> lora_adapters() const override;
     void set_lora_scales(const std::vector<float>& scales) override;
+    // With adapters and a context in one process (runtime::Context::
+    // set_sequence_lora; not a pipeline over ranks).
+    bool mixes_lora_scales() const override;
+    void set_sequence_lora_scales(int32_t seq, const std::vector<float>& scales) override;
     bool wants_turn_checkpoints() const override;
     std::vector<uint8_t> snapshot_sequence(int32_t seq, std::span<const TokenId> tokens) override;
     std::vector<TokenId> restore_snapshot(int32_t seq, std::span<const uint8_t> state) override;

@@ -271,12 +271,17 @@ private:
     // Batch planning (scheduler_batch.cpp): one decode per step.
     bool step();
     // One decode of the slots whose cells are under the scales `lora` (the
-    // backend's scales are set to them first); false when none had work.
-    bool step_group(const std::vector<float>& lora);
+    // backend's scales are set to them first), or of every slot, each under
+    // its own scales, when `lora` is null; false when none had work.
+    bool step_group(const std::vector<float>* lora);
     // Sets the backend's LoRA scales to `lora` unless they are already
     // (scheduler_lora.cpp): before a decode, and before a slot's state is
     // saved or loaded (the state records the scales and a load checks them).
     void apply_lora(const std::vector<float>& lora);
+    // The scales `lora` for what the backend computes, saves or loads for
+    // `slot`'s sequence: its own scales when the backend mixes scales in a
+    // batch (unless it has them already), else the backend's (apply_lora).
+    void apply_slot_lora(Slot& slot, const std::vector<float>& lora);
     void leave_cancelled_and_late();
     void plan_generation(StepPlan& plan);
     // A generating slot whose next token would fill its context is shifted
