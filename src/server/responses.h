@@ -28,6 +28,7 @@ struct Collected {
     std::vector<TokenLogprob> logprobs;
     std::string finish_reason;  // scheduler's: stop / length / cancelled
     std::string stop_word;
+    int32_t slot = -1;          // the slot that served it
     Usage usage;
 };
 

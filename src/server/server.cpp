@@ -22,6 +22,7 @@
 #include "cria/server/slot_files.h"
 #include "memory_stream.h"
 #include "metrics.h"
+#include "native_completion.h"
 #include "response_store.h"
 #include "responses.h"
 #include "responses_api.h"
@@ -574,6 +575,8 @@ struct Server::Impl {
             }
             if (ev->kind == GenerationEvent::Kind::Error) throw ApiError(ev->http_status, "server_error", ev->error);
             c.finish_reason = ev->finish_reason;
+            c.stop_word = ev->stop_word;
+            c.slot = ev->slot;
             c.usage = usage_of(*ev);
             return text;
         }
@@ -634,6 +637,102 @@ struct Server::Impl {
                 }
                 return out + sse_event("[DONE]");
             }, use.lease);
+        });
+    }
+
+    // POST /completion and /completions: llama-server's native completion API.
+    // Each prompt of the request is one scheduler request (as n > 1 choices);
+    // a list of prompts gives a list of results (or interleaved SSE objects,
+    // told apart by "index").
+    void handle_native_completion(const httplib::Request& req, httplib::Response& res) {
+        guarded(req, res, [&] {
+            const json request_body = parse_body(req.body);
+            const Use use = use_model(req, &request_body);
+            ServedModel& sm = *use.model;
+            if (!sm.backend->generates_text())
+                throw ApiError(501, "not_supported_error",
+                               "this model is an encoder (embeddings and reranking): it does not generate text");
+            const std::vector<float> lora = request_lora(sm, request_body);
+            NativeCompletionJob job =
+                parse_native_completion(request_body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
+            job.gen.lora = lora;
+            finish_request(job.gen);
+            const json settings = native_generation_settings(job.gen, job.stream, job.n_probs);
+            std::vector<std::string> prompt_texts;
+            std::vector<std::shared_ptr<RequestHandle>> handles;
+            try {
+                for (auto& prompt : job.prompts) {
+                    prompt_texts.push_back(sm.backend->vocab().detokenize(prompt));
+                    GenerationRequest gen = job.gen;
+                    gen.prompt = std::move(prompt);
+                    handles.push_back(sm.scheduler->submit(std::move(gen)));
+                }
+            } catch (...) {
+                for (auto& h : handles) h->cancel();
+                throw;
+            }
+            const bool return_tokens = job.return_tokens;
+            const int32_t n_probs = job.n_probs;
+            auto ids_of = [return_tokens](const std::vector<TokenLogprob>& lps) {
+                std::vector<TokenId> ids;
+                if (return_tokens)
+                    for (const auto& l : lps) ids.push_back(l.id);
+                return ids;
+            };
+            if (!job.stream) {
+                std::vector<ClientWatch> watches;
+                for (auto& h : handles) watches.push_back(watch_client(req, h));
+                json results = json::array();
+                for (size_t i = 0; i < handles.size(); ++i) {
+                    Collected c;
+                    NativeFinal f;
+                    try {
+                        f.content = collect_text(handles[i], c);
+                    } catch (...) {
+                        for (auto& h : handles) h->cancel();
+                        throw;
+                    }
+                    f.index = i;
+                    f.tokens = ids_of(c.logprobs);
+                    f.model = sm.model_id;
+                    f.prompt = prompt_texts[i];
+                    f.finish_reason = c.finish_reason;
+                    f.stop_word = c.stop_word;
+                    f.slot = c.slot;
+                    f.usage = c.usage;
+                    json one = native_final_json(f, settings);
+                    if (n_probs > 0) one["completion_probabilities"] = native_probabilities(c.logprobs);
+                    results.push_back(std::move(one));
+                }
+                send_json(res, 200, results.size() == 1 ? results[0] : results);
+                return;
+            }
+            auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+            auto prompts = std::make_shared<std::vector<std::string>>(std::move(prompt_texts));
+            const std::string model = sm.model_id;
+            stream_choices(
+                res, handles, "",
+                [=](size_t i, GenerationEvent& ev, bool& done) -> std::string {
+                    if (ev.kind == GenerationEvent::Kind::Text) {
+                        json part = native_partial_json(i, ev.text, ids_of(ev.logprobs));
+                        if (n_probs > 0) part["completion_probabilities"] = native_probabilities(ev.logprobs);
+                        return sse_event(dump(part));
+                    }
+                    done = true;
+                    if (ev.kind == GenerationEvent::Kind::Error)
+                        return sse_event(error_body(Dialect::OpenAI, ev.http_status, "", ev.error));
+                    NativeFinal f;
+                    f.index = i;
+                    f.model = model;
+                    f.prompt = (*prompts)[i];
+                    f.finish_reason = ev.finish_reason;
+                    f.stop_word = ev.stop_word;
+                    f.slot = ev.slot;
+                    f.usage = usage_of(ev);
+                    return sse_event(dump(native_final_json(f, settings)));
+                },
+                // llama-server ends the native stream with the last object (no [DONE]).
+                []() { return std::string(); }, use.lease);
         });
     }
 
@@ -1000,7 +1099,9 @@ void Server::Impl::api_routes() {
     http->Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) { handle_responses(req, res); });
     http->Post("/responses", [this](const httplib::Request& req, httplib::Response& res) { handle_responses(req, res); });
     http->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
-    http->Post("/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_completions(req, res); });
+    // llama-server's native API (its /v1/completions is OpenAI's, above).
+    http->Post("/completion", [this](const httplib::Request& req, httplib::Response& res) { handle_native_completion(req, res); });
+    http->Post("/completions", [this](const httplib::Request& req, httplib::Response& res) { handle_native_completion(req, res); });
     http->Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res, true); });
     http->Post("/embeddings", [this](const httplib::Request& req, httplib::Response& res) { handle_embeddings(req, res, false); });
     for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"})
