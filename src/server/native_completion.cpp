@@ -166,8 +166,10 @@ json native_final_json(const NativeFinal& f, const json& generation_settings) {
                 {"timings", timings_json(f.usage)}};
 }
 
-json native_partial_json(size_t index, const std::string& content, const std::vector<TokenId>& tokens) {
-    return json{{"index", index}, {"content", content}, {"tokens", tokens}, {"stop", false}};
+json native_partial_json(size_t index, const std::string& content, const std::vector<TokenId>& tokens,
+                         size_t n_prompt) {
+    return json{{"index", index}, {"content", content}, {"tokens", tokens}, {"stop", false},
+                {"tokens_evaluated", n_prompt}};
 }
 
 }  // namespace cria::server

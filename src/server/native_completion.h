@@ -52,7 +52,10 @@ struct NativeFinal {
 // The reply (non-streaming) or the last SSE object (stream: content is ""
 // there, since the partial objects carried it).
 json native_final_json(const NativeFinal& f, const json& generation_settings);
-// One SSE object of a stream before the last.
-json native_partial_json(size_t index, const std::string& content, const std::vector<TokenId>& tokens);
+// One SSE object of a stream before the last. `n_prompt`: the prompt's
+// length (llama-server's tokens_evaluated); the slot and the running count of
+// generated tokens are only known to the final object, so they are left out.
+json native_partial_json(size_t index, const std::string& content, const std::vector<TokenId>& tokens,
+                         size_t n_prompt);
 
 }  // namespace cria::server

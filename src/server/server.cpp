@@ -659,10 +659,12 @@ struct Server::Impl {
             finish_request(job.gen);
             const json settings = native_generation_settings(job.gen, job.stream, job.n_probs);
             std::vector<std::string> prompt_texts;
+            std::vector<size_t> prompt_sizes;
             std::vector<std::shared_ptr<RequestHandle>> handles;
             try {
                 for (auto& prompt : job.prompts) {
                     prompt_texts.push_back(sm.backend->vocab().detokenize(prompt));
+                    prompt_sizes.push_back(prompt.size());
                     GenerationRequest gen = job.gen;
                     gen.prompt = std::move(prompt);
                     handles.push_back(sm.scheduler->submit(std::move(gen)));
@@ -714,7 +716,7 @@ struct Server::Impl {
                 res, handles, "",
                 [=](size_t i, GenerationEvent& ev, bool& done) -> std::string {
                     if (ev.kind == GenerationEvent::Kind::Text) {
-                        json part = native_partial_json(i, ev.text, ids_of(ev.logprobs));
+                        json part = native_partial_json(i, ev.text, ids_of(ev.logprobs), prompt_sizes[i]);
                         if (n_probs > 0) part["completion_probabilities"] = native_probabilities(ev.logprobs);
                         return sse_event(dump(part));
                     }

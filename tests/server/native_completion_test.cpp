@@ -120,6 +120,39 @@ TEST_F(NativeCompletion, StreamEndsWithStopObject) {
     EXPECT_EQ(text, json::parse(whole->body)["content"].get<std::string>());
 }
 
+TEST_F(NativeCompletion, StreamOfSeveralPromptsByIndex) {
+    const json ids = json::array({1, 403, 407});
+    auto whole = post("/completion", greedy({{"prompt", ids}, {"n_predict", 4}, {"return_tokens", true}}));
+    ASSERT_TRUE(whole);
+    const json one = json::parse(whole->body);
+    auto r = post("/completion", greedy({{"prompt", json::array({ids, ids})},
+                                         {"n_predict", 4},
+                                         {"stream", true},
+                                         {"return_tokens", true}}));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    std::string text[2];
+    json tokens[2] = {json::array(), json::array()};
+    int finals[2] = {0, 0};
+    for (const json& e : events(r->body)) {
+        const int i = e["index"];
+        ASSERT_TRUE(i == 0 || i == 1);
+        if (e["stop"].get<bool>()) {
+            ++finals[i];
+            EXPECT_EQ(e["stop_type"], "limit");
+            continue;
+        }
+        EXPECT_EQ(e["tokens_evaluated"], 3);
+        text[i] += e["content"].get<std::string>();
+        for (const auto& t : e["tokens"]) tokens[i].push_back(t);
+    }
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(finals[i], 1);
+        EXPECT_EQ(text[i], one["content"].get<std::string>());
+        EXPECT_EQ(tokens[i], one["tokens"]);
+    }
+}
+
 TEST_F(NativeCompletion, TokenIdPromptsAndReturnTokens) {
     // The text prompt's ids give the same continuation as the text.
     httplib::Client c("127.0.0.1", server_->port());
