@@ -161,8 +161,10 @@ json native_final_json(const NativeFinal& f, const json& generation_settings) {
                 {"generation_settings", generation_settings},
                 {"prompt", f.prompt},
                 {"has_new_line", f.content.find('\n') != std::string::npos},
+                {"truncated", f.truncated},
                 {"stop_type", native_stop_type(f.finish_reason, f.stop_word)},
                 {"stopping_word", f.stop_word},
+                {"tokens_cached", f.tokens_cached},
                 {"timings", timings_json(f.usage)}};
 }
 

@@ -47,6 +47,8 @@ struct NativeFinal {
     std::string prompt;  // the prompt as text
     std::string finish_reason, stop_word;
     int32_t slot = -1;
+    bool truncated = false;     // a context shift dropped part of the context
+    int32_t tokens_cached = 0;  // the slot's cached tokens at the end
     Usage usage;
 };
 // The reply (non-streaming) or the last SSE object (stream: content is ""

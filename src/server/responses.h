@@ -29,6 +29,8 @@ struct Collected {
     std::string finish_reason;  // scheduler's: stop / length / cancelled
     std::string stop_word;
     int32_t slot = -1;          // the slot that served it
+    bool context_shifted = false;
+    int32_t n_cells = 0;        // the slot's cached tokens at the end
     Usage usage;
 };
 

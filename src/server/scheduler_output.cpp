@@ -97,6 +97,8 @@ void Scheduler::finish(Slot& slot, const std::string& reason) {
         e.prompt_ms = ms_between(slot.t_start, now);
     }
     e.slot = slot.id;
+    e.context_shifted = slot.shifted_keep >= 0;  // release() forgets it below
+    e.n_cells = static_cast<int32_t>(slot.cache.size());
     {
         std::lock_guard lock(mutex_);
         if (why == "cancelled") ++stats_.requests_cancelled; else ++stats_.requests_success;

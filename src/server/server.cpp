@@ -577,6 +577,8 @@ struct Server::Impl {
             c.finish_reason = ev->finish_reason;
             c.stop_word = ev->stop_word;
             c.slot = ev->slot;
+            c.context_shifted = ev->context_shifted;
+            c.n_cells = ev->n_cells;
             c.usage = usage_of(*ev);
             return text;
         }
@@ -701,6 +703,8 @@ struct Server::Impl {
                     f.finish_reason = c.finish_reason;
                     f.stop_word = c.stop_word;
                     f.slot = c.slot;
+                    f.truncated = c.context_shifted;
+                    f.tokens_cached = c.n_cells;
                     f.usage = c.usage;
                     json one = native_final_json(f, settings);
                     if (n_probs > 0) one["completion_probabilities"] = native_probabilities(c.logprobs);
@@ -730,6 +734,8 @@ struct Server::Impl {
                     f.finish_reason = ev.finish_reason;
                     f.stop_word = ev.stop_word;
                     f.slot = ev.slot;
+                    f.truncated = ev.context_shifted;
+                    f.tokens_cached = ev.n_cells;
                     f.usage = usage_of(ev);
                     return sse_event(dump(native_final_json(f, settings)));
                 },

@@ -226,4 +226,13 @@ TEST(ContextShiftServer, HttpCompletionGoesPastTheContext) {
         texts[i] = j["choices"][0]["text"];
     }
     EXPECT_NE(texts[0], texts[1]);  // the default n_keep 2 and the whole prompt differ after the first shift
+    // llama-server's native reply says a shift happened ("truncated").
+    auto native = c.Post("/completion", R"({"prompt":"Once upon a time","n_predict":70,"temperature":0})", "application/json");
+    ASSERT_TRUE(native);
+    const auto n = nlohmann::json::parse(native->body);
+    EXPECT_EQ(n["truncated"], true) << native->body;
+    EXPECT_EQ(n["content"], texts[0]);
+    auto brief = c.Post("/completion", R"({"prompt":"Once upon a time","n_predict":4,"temperature":0})", "application/json");
+    ASSERT_TRUE(brief);
+    EXPECT_EQ(nlohmann::json::parse(brief->body)["truncated"], false);
 }

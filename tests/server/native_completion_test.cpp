@@ -82,6 +82,9 @@ TEST_F(NativeCompletion, ReplyHasLlamaServerFields) {
     EXPECT_EQ(j["generation_settings"]["temperature"], 0.0);
     EXPECT_EQ(j["has_new_line"].get<bool>(), j["content"].get<std::string>().find('\n') != std::string::npos);
     EXPECT_EQ(j["timings"]["predicted_n"], 8);
+    EXPECT_EQ(j["truncated"], false);
+    // The slot keeps the prompt and every generated token but the last (sampled, never decoded).
+    EXPECT_EQ(j["tokens_cached"].get<int>(), j["tokens_evaluated"].get<int>() + 8 - 1);
     EXPECT_TRUE(j.contains("model"));
     // /completions is the same native API; /v1/completions stays OpenAI's.
     auto same = post("/completions", greedy({{"prompt", "Once upon a time"}, {"n_predict", 8}}));

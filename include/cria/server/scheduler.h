@@ -109,6 +109,8 @@ struct GenerationEvent {
     // [i]: drafts with a token at position i, and those the target accepted.
     std::vector<int64_t> draft_position_tried, draft_position_accepted;
     int32_t slot = -1;
+    bool context_shifted = false;           // a context shift dropped cells during it (llama-server's "truncated")
+    int32_t n_cells = 0;                    // tokens in the slot's cache when it ended (llama-server's tokens_cached)
     // Error:
     std::string error;
     int http_status = 500;
