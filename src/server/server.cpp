@@ -665,7 +665,8 @@ struct Server::Impl {
             std::vector<std::shared_ptr<RequestHandle>> handles;
             try {
                 for (auto& prompt : job.prompts) {
-                    prompt_texts.push_back(sm.backend->vocab().detokenize(prompt));
+                    // As llama-server's "prompt": control tokens (the BOS) shown as their text.
+                    prompt_texts.push_back(sm.backend->vocab().detokenize(prompt, {.unparse_special = true}));
                     prompt_sizes.push_back(prompt.size());
                     GenerationRequest gen = job.gen;
                     gen.prompt = std::move(prompt);

@@ -74,7 +74,9 @@ TEST_F(NativeCompletion, ReplyHasLlamaServerFields) {
     EXPECT_EQ(j["tokens"], json::array());  // no return_tokens
     EXPECT_EQ(j["tokens_predicted"], 8);
     EXPECT_GT(j["tokens_evaluated"].get<int>(), 1);
-    EXPECT_EQ(j["prompt"].get<std::string>().find("Once upon a time") != std::string::npos, true) << j["prompt"];
+    // The prompt as llama-server shows it: the BOS as its text, then the words.
+    EXPECT_EQ(j["prompt"].get<std::string>().find("<s>"), 0u) << j["prompt"];
+    EXPECT_NE(j["prompt"].get<std::string>().find("Once upon a time"), std::string::npos) << j["prompt"];
     EXPECT_EQ(j["stop_type"], "limit");
     EXPECT_EQ(j["stopping_word"], "");
     EXPECT_GE(j["id_slot"].get<int>(), 0);
