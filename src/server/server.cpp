@@ -156,6 +156,25 @@ struct Server::Impl {
             throw router_error(e);
         }
     }
+    // What every text-generating endpoint starts with: the parsed body, the
+    // model it names (leased in router mode), a refusal for encoders, and
+    // the request's LoRA scales.
+    struct GenerationUse {
+        json body;
+        Use use;
+        std::vector<float> lora;
+        ServedModel& model() const { return *use.model; }
+    };
+    GenerationUse use_generating_model(const httplib::Request& req) {
+        GenerationUse g;
+        g.body = parse_body(req.body);
+        g.use = use_model(req, &g.body);
+        if (!g.model().backend->generates_text())
+            throw ApiError(501, "not_supported_error",
+                           "this model is an encoder (embeddings and reranking): it does not generate text");
+        g.lora = request_lora(g.model(), g.body);
+        return g;
+    }
     static ApiError router_error(const ModelRouterError& e) {
         switch (e.status()) {
             case 404: return ApiError(404, "model_not_found", e.what(), "model");
@@ -433,13 +452,11 @@ struct Server::Impl {
 
     void handle_chat(const httplib::Request& req, httplib::Response& res, Dialect dialect) {
         guarded(req, res, [&] {
-            const json body = parse_body(req.body);
-            const Use use = use_model(req, &body);
-            ServedModel& sm = *use.model;
-            if (!sm.backend->generates_text())
-                throw ApiError(501, "not_supported_error",
-                               "this model is an encoder (embeddings and reranking): it does not generate text");
-            const std::vector<float> lora = request_lora(sm, body);
+            const GenerationUse g = use_generating_model(req);
+            const json& body = g.body;
+            const Use& use = g.use;
+            ServedModel& sm = g.model();
+            const std::vector<float>& lora = g.lora;
             ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body, config.default_sampling)
                                                          : parse_openai_chat(body, config.default_sampling);
             job.gen.lora = lora;
@@ -511,13 +528,11 @@ struct Server::Impl {
     // (unless store is false) so that a later request can continue it.
     void handle_responses(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            const json body = parse_body(req.body);
-            const Use use = use_model(req, &body);
-            ServedModel& sm = *use.model;
-            const std::vector<float> lora = request_lora(sm, body);
-            if (!sm.backend->generates_text())
-                throw ApiError(501, "not_supported_error",
-                               "this model is an encoder (embeddings and reranking): it does not generate text");
+            const GenerationUse g = use_generating_model(req);
+            const json& body = g.body;
+            const Use& use = g.use;
+            ServedModel& sm = g.model();
+            const std::vector<float>& lora = g.lora;
             ResponsesJob job = parse_openai_responses(
                 body, [this](const std::string& id) { return response_store->get(id); }, config.default_sampling);
             job.chat.gen.lora = lora;
@@ -586,13 +601,11 @@ struct Server::Impl {
 
     void handle_completions(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            const json request_body = parse_body(req.body);
-            const Use use = use_model(req, &request_body);
-            ServedModel& sm = *use.model;
-            if (!sm.backend->generates_text())
-                throw ApiError(501, "not_supported_error",
-                               "this model is an encoder (embeddings and reranking): it does not generate text");
-            const std::vector<float> lora = request_lora(sm, request_body);
+            const GenerationUse g = use_generating_model(req);
+            const json& request_body = g.body;
+            const Use& use = g.use;
+            ServedModel& sm = g.model();
+            const std::vector<float>& lora = g.lora;
             CompletionJob job =
                 parse_openai_completion(request_body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
             job.gen.lora = lora;
@@ -648,13 +661,11 @@ struct Server::Impl {
     // told apart by "index").
     void handle_native_completion(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
-            const json request_body = parse_body(req.body);
-            const Use use = use_model(req, &request_body);
-            ServedModel& sm = *use.model;
-            if (!sm.backend->generates_text())
-                throw ApiError(501, "not_supported_error",
-                               "this model is an encoder (embeddings and reranking): it does not generate text");
-            const std::vector<float> lora = request_lora(sm, request_body);
+            const GenerationUse g = use_generating_model(req);
+            const json& request_body = g.body;
+            const Use& use = g.use;
+            ServedModel& sm = g.model();
+            const std::vector<float>& lora = g.lora;
             NativeCompletionJob job =
                 parse_native_completion(request_body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
             job.gen.lora = lora;
