@@ -168,7 +168,7 @@ void groups_iq4_xs_tile(const Tile& t) {
 
 // Tile of the kernel for many columns: kWideGroups x 16 rows by kWideCols
 // columns (measured in bench/README.md).
-constexpr int kWideGroups = 2, kWideCols = 4;
+constexpr int kWideGroups = 2, kWideCols = 6;
 
 }  // namespace
 
