@@ -2,7 +2,7 @@
 // Rows16 of IQ4_XS: the byte layout of one super-block (256 values) of a
 // group of 16 rows, shared by the packing (packing.cpp), the scalar
 // reference (packed_kernels_scalar.cpp) and the VNNI kernels
-// (packed_kernels_iq4_xs_avx512.cpp).
+// (packed_kernels_iq4_xs_avx512.cpp) and the AMX kernel (amx_kernel_iq4_xs.h).
 //
 // - quants, 32 registers of 64 bytes: register 4s + t holds, for row r at
 //   bytes 4r..4r+3, the row's qs bytes 16s + 4t..16s + 4t + 3. Their low
