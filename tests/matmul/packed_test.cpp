@@ -344,6 +344,24 @@ TEST(PackedIq4Xs, ExtremeScalesAndSigns) {
     }
 }
 
+// Packed IQ4_XS takes whole super-blocks: other row lengths are refused
+// by the packer and by validate (a clear cria::Error, no read past the end).
+TEST(PackedIq4Xs, RowLengthsOfPartSuperBlocksAreRefused) {
+    const PackedProblem p(ElementType::IQ4_XS, 20, 512, 1, 330);
+    std::vector<uint8_t> out(mm::packed_bytes(ElementType::IQ4_XS, 20, 512, mm::Packing::Rows16));
+    mm::WeightMatrix part{ElementType::IQ4_XS, p.w.data(), 20, 320, p.w_stride};
+    EXPECT_THROW(mm::pack_weights(part, mm::Packing::Rows16, out.data()), cria::Error);
+    mm::MatmulArgs a;
+    a.w = {ElementType::IQ4_XS, p.packed.data(), 20, 320, 0, mm::Packing::Rows16};
+    std::vector<float> x(320), y(20);
+    a.x = x.data();
+    a.y = y.data();
+    a.r1 = 20;
+    EXPECT_THROW(mm::validate(a), cria::Error);
+    a.w.k = 512;
+    EXPECT_NO_THROW(mm::validate(a));
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, PackedTypes, ::testing::ValuesIn(kPackable),
                          [](const auto& info) { return std::string(cria::element_type_name(info.param)); });
 
