@@ -12,7 +12,7 @@
 //
 // matmat512-levels/<type>/<shape>/packed/<isa>: the packed product at one
 // instruction-set level, AMX beside VNNI for the types with an AMX kernel
-// (Q4_0, Q8_0, IQ4_NL, MXFP4, Q4_K, Q6_K);
+// (Q4_0, Q8_0, IQ4_NL, MXFP4, Q4_K, Q6_K, IQ4_XS);
 // a level the machine lacks skips with the reason (as an error line: this
 // Google Benchmark has no SkipWithMessage).
 //   ./bench_matmul_mat --benchmark_filter='matmat512-levels' --benchmark_min_time=1
@@ -153,7 +153,7 @@ const bool registered = [] {
         }
     // AMX beside VNNI on the types with an AMX kernel (Rows16, >= 16 columns).
     for (ElementType t : {ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL, ElementType::MXFP4, ElementType::Q4_K,
-                          ElementType::Q6_K})
+                          ElementType::Q6_K, ElementType::IQ4_XS})
         for (const auto& s : {kShapes[0], kShapes[2]})
             for (cria::cpu::Isa isa : {cria::cpu::Isa::Avx512Vnni, cria::cpu::Isa::Amx}) {
                 const std::string name = "matmat512-levels/" + std::string(cria::element_type_name(t)) + "/" +

@@ -87,6 +87,16 @@ struct ScalarBlockMath {
     static void mins_add(const uint8_t* mins, int32_t bsum, int32_t* msum) {
         for (int r = 0; r < 16; ++r) msum[r] += static_cast<int32_t>(mins[r]) * bsum;
     }
+    // IQ4_XS per super-block: acc += (d * da) * isum, the multiply and the
+    // add each rounded (the scalar reference's order). The product passes
+    // through a volatile so that the compiler cannot fuse it with the add
+    // into an fma (the emulation is for tests: speed does not matter).
+    static void accumulate_rounded(const int32_t* isum, const float* d, float da, float* acc) {
+        for (int r = 0; r < 16; ++r) {
+            volatile float part = (d[r] * da) * static_cast<float>(isum[r]);
+            acc[r] += part;
+        }
+    }
     // Q4_K per super-block: acc += isum * (d * da), then acc -= msum * (dmin * da),
     // each one fma (the VNNI kernel's fmadd, then fnmadd).
     static void accumulate_k(const int32_t* isum, const int32_t* msum, const float* d, const float* dmin, float da,

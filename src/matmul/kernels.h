@@ -122,7 +122,7 @@ TypeKernel packed_avx512_bf16_dot_kernel();
 // Products with at least this many columns use the wide kernels.
 constexpr int64_t kWideKernelMinColumns = 8;
 // AMX kernels (amx_kernel_select.h) for Rows16 Q8_0, Q4_0, IQ4_NL and
-// MXFP4 times Q8_0Planar activations and Q4_K, Q6_K times Q8_K: tiles of
+// MXFP4 times Q8_0Planar activations and Q4_K, Q6_K, IQ4_XS times Q8_K: tiles of
 // 32 rows x 32 columns, results bit-identical to the VNNI kernels. The
 // hardware one runs only where best_isa() is Isa::Amx
 // (packed_kernels_amx.cpp); the emulated one runs everywhere, for tests

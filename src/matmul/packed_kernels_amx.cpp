@@ -161,6 +161,12 @@ struct Avx512BlockMath {
         a = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(msum)), _mm512_mul_ps(_mm512_load_ps(dmin), vda), a);
         _mm512_store_ps(acc, a);
     }
+    static void accumulate_rounded(const int32_t* isum, const float* d, float da, float* acc) {
+        constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+        const __m512 scale = _mm512_mul_round_ps(_mm512_load_ps(d), _mm512_set1_ps(da), kNearest);
+        const __m512 part = _mm512_mul_round_ps(scale, _mm512_cvtepi32_ps(_mm512_load_si512(isum)), kNearest);
+        _mm512_store_ps(acc, _mm512_add_round_ps(_mm512_load_ps(acc), part, kNearest));
+    }
     static void accumulate(const int32_t* c, int32_t correction, const float* dw, float da, float* acc) {
         const __m512i dot = _mm512_sub_epi32(_mm512_load_si512(c), _mm512_set1_epi32(correction));
         const __m512 scale = _mm512_mul_ps(_mm512_load_ps(dw), _mm512_set1_ps(da));

@@ -20,6 +20,7 @@
 #include "cria/quant/blocks.h"
 #include "matmul/code_tables.h"
 #include "matmul/kernels.h"
+#include "matmul/rows16_iq4_xs.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -963,6 +964,7 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::Q5_K: return {rows16_tile8_of<Q5KWideRun>, kGroupRows, 8, ActivationFormat::Q8_K};
         // Q6_K: 32 x 5 (32 x 4 to 32 x 8 and 48 x 4 measured in bench/README.md).
         case ElementType::Q6_K: return {groups_q6_k_tile<2, 5>, kRows, 5, ActivationFormat::Q8_K};
+        case ElementType::IQ4_XS: return packed_avx512_iq4_xs_wide_kernel();  // packed_kernels_iq4_xs_avx512.cpp
         case ElementType::F16: return {half_wide_tile<false>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
         case ElementType::BF16: return {half_wide_tile<true>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
         default: return {};
@@ -979,6 +981,7 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p) {
         case ElementType::Q4_K: return {rows16_tile_of<Q4KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q5_K: return {rows16_tile_of<Q5KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {rows16_tile_of<Q6KRun>, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::IQ4_XS: return packed_avx512_iq4_xs_kernel();  // packed_kernels_iq4_xs_avx512.cpp
         case ElementType::F16: return {rows16_tile_of<Half<false>::Run>, kHalfNarrowGroups * kGroupRows, 4, ActivationFormat::F32};
         case ElementType::BF16: return {rows16_tile_of<Half<true>::Run>, kHalfNarrowGroups * kGroupRows, 4, ActivationFormat::F32};
         default: return {};

@@ -10,6 +10,7 @@
 #include "cria/core/float16.h"
 #include "cria/quant/blocks.h"
 #include "matmul/kernels.h"
+#include "matmul/rows16_iq4_xs.h"
 #include "matmul/scales.h"
 
 namespace cria::matmul::detail {
@@ -125,9 +126,34 @@ block_q6_K gather_rows16_q6_k(const uint8_t* group, int r, int64_t b) {
     return blk;
 }
 
+// Super-block b of row r of a Rows16 IQ4_XS group (layout in
+// matmul/rows16_iq4_xs.h), as decode_superblock(block_iq4_xs) gives it.
+SuperBlock gather_rows16_iq4_xs(const uint8_t* group, int r, int64_t b) {
+    const uint8_t* s = group + static_cast<size_t>(b) * kIq4XsSuper;
+    SuperBlock sb;
+    for (int reg = 0; reg < 32; ++reg) {
+        const int sub = reg / 4, t = reg % 4;
+        for (int i = 0; i < 4; ++i) {
+            const uint8_t byte = s[reg * 64 + r * 4 + i];
+            sb.q[32 * sub + 4 * t + i] = kvalues_iq4nl[byte & 0x0F];
+            sb.q[32 * sub + 16 + 4 * t + i] = kvalues_iq4nl[byte >> 4];
+        }
+    }
+    for (int sub = 0; sub < 8; ++sub) {
+        sb.scale[2 * sub] = sb.scale[2 * sub + 1] = static_cast<int8_t>(s[kIq4XsQuants + 16 * sub + r]);
+        sb.min[2 * sub] = sb.min[2 * sub + 1] = 0;
+    }
+    f16_bits d;
+    std::memcpy(&d, s + kIq4XsD + 2 * r, 2);
+    sb.d = f16_to_f32(d);
+    sb.dmin = 0.0f;
+    return sb;
+}
+
 SuperBlock gather_superblock(ElementType type, const uint8_t* group, int r, int64_t b) {
     if (type == ElementType::Q4_K) return gather_rows16_q4_k(group, r, b);
     if (type == ElementType::Q5_K) return gather_rows16_q5_k(group, r, b);
+    if (type == ElementType::IQ4_XS) return gather_rows16_iq4_xs(group, r, b);
     SuperBlock sb;
     decode_superblock(gather_rows16_q6_k(group, r, b), sb);
     return sb;
@@ -180,6 +206,8 @@ TypeKernel packed_scalar_kernel(ElementType t, Packing p) {
         case ElementType::Q4_K: return {rows16_superblock_tile<ElementType::Q4_K>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q5_K: return {rows16_superblock_tile<ElementType::Q5_K>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q6_K: return {rows16_superblock_tile<ElementType::Q6_K>, kGroupRows, 4, ActivationFormat::Q8_K};
+        case ElementType::IQ4_XS:
+            return {rows16_superblock_tile<ElementType::IQ4_XS>, kGroupRows, 4, ActivationFormat::Q8_K};
         case ElementType::F16: return {rows16_half_tile<half_to_float>, kGroupRows, 4, ActivationFormat::F32};
         case ElementType::BF16: return {rows16_half_tile<bhalf_to_float>, kGroupRows, 4, ActivationFormat::F32};
         default: return {};

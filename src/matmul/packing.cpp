@@ -11,6 +11,7 @@
 #include "cria/matmul/matmul.h"
 #include "cria/quant/blocks.h"
 #include "matmul/kernels.h"
+#include "matmul/rows16_iq4_xs.h"
 #include "matmul/scales.h"
 
 namespace cria::matmul {
@@ -112,11 +113,24 @@ void pack_rows16_q6_k(const WeightMatrix& w, uint8_t* dst) {
     });
 }
 
+// Rows16 of IQ4_XS (layout in matmul/rows16_iq4_xs.h).
+void pack_rows16_iq4_xs(const WeightMatrix& w, uint8_t* dst) {
+    using detail::kIq4XsD, detail::kIq4XsQuants;
+    pack_rows16_superblocks<quant::block_iq4_xs>(w, dst, detail::kIq4XsSuper, [](uint8_t* sb, size_t r, const quant::block_iq4_xs& blk) {
+        for (size_t reg = 0; reg < 32; ++reg) std::memcpy(sb + reg * 64 + r * 4, blk.qs + 4 * reg, 4);
+        for (size_t s = 0; s < 8; ++s) {
+            const int ls = ((blk.scales_l[s / 2] >> (4 * (s % 2))) & 0x0F) | (((blk.scales_h >> (2 * s)) & 3) << 4);
+            sb[kIq4XsQuants + 16 * s + r] = static_cast<uint8_t>(static_cast<int8_t>(ls - 32));
+        }
+        std::memcpy(sb + kIq4XsD + 2 * r, &blk.d, 2);
+    });
+}
+
 bool is_half(ElementType t) { return t == ElementType::F16 || t == ElementType::BF16; }
 
 bool has_rows16(ElementType t) {
     return rows16_quant_bytes(t) != 0 || t == ElementType::Q4_K || t == ElementType::Q5_K || t == ElementType::Q6_K ||
-           is_half(t);
+           t == ElementType::IQ4_XS || is_half(t);
 }
 
 // Rows16 of F16/BF16: for each k, the 16 rows' values (32 bytes).
@@ -159,6 +173,8 @@ size_t packed_group_bytes(ElementType t, int64_t k, Packing p) {
         return k > 0 && k % 256 == 0 ? static_cast<size_t>(k / 256) * kQ5KSuper : 0;
     if (p == Packing::Rows16 && t == ElementType::Q6_K)
         return k > 0 && k % 256 == 0 ? static_cast<size_t>(k / 256) * kQ6KSuper : 0;
+    if (p == Packing::Rows16 && t == ElementType::IQ4_XS)
+        return k > 0 && k % 256 == 0 ? static_cast<size_t>(k / 256) * detail::kIq4XsSuper : 0;
     if (p == Packing::Rows16 && is_half(t)) return k > 0 ? static_cast<size_t>(k) * kGroupRows * 2 : 0;
     const size_t qb = rows16_quant_bytes(t);
     if (qb == 0 || k <= 0 || k % 32 != 0) return 0;
@@ -181,6 +197,7 @@ void pack_weights(const WeightMatrix& w, Packing p, void* out) {
     if (w.type == ElementType::Q4_K) return pack_rows16_q4_k(w, static_cast<uint8_t*>(out));
     if (w.type == ElementType::Q5_K) return pack_rows16_q5_k(w, static_cast<uint8_t*>(out));
     if (w.type == ElementType::Q6_K) return pack_rows16_q6_k(w, static_cast<uint8_t*>(out));
+    if (w.type == ElementType::IQ4_XS) return pack_rows16_iq4_xs(w, static_cast<uint8_t*>(out));
     if (is_half(w.type)) return pack_rows16_half(w, static_cast<uint8_t*>(out));
 
     const size_t qb = rows16_quant_bytes(w.type), sb = rows16_scale_bytes(w.type);

@@ -38,10 +38,12 @@ namespace detail = cria::matmul::detail;
 using namespace cria::matmul::test;
 
 const ElementType kAmxTypes[] = {ElementType::Q8_0, ElementType::Q4_0, ElementType::IQ4_NL, ElementType::MXFP4,
-                                 ElementType::Q4_K, ElementType::Q6_K};
+                                 ElementType::Q4_K, ElementType::Q6_K, ElementType::IQ4_XS};
 
 // The activation format of each type's AMX kernel, and its block size.
-bool is_k_quant(ElementType t) { return t == ElementType::Q4_K || t == ElementType::Q6_K; }
+bool is_k_quant(ElementType t) {
+    return t == ElementType::Q4_K || t == ElementType::Q6_K || t == ElementType::IQ4_XS;
+}
 
 struct Shape { int64_t rows, n, blocks; };
 // Rows around one and two groups, columns around one and two A tiles (and a

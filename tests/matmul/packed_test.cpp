@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "cria/cpu/thread_pool.h"
 #include "cria/matmul/matmul.h"
 #include "cria/matmul/packing.h"
+#include "cria/quant/blocks.h"
 #include "cria/quant/quantize.h"
 #include "matmul/kernels.h"
 #include "random_data.h"
@@ -41,7 +43,7 @@ constexpr int64_t kWide = mm::detail::kWideKernelMinColumns;
 
 const ElementType kPackable[] = {ElementType::Q4_0, ElementType::IQ4_NL, ElementType::Q8_0, ElementType::MXFP4,
                                  ElementType::Q4_K, ElementType::Q5_K, ElementType::Q6_K, ElementType::F16,
-                                 ElementType::BF16};
+                                 ElementType::BF16, ElementType::IQ4_XS};
 
 struct PackedProblem {
     ElementType type;
@@ -119,7 +121,8 @@ const Shape kShapes[] = {{1, 32, 1},  {7, 64, 2},  {15, 96, 3}, {16, 256, 1}, {1
 std::vector<Shape> shapes_for(ElementType t) {
     std::vector<Shape> out;
     for (Shape s : kShapes) {
-        if (t == ElementType::Q4_K || t == ElementType::Q5_K || t == ElementType::Q6_K) s.k = (s.k + 255) / 256 * 256;
+        if (t == ElementType::Q4_K || t == ElementType::Q5_K || t == ElementType::Q6_K || t == ElementType::IQ4_XS)
+            s.k = (s.k + 255) / 256 * 256;
         out.push_back(s);
     }
     if (t == ElementType::F16 || t == ElementType::BF16)  // any row length: odd ones too
@@ -286,6 +289,79 @@ TEST(PackedMxfp4, SubnormalAndLargeExponents) {
     }
 }
 
+// IQ4_XS's VNNI kernels keep the scalar reference's integers and float
+// order (rows16_iq4_xs.h), so every level equals the plain scalar reference
+// bit for bit: 16-row tiles (1-7 columns) and 32-row ones (8 and more), on
+// rows that end in a part group, k = 256 to 4096, scales of both signs.
+TEST(PackedIq4Xs, EveryKernelEqualsScalarReferenceBitForBit) {
+    uint32_t seed = 300;
+    for (const Shape& s : {Shape{1, 256, 1}, Shape{17, 256, 3}, Shape{33, 2048, 17}, Shape{50, 2304, 64},
+                           Shape{16, 4096, 70}, Shape{31, 512, 9}, Shape{47, 768, 5}}) {
+        const PackedProblem p(ElementType::IQ4_XS, s.rows, s.k, s.n, seed++);
+        const std::vector<float> ref = p.run(p.plain_matrix(), Isa::Scalar);
+        for (Isa isa : {Isa::Avx512Vnni, Isa::Amx}) {
+            if (!cria::cpu::isa_supported(isa)) continue;
+            const std::vector<float> got = p.run(p.packed_matrix(), isa);
+            for (int64_t c = 0; c < p.n; ++c)
+                for (int64_t r = 0; r < p.y_stride; ++r) {
+                    const size_t i = static_cast<size_t>(c * p.y_stride + r);
+                    ASSERT_EQ(got[i], ref[i]) << p.describe(isa, r, c);
+                }
+        }
+    }
+}
+
+// The matmul driver's AMX path (emulated tiles) for many columns gives the
+// scalar reference's bits too.
+TEST(PackedIq4Xs, EmulatedAmxPathEqualsScalarReference) {
+    ASSERT_NE(mm::detail::packed_amx_emulated_kernel(ElementType::IQ4_XS, mm::Packing::Rows16).tile, nullptr);
+    if (!cria::cpu::isa_supported(Isa::Avx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
+    const PackedProblem p(ElementType::IQ4_XS, 40, 512, 2 * mm::detail::kAmxKernelMinColumns + 1, 310);
+    const std::vector<float> ref = p.run(p.plain_matrix(), Isa::Scalar);
+    const mm::detail::AmxEmulationScope emulate;
+    const std::vector<float> got = p.run(p.packed_matrix(), Isa::Avx512Vnni);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], ref[i]) << i;
+}
+
+// Packing keeps every field: an all-zero padding row, scales 0 and 63
+// (ls - 32 = -32 and +31), negative d.
+TEST(PackedIq4Xs, ExtremeScalesAndSigns) {
+    PackedProblem p(ElementType::IQ4_XS, 19, 512, 3, 320);
+    for (int64_t r = 0; r < p.rows; ++r)
+        for (int64_t b = 0; b < p.k / 256; ++b) {
+            auto* blk = reinterpret_cast<cria::quant::block_iq4_xs*>(p.w.data() + static_cast<size_t>(r) * p.w_stride) + b;
+            const bool high = (r + b) % 2 == 0;
+            blk->scales_h = high ? 0xFFFF : 0x0000;
+            std::memset(blk->scales_l, high ? 0xFF : 0x00, sizeof blk->scales_l);
+            if (r % 3 == 0) blk->d = cria::f32_to_f16(-0.0123f);
+        }
+    mm::pack_weights(p.plain_matrix(), mm::Packing::Rows16, p.packed.data());
+    const std::vector<float> ref = p.run(p.plain_matrix(), Isa::Scalar);
+    for (Isa isa : {Isa::Scalar, Isa::Avx512Vnni}) {
+        if (!cria::cpu::isa_supported(isa)) continue;
+        const std::vector<float> got = p.run(p.packed_matrix(), isa);
+        for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], ref[i]) << cria::cpu::isa_name(isa) << " " << i;
+    }
+}
+
+// Packed IQ4_XS takes whole super-blocks: other row lengths are refused
+// by the packer and by validate (a clear cria::Error, no read past the end).
+TEST(PackedIq4Xs, RowLengthsOfPartSuperBlocksAreRefused) {
+    const PackedProblem p(ElementType::IQ4_XS, 20, 512, 1, 330);
+    std::vector<uint8_t> out(mm::packed_bytes(ElementType::IQ4_XS, 20, 512, mm::Packing::Rows16));
+    mm::WeightMatrix part{ElementType::IQ4_XS, p.w.data(), 20, 320, p.w_stride};
+    EXPECT_THROW(mm::pack_weights(part, mm::Packing::Rows16, out.data()), cria::Error);
+    mm::MatmulArgs a;
+    a.w = {ElementType::IQ4_XS, p.packed.data(), 20, 320, 0, mm::Packing::Rows16};
+    std::vector<float> x(320), y(20);
+    a.x = x.data();
+    a.y = y.data();
+    a.r1 = 20;
+    EXPECT_THROW(mm::validate(a), cria::Error);
+    a.w.k = 512;
+    EXPECT_NO_THROW(mm::validate(a));
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, PackedTypes, ::testing::ValuesIn(kPackable),
                          [](const auto& info) { return std::string(cria::element_type_name(info.param)); });
 
@@ -304,6 +380,12 @@ TEST(Packing, SizesAndChoices) {
     // Q5_K: the file's 16 x 176 bytes per super-block, plus 64 for the unpacked scales.
     EXPECT_EQ(mm::packed_group_bytes(ElementType::Q5_K, 2048, mm::Packing::Rows16), 8u * (16u * 176u + 64u));
     EXPECT_EQ(mm::packed_group_bytes(ElementType::Q5_K, 2000, mm::Packing::Rows16), 0u);
+    // IQ4_XS: the file's 16 x 136 bytes per super-block, plus 64 (unpacked scales, alignment).
+    EXPECT_TRUE(mm::supports_packing(ElementType::IQ4_XS, mm::Packing::Rows16));
+    EXPECT_EQ(mm::packed_group_bytes(ElementType::IQ4_XS, 2048, mm::Packing::Rows16), 8u * (16u * 136u + 64u));
+    EXPECT_EQ(mm::packed_group_bytes(ElementType::IQ4_XS, 2000, mm::Packing::Rows16), 0u);
+    EXPECT_EQ(mm::preferred_packing(ElementType::IQ4_XS, Isa::Avx512Vnni), mm::Packing::Rows16);
+    EXPECT_EQ(mm::preferred_packing(ElementType::IQ4_XS, Isa::Avx512), mm::Packing::None);
     EXPECT_EQ(mm::preferred_packing(ElementType::Q4_0, Isa::Avx2), mm::Packing::None);
     EXPECT_EQ(mm::preferred_packing(ElementType::Q4_0, Isa::Avx512Vnni), mm::Packing::Rows16);
     EXPECT_EQ(mm::preferred_packing(ElementType::F32, Isa::Avx512Vnni), mm::Packing::None);

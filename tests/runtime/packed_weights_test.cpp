@@ -117,7 +117,7 @@ TEST_P(PackedWeights, SameLogitsAsTheFileLayout) {
     spec.n_vocab = 333;                        // a last packed group of 13 rows
     spec.stddev = 0.08f;
     spec.seed = 21;
-    if (type == ElementType::Q4_K) {  // every row a whole number of 256-value super-blocks
+    if (type == ElementType::Q4_K || type == ElementType::IQ4_XS) {  // every row a whole number of 256-value super-blocks
         spec.n_embd = 256;
         spec.head_dim = 64;
         spec.n_ff = 512;
@@ -142,7 +142,7 @@ TEST(PackedWeightsArchitectures, SameLogitsAsTheFileLayout) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedWeights, ::testing::Values(ElementType::Q4_0, ElementType::Q8_0, ElementType::IQ4_NL, ElementType::Q4_K, ElementType::MXFP4,
-                                           ElementType::F16, ElementType::BF16),
+                                           ElementType::F16, ElementType::BF16, ElementType::IQ4_XS),
                          [](const auto& info) { return std::string(element_type_name(info.param)); });
 
 }  // namespace

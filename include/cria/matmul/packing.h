@@ -40,6 +40,15 @@
 // r at 16g + r), the rows' d as f16 and 32 bytes of padding (+1%), so that
 // every super-block starts on a cache line.
 //
+// Rows16 (IQ4_XS): per super-block of 256 values, one run of 2240 bytes
+// (matmul/rows16_iq4_xs.h): the quants as 32 registers (register 4s + t
+// holds bytes 16s + 4t..+3 of each row's qs, row r at 4r: low nibbles are
+// values 32s + 4t.., high nibbles 32s + 16 + 4t..), the 8 sub-block scales
+// ls - 32 as int8 (sub-block s of row r at 16s + r), the rows' d as f16 and
+// 32 bytes of padding: 64 bytes per 16 rows more than the file (+2.9%), so
+// that the kernel loads the scales instead of unpacking 6-bit fields and
+// every super-block starts on a cache line.
+//
 // Rows16 (F16, BF16): for each k, the 16 rows' values (32 bytes), so one
 // load is one value of 16 rows and the kernel multiplies it with one
 // broadcast activation: no horizontal sums, one sequential stream.
@@ -54,7 +63,7 @@ namespace cria::matmul {
 
 enum class Packing : uint8_t {
     None,    // rows as the file stores them
-    Rows16,  // 16 interleaved rows (see above): Q4_0, IQ4_NL, Q8_0, MXFP4, Q4_K, Q5_K, Q6_K, F16, BF16
+    Rows16,  // 16 interleaved rows (see above): Q4_0, IQ4_NL, Q8_0, MXFP4, Q4_K, Q5_K, Q6_K, IQ4_XS, F16, BF16
 };
 
 struct WeightMatrix;
