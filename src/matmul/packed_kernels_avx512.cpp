@@ -961,8 +961,9 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         // broadcasts it saves). Measured in bench/README.md.
         case ElementType::Q4_K: return {groups_q4_k_tile<false, 2, 4>, kRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q5_K: return {rows16_tile8_of<Q5KWideRun>, kGroupRows, 8, ActivationFormat::Q8_K};
-        // Q6_K: 32 x 5 (32 x 4 to 32 x 8 and 48 x 4 measured in bench/README.md).
-        case ElementType::Q6_K: return {groups_q6_k_tile<2, 5>, kRows, 5, ActivationFormat::Q8_K};
+        // Q6_K: panels of 32 rows x 64 columns, unpacked once per panel
+        // (packed_q6_k_panel_avx512.cpp; tiles of 32 x 5 inside).
+        case ElementType::Q6_K: return packed_avx512_q6_k_panel_kernel();
         case ElementType::F16: return {half_wide_tile<false>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
         case ElementType::BF16: return {half_wide_tile<true>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
         default: return {};
