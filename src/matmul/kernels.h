@@ -114,7 +114,7 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p);
 // several groups (max_rows a multiple of packing_rows(p); a tile's groups
 // follow each other, w_stride apart). {nullptr} for types without one.
 TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p);
-// Q6_K Rows16 for many columns (packed_q6_k_panel_avx512.cpp): panels of 32
+// Q6_K Rows16 for many columns (packed_q6_k_panel_avx512.cpp): panels of 48
 // rows x 64 columns, each super-block's quants unpacked once per panel.
 TypeKernel packed_avx512_q6_k_panel_kernel();
 // BF16 Rows16 weights times BF16Pairs activations with AVX512-BF16's

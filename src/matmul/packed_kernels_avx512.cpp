@@ -634,111 +634,6 @@ void rows16_q6_k_run(const Tile& t) {
     store_rows16<C>(t, acc);
 }
 
-// Q6_K over G groups of 16 rows x C columns: per (half n, t range h, part
-// m) and register i, the G groups' 6-bit quant registers are built (G live)
-// and each column's broadcast activation dword feeds G vpdpbusd. Integer
-// sums are exact and the float part is rows16_q6_k_run's, so a row's result
-// does not depend on the kernel.
-template <int G, int C>
-void groups_q6_k_run(const Tile& t) {
-    constexpr size_t kQl = 2048, kQh = 1024, kScales = 256, kSuper = kQl + kQh + kScales + 64;
-    const int64_t nb = t.k / 256;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(0x3F);
-    __m512 acc[G][C];
-    #pragma GCC unroll 16
-    for (int g = 0; g < G; ++g)
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* sb[G];
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g) sb[g] = t.w + static_cast<size_t>(g) * t.w_stride + static_cast<size_t>(b) * kSuper;
-        const block_q8_K* act[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c)
-            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
-        __m512i isum[G][C];
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g)
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) isum[g][c] = _mm512_setzero_si512();
-        for (int n = 0; n < 2; ++n) {
-            for (int h = 0; h < 2; ++h) {  // t = 4h .. 4h + 3: sub-blocks 8n + 2m + h
-                #pragma GCC unroll 16
-                for (int g = 0; g < G; ++g)
-                    for (size_t line = 0; line < 14; ++line)
-                        _mm_prefetch(reinterpret_cast<const char*>(sb[g] + kSuper + (14 * (2 * n + h) + line) * 64), _MM_HINT_T0);
-                for (int m = 0; m < 4; ++m) {
-                    const int sub = 8 * n + 2 * m + h;
-                    __m512i s[G][C];
-                    #pragma GCC unroll 16
-                    for (int c = 0; c < C; ++c) {
-                        const __m512i start = _mm512_set1_epi32(-32 * act[c]->bsums[sub]);
-                        #pragma GCC unroll 16
-                        for (int g = 0; g < G; ++g) s[g][c] = start;
-                    }
-                    #pragma GCC unroll 16
-                    for (int i = 0; i < 4; ++i) {
-                        const int tt = 4 * h + i;
-                        __m512i u[G];
-                        #pragma GCC unroll 16
-                        for (int g = 0; g < G; ++g) {
-                            __m512i q = _mm512_loadu_si512(sb[g] + 64 * (16 * n + (m & 1) * 8 + tt));
-                            __m512i hb = _mm512_loadu_si512(sb[g] + kQl + 64 * (8 * n + tt));
-                            if (m >= 2) q = _mm512_srli_epi16(q, 4);
-                            if (m == 0) hb = _mm512_slli_epi16(hb, 4);
-                            if (m == 1) hb = _mm512_slli_epi16(hb, 2);
-                            if (m == 3) hb = _mm512_srli_epi16(hb, 2);
-                            u[g] = _mm512_and_si512(_mm512_ternarylogic_epi32(m4, q, hb, 0xCA), m6);
-                        }
-                        #pragma GCC unroll 16
-                        for (int c = 0; c < C; ++c) {
-                            const __m512i x = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(act[c]->qs)[4 * sub + i]);
-                            #pragma GCC unroll 16
-                            for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], u[g], x);
-                        }
-                    }
-                    #pragma GCC unroll 16
-                    for (int g = 0; g < G; ++g) {
-                        const __m512i scale =
-                            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + kQl + kQh + 16 * sub)));
-                        #pragma GCC unroll 16
-                        for (int c = 0; c < C; ++c) isum[g][c] = _mm512_add_epi32(isum[g][c], _mm512_mullo_epi32(s[g][c], scale));
-                    }
-                }
-            }
-        }
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g) {
-            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb[g] + kQl + kQh + kScales)));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c)
-                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[g][c]);
-        }
-    }
-    #pragma GCC unroll 16
-    for (int g = 0; g < G; ++g) {
-        Tile part = t;
-        part.y = t.y + kGroupRows * g;
-        part.n_rows = t.n_rows - kGroupRows * g < kGroupRows ? t.n_rows - kGroupRows * g : kGroupRows;
-        store_rows16<C>(part, acc[g]);
-    }
-}
-
-template <int G, int C>
-void groups_q6_k_cols(const Tile& t) {
-    if constexpr (C > 1)
-        if (t.n_cols < C) return groups_q6_k_cols<G, C - 1>(t);
-    groups_q6_k_run<G, C>(t);
-}
-// As many groups as the tile's rows need, columns 1..C.
-template <int G, int C>
-void groups_q6_k_tile(const Tile& t) {
-    if constexpr (G > 1)
-        if (t.n_rows <= kGroupRows * (G - 1)) return groups_q6_k_tile<G - 1, C>(t);
-    groups_q6_k_cols<G, C>(t);
-}
-
 // F16/BF16: per k, one register of the 16 rows' values times the broadcast
 // activation of each column. U accumulators per column hide the FMA latency
 // when there are few columns.
@@ -961,8 +856,8 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         // broadcasts it saves). Measured in bench/README.md.
         case ElementType::Q4_K: return {groups_q4_k_tile<false, 2, 4>, kRows, 4, ActivationFormat::Q8_K};
         case ElementType::Q5_K: return {rows16_tile8_of<Q5KWideRun>, kGroupRows, 8, ActivationFormat::Q8_K};
-        // Q6_K: panels of 32 rows x 64 columns, unpacked once per panel
-        // (packed_q6_k_panel_avx512.cpp; tiles of 32 x 5 inside).
+        // Q6_K: panels of 48 rows x 64 columns, unpacked once per panel
+        // (packed_q6_k_panel_avx512.cpp; tiles of 48 x 4 inside).
         case ElementType::Q6_K: return packed_avx512_q6_k_panel_kernel();
         case ElementType::F16: return {half_wide_tile<false>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
         case ElementType::BF16: return {half_wide_tile<true>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};

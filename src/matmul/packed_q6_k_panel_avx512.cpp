@@ -1,16 +1,23 @@
 // Q6_K (Rows16) times Q8_K activations for products of many columns, a
-// panel of 32 rows and up to 64 columns per call.
+// panel of 48 rows and up to 64 columns per call.
 //
 // The 6-bit quants of a Q6_K super-block are split over ql (low nibbles)
 // and qh (2 bits each); joining them costs about as many vector
 // instructions as the vpdpbusd that use them when a register tile of 5
-// columns unpacks them for itself (groups_q6_k_run in
-// packed_kernels_avx512.cpp). Here each super-block of the panel's 32 rows
-// is unpacked once into a 8 KiB buffer of ready bytes (64 registers per 16
-// rows), which the register tiles of all the call's columns then load as
-// they are: the unpacking is shared by up to 64 columns instead of 5, and
-// the inner loop is loads, broadcasts, vpdpbusd and the per-sub-block
-// scaling only.
+// columns unpacks them for itself (groups_q6_k_run, the kernel before this
+// one, removed). Here each super-block of the panel's 48 rows is unpacked once into
+// a 12 KiB buffer of ready bytes (64 registers per 16 rows), which the
+// register tiles of all the call's columns then load as they are: the
+// unpacking is shared by up to 64 columns instead of 5, and the inner loop
+// is loads, broadcasts, vpdpbusd and the per-sub-block scaling only.
+//
+// Register tiles of 48 rows x 4 columns: each broadcast activation dword
+// feeds 3 vpdpbusd, 12 chains cover the instruction's latency, and 64
+// columns are 16 whole tiles. CPU ms, one thread, 4 interleaved rounds
+// (bench_matmul_mat matmat512/q6_K/.../packed/1, loaded machine):
+// 2048x2048: 32 x 4 7.38-8.24, 32 x 5 7.69-8.67, 48 x 4 7.47-8.63;
+// 8192x2048: 32 x 4 31.3-39.1, 32 x 5 32.9-36.3, 48 x 4 29.8-32.0
+// (32 x 6 and 48 x 3 were slower in a first round).
 //
 // Per row and column the integer sums are exact (whatever their order) and
 // the float steps per super-block are rows16_q6_k_run's (fmadd of the int32
@@ -38,9 +45,9 @@ namespace {
 using cria::quant::block_q8_K;
 
 constexpr int kGroupRows = 16;
-constexpr int kGroups = 2;                      // rows per panel: 32
+constexpr int kGroups = 3;                      // rows per panel: 48
 constexpr int kPanelCols = 64;                  // columns per call (the driver's column task)
-constexpr int kTileCols = 5;                    // columns per register tile
+constexpr int kTileCols = 4;                    // columns per register tile
 constexpr int kSubBlocks = 16;                  // 16 values each, one int8 scale
 constexpr int kRegisters = 4 * kSubBlocks;      // 64 bytes: 4 values of 16 rows
 // Rows16 Q6_K super-block (packing.h): ql as 32 registers, qh as 16, the
@@ -50,7 +57,7 @@ constexpr size_t kSuperLines = kSuper / 64;
 
 // One group's super-block as 64 registers of unsigned 6-bit quants
 // u = q + 32 (register 4 sub + i: values 4i..4i+3 of sub-block sub, row r in
-// dword r), the same bytes groups_q6_k_run builds. For half n and dword t,
+// dword r), the bytes rows16_q6_k_run builds. For half n and dword t,
 // ql registers A (bytes 4t..) and B (32 + 4t..) and qh register H give the
 // quants of sub-blocks 8n + 2m + t / 4, m = 0..3: A's low nibbles with
 // H's bits 0-1, B's low nibbles with bits 2-3, A's high nibbles with bits
@@ -132,14 +139,15 @@ void panel_super_block(const __m512i* u, const uint8_t* const (&sb)[kGroups], co
 template <int G>
 void panel_super_block_cols(int cols, const __m512i* u, const uint8_t* const (&sb)[kGroups], const block_q8_K* const* act,
                             const int32_t (*starts)[kSubBlocks], __m512 (*acc)[kPanelCols]) {
+    static_assert(kTileCols == 4, "the cases below are the tile widths up to kTileCols");
     switch (cols) {
         case 1: return panel_super_block<G, 1>(u, sb, act, starts, acc);
         case 2: return panel_super_block<G, 2>(u, sb, act, starts, acc);
         case 3: return panel_super_block<G, 3>(u, sb, act, starts, acc);
-        case 4: return panel_super_block<G, 4>(u, sb, act, starts, acc);
         default: return panel_super_block<G, kTileCols>(u, sb, act, starts, acc);
     }
 }
+
 
 template <int G>
 void q6_k_panel_run(const Tile& t) {
@@ -182,10 +190,16 @@ void q6_k_panel_run(const Tile& t) {
     }
 }
 
-void q6_k_panel_tile(const Tile& t) {
-    if (t.n_rows <= kGroupRows) return q6_k_panel_run<1>(t);
-    q6_k_panel_run<kGroups>(t);
+// As many groups as the tile's rows need (the last panel of a matrix may
+// have fewer).
+template <int G>
+void q6_k_panel_groups(const Tile& t) {
+    if constexpr (G > 1)
+        if (t.n_rows <= kGroupRows * (G - 1)) return q6_k_panel_groups<G - 1>(t);
+    q6_k_panel_run<G>(t);
 }
+
+void q6_k_panel_tile(const Tile& t) { q6_k_panel_groups<kGroups>(t); }
 
 }  // namespace
 
