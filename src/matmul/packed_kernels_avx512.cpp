@@ -53,22 +53,6 @@ inline void store_rows16(const Tile& t, const __m512 (&acc)[C]) {
     for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, acc[c]);
 }
 
-// The tile function of a kernel written for a compile-time column count of
-// up to 8 (for the wide kernels that take 8 columns).
-template <template <int> class Run>
-void rows16_tile8_of(const Tile& t) {
-    switch (t.n_cols) {
-        case 1: Run<1>::run(t); break;
-        case 2: Run<2>::run(t); break;
-        case 3: Run<3>::run(t); break;
-        case 4: Run<4>::run(t); break;
-        case 5: Run<5>::run(t); break;
-        case 6: Run<6>::run(t); break;
-        case 7: Run<7>::run(t); break;
-        default: Run<8>::run(t); break;
-    }
-}
-
 // The tile function of a kernel written for a compile-time column count.
 template <template <int> class Run>
 void rows16_tile_of(const Tile& t) {
@@ -333,94 +317,6 @@ void rows16_q4_k_run(const Tile& t) {
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
             acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, da), acc[c]);
         }
-    }
-    store_rows16<C>(t, acc);
-}
-
-// Q5_K (and Q4_K, which the wide products run through groups_q4_k_run) for
-// products of many columns: up to 8 columns per 16-row tile,
-// one half (low or high nibbles: one 32-value sub-block) of a 64-value chunk
-// at a time. Per half, 8 weight registers meet every column, and the
-// vpdpbusd of the C columns are interleaved (weight register outer, column
-// inner) so that C independent chains hide the instruction's latency; the
-// unpacking of the 8 registers is shared by C columns instead of 4. Every
-// row's integer sums are exact whatever their order and the float part is
-// rows16_q4_k_run's, so a row's result does not depend on the kernel.
-template <bool Five, int C>
-void rows16_q4_k_wide_run(const Tile& t) {
-    constexpr size_t kQuants = 2048, kHigh = Five ? 512 : 0, kScales = 256;
-    constexpr size_t kSuper = kQuants + kHigh + kScales + 64;
-    const __m512i bit4 = _mm512_set1_epi8(0x10), low = _mm512_set1_epi8(0x0F);
-    const int64_t nb = t.k / 256;
-    __m512 acc[C];
-    #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* sb = t.w + static_cast<size_t>(b) * kSuper;
-        const uint8_t* scales = sb + kQuants + kHigh;
-        const block_q8_K* act[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c)
-            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
-        __m512i isum[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
-        for (int j = 0; j < 4; ++j) {
-            const uint8_t* q = sb + 512 * j;
-            // The next super-block, a quarter per chunk.
-            for (size_t line = (kSuper / 256 + 1) * 64 * static_cast<size_t>(j);
-                 line < (kSuper / 256 + 1) * 64 * static_cast<size_t>(j + 1) && line < kSuper; line += 64)
-                _mm_prefetch(reinterpret_cast<const char*>(sb + kSuper + line), _MM_HINT_T0);
-            #pragma GCC unroll 2
-            for (int half = 0; half < 2; ++half) {
-                __m512i w[8];
-                #pragma GCC unroll 16
-                for (int r = 0; r < 8; ++r) {
-                    const __m512i p = _mm512_loadu_si512(q + 64 * r);
-                    w[r] = _mm512_and_si512(half ? _mm512_srli_epi16(p, 4) : p, low);
-                    if constexpr (Five)
-                        w[r] = with_fifth_bit<Five>(w[r], _mm512_loadu_si512(sb + kQuants + 64 * r), 2 * j + half, bit4);
-                }
-                __m512i s[C];
-                #pragma GCC unroll 16
-                for (int c = 0; c < C; ++c) s[c] = _mm512_setzero_si512();
-                #pragma GCC unroll 16
-                for (int r = 0; r < 8; ++r) {
-                    #pragma GCC unroll 16
-                    for (int c = 0; c < C; ++c) {
-                        const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 16 * j + 8 * half;
-                        s[c] = _mm512_dpbusd_epi32(s[c], w[r], _mm512_set1_epi32(aq[r]));
-                    }
-                }
-                const __m512i scale =
-                    _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32 * j + 16 * half)));
-                #pragma GCC unroll 16
-                for (int c = 0; c < C; ++c) isum[c] = _mm512_add_epi32(isum[c], _mm512_mullo_epi32(s[c], scale));
-            }
-        }
-        const uint8_t* ds = scales + kScales;
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds)));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds + 32)));
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c)
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[c]);
-        // The mins by vpdpwssd, as in groups_q4_k_run.
-        __m512i msum[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) msum[c] = _mm512_setzero_si512();
-        for (int sub = 0; sub < 8; ++sub) {
-            const __m512i wide = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 128 + 16 * sub)));
-            const __m512i pairs = _mm512_or_si512(wide, _mm512_slli_epi32(wide, 16));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) {
-                int32_t two_sums;
-                std::memcpy(&two_sums, act[c]->bsums + 2 * sub, 4);
-                msum[c] = _mm512_dpwssd_epi32(msum[c], pairs, _mm512_set1_epi32(two_sums));
-            }
-        }
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c)
-            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[c]), _mm512_mul_ps(dmin, _mm512_set1_ps(act[c]->d)), acc[c]);
     }
     store_rows16<C>(t, acc);
 }
@@ -779,10 +675,6 @@ struct Q5KRun {
     static void run(const Tile& t) { rows16_q4_k_run<true, C>(t); }
 };
 template <int C>
-struct Q5KWideRun {
-    static void run(const Tile& t) { rows16_q4_k_wide_run<true, C>(t); }
-};
-template <int C>
 struct Q6KRun {
     static void run(const Tile& t) { rows16_q6_k_run<C>(t); }
 };
@@ -851,14 +743,13 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL: return {rows16_tile_of<Blocks32Wide<UnpackIq4Nl>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {rows16_tile_of<Blocks32Wide<UnpackQ8_0>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
         case ElementType::MXFP4: return {rows16_tile_of<Blocks32Wide<UnpackMxfp4>::Run>, kRows, 4, ActivationFormat::Q8_0Planar};
-        // Q4_K: 32 x 4 (each broadcast feeds two vpdpbusd); Q5_K: 16 x 8
-        // (its fifth bits make a second group's unpacking cost more than the
-        // broadcasts it saves). Measured in bench/README.md.
+        // Q4_K: 32 x 4 (each broadcast feeds two vpdpbusd), measured in
+        // bench/README.md. Q5_K: panels of 48 rows x 64 columns, unpacked
+        // once per panel (packed_k_panel_avx512.cpp; tiles of 48 x 4 inside).
         case ElementType::Q4_K: return {groups_q4_k_tile<false, 2, 4>, kRows, 4, ActivationFormat::Q8_K};
-        case ElementType::Q5_K: return {rows16_tile8_of<Q5KWideRun>, kGroupRows, 8, ActivationFormat::Q8_K};
-        // Q6_K: panels of 48 rows x 64 columns, unpacked once per panel
-        // (packed_q6_k_panel_avx512.cpp; tiles of 48 x 4 inside).
-        case ElementType::Q6_K: return packed_avx512_q6_k_panel_kernel();
+        case ElementType::Q5_K: return packed_avx512_k_panel_kernel(t);
+        // Q6_K: the same panels.
+        case ElementType::Q6_K: return packed_avx512_k_panel_kernel(t);
         case ElementType::F16: return {half_wide_tile<false>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
         case ElementType::BF16: return {half_wide_tile<true>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
         default: return {};
