@@ -114,6 +114,10 @@ TypeKernel packed_avx512_kernel(ElementType t, Packing p);
 // several groups (max_rows a multiple of packing_rows(p); a tile's groups
 // follow each other, w_stride apart). {nullptr} for types without one.
 TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p);
+// Q5_K and Q6_K Rows16 for many columns (packed_k_panel_avx512.cpp): panels
+// of 48 rows x 64 columns, each super-block's quants unpacked once per
+// panel. {nullptr} for other types.
+TypeKernel packed_avx512_k_panel_kernel(ElementType t);
 // BF16 Rows16 weights times BF16Pairs activations with AVX512-BF16's
 // vdpbf16ps (packed_bf16_dot_avx512.cpp): 48-row tiles (three groups),
 // {nullptr} where the compiler cannot build it. Use only where the CPU has

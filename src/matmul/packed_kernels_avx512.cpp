@@ -54,22 +54,6 @@ inline void store_rows16(const Tile& t, const __m512 (&acc)[C]) {
     for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride, rows, acc[c]);
 }
 
-// The tile function of a kernel written for a compile-time column count of
-// up to 8 (for the wide kernels that take 8 columns).
-template <template <int> class Run>
-void rows16_tile8_of(const Tile& t) {
-    switch (t.n_cols) {
-        case 1: Run<1>::run(t); break;
-        case 2: Run<2>::run(t); break;
-        case 3: Run<3>::run(t); break;
-        case 4: Run<4>::run(t); break;
-        case 5: Run<5>::run(t); break;
-        case 6: Run<6>::run(t); break;
-        case 7: Run<7>::run(t); break;
-        default: Run<8>::run(t); break;
-    }
-}
-
 // The tile function of a kernel written for a compile-time column count.
 template <template <int> class Run>
 void rows16_tile_of(const Tile& t) {
@@ -410,94 +394,6 @@ void rows16_q4_k_run(const Tile& t) {
     store_rows16<C>(t, acc);
 }
 
-// Q5_K (and Q4_K, which the wide products run through groups_q4_k_run) for
-// products of many columns: up to 8 columns per 16-row tile,
-// one half (low or high nibbles: one 32-value sub-block) of a 64-value chunk
-// at a time. Per half, 8 weight registers meet every column, and the
-// vpdpbusd of the C columns are interleaved (weight register outer, column
-// inner) so that C independent chains hide the instruction's latency; the
-// unpacking of the 8 registers is shared by C columns instead of 4. Every
-// row's integer sums are exact whatever their order and the float part is
-// rows16_q4_k_run's, so a row's result does not depend on the kernel.
-template <bool Five, int C>
-void rows16_q4_k_wide_run(const Tile& t) {
-    constexpr size_t kQuants = 2048, kHigh = Five ? 512 : 0, kScales = 256;
-    constexpr size_t kSuper = kQuants + kHigh + kScales + 64;
-    const __m512i bit4 = _mm512_set1_epi8(0x10), low = _mm512_set1_epi8(0x0F);
-    const int64_t nb = t.k / 256;
-    __m512 acc[C];
-    #pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* sb = t.w + static_cast<size_t>(b) * kSuper;
-        const uint8_t* scales = sb + kQuants + kHigh;
-        const block_q8_K* act[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c)
-            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
-        __m512i isum[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) isum[c] = _mm512_setzero_si512();
-        for (int j = 0; j < 4; ++j) {
-            const uint8_t* q = sb + 512 * j;
-            // The next super-block, a quarter per chunk.
-            for (size_t line = (kSuper / 256 + 1) * 64 * static_cast<size_t>(j);
-                 line < (kSuper / 256 + 1) * 64 * static_cast<size_t>(j + 1) && line < kSuper; line += 64)
-                _mm_prefetch(reinterpret_cast<const char*>(sb + kSuper + line), _MM_HINT_T0);
-            #pragma GCC unroll 2
-            for (int half = 0; half < 2; ++half) {
-                __m512i w[8];
-                #pragma GCC unroll 16
-                for (int r = 0; r < 8; ++r) {
-                    const __m512i p = _mm512_loadu_si512(q + 64 * r);
-                    w[r] = _mm512_and_si512(half ? _mm512_srli_epi16(p, 4) : p, low);
-                    if constexpr (Five)
-                        w[r] = with_fifth_bit<Five>(w[r], _mm512_loadu_si512(sb + kQuants + 64 * r), 2 * j + half, bit4);
-                }
-                __m512i s[C];
-                #pragma GCC unroll 16
-                for (int c = 0; c < C; ++c) s[c] = _mm512_setzero_si512();
-                #pragma GCC unroll 16
-                for (int r = 0; r < 8; ++r) {
-                    #pragma GCC unroll 16
-                    for (int c = 0; c < C; ++c) {
-                        const auto* aq = reinterpret_cast<const int32_t*>(act[c]->qs) + 16 * j + 8 * half;
-                        s[c] = _mm512_dpbusd_epi32(s[c], w[r], _mm512_set1_epi32(aq[r]));
-                    }
-                }
-                const __m512i scale =
-                    _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32 * j + 16 * half)));
-                #pragma GCC unroll 16
-                for (int c = 0; c < C; ++c) isum[c] = _mm512_add_epi32(isum[c], _mm512_mullo_epi32(s[c], scale));
-            }
-        }
-        const uint8_t* ds = scales + kScales;
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds)));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds + 32)));
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c)
-            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[c]);
-        // The mins by vpdpwssd, as in groups_q4_k_run.
-        __m512i msum[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) msum[c] = _mm512_setzero_si512();
-        for (int sub = 0; sub < 8; ++sub) {
-            const __m512i wide = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 128 + 16 * sub)));
-            const __m512i pairs = _mm512_or_si512(wide, _mm512_slli_epi32(wide, 16));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) {
-                int32_t two_sums;
-                std::memcpy(&two_sums, act[c]->bsums + 2 * sub, 4);
-                msum[c] = _mm512_dpwssd_epi32(msum[c], pairs, _mm512_set1_epi32(two_sums));
-            }
-        }
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c)
-            acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[c]), _mm512_mul_ps(dmin, _mm512_set1_ps(act[c]->d)), acc[c]);
-    }
-    store_rows16<C>(t, acc);
-}
-
 // Q4_K/Q5_K over G groups of 16 rows (w_stride apart) and C columns: per
 // 32-value sub-block and weight register r, the G groups' registers are
 // unpacked (only G live at a time) and each column's activation dword,
@@ -707,111 +603,6 @@ void rows16_q6_k_run(const Tile& t) {
     store_rows16<C>(t, acc);
 }
 
-// Q6_K over G groups of 16 rows x C columns: per (half n, t range h, part
-// m) and register i, the G groups' 6-bit quant registers are built (G live)
-// and each column's broadcast activation dword feeds G vpdpbusd. Integer
-// sums are exact and the float part is rows16_q6_k_run's, so a row's result
-// does not depend on the kernel.
-template <int G, int C>
-void groups_q6_k_run(const Tile& t) {
-    constexpr size_t kQl = 2048, kQh = 1024, kScales = 256, kSuper = kQl + kQh + kScales + 64;
-    const int64_t nb = t.k / 256;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m6 = _mm512_set1_epi8(0x3F);
-    __m512 acc[G][C];
-    #pragma GCC unroll 16
-    for (int g = 0; g < G; ++g)
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) acc[g][c] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* sb[G];
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g) sb[g] = t.w + static_cast<size_t>(g) * t.w_stride + static_cast<size_t>(b) * kSuper;
-        const block_q8_K* act[C];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c)
-            act[c] = reinterpret_cast<const block_q8_K*>(t.a + static_cast<size_t>(c) * t.a_stride) + b;
-        __m512i isum[G][C];
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g)
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) isum[g][c] = _mm512_setzero_si512();
-        for (int n = 0; n < 2; ++n) {
-            for (int h = 0; h < 2; ++h) {  // t = 4h .. 4h + 3: sub-blocks 8n + 2m + h
-                #pragma GCC unroll 16
-                for (int g = 0; g < G; ++g)
-                    for (size_t line = 0; line < 14; ++line)
-                        _mm_prefetch(reinterpret_cast<const char*>(sb[g] + kSuper + (14 * (2 * n + h) + line) * 64), _MM_HINT_T0);
-                for (int m = 0; m < 4; ++m) {
-                    const int sub = 8 * n + 2 * m + h;
-                    __m512i s[G][C];
-                    #pragma GCC unroll 16
-                    for (int c = 0; c < C; ++c) {
-                        const __m512i start = _mm512_set1_epi32(-32 * act[c]->bsums[sub]);
-                        #pragma GCC unroll 16
-                        for (int g = 0; g < G; ++g) s[g][c] = start;
-                    }
-                    #pragma GCC unroll 16
-                    for (int i = 0; i < 4; ++i) {
-                        const int tt = 4 * h + i;
-                        __m512i u[G];
-                        #pragma GCC unroll 16
-                        for (int g = 0; g < G; ++g) {
-                            __m512i q = _mm512_loadu_si512(sb[g] + 64 * (16 * n + (m & 1) * 8 + tt));
-                            __m512i hb = _mm512_loadu_si512(sb[g] + kQl + 64 * (8 * n + tt));
-                            if (m >= 2) q = _mm512_srli_epi16(q, 4);
-                            if (m == 0) hb = _mm512_slli_epi16(hb, 4);
-                            if (m == 1) hb = _mm512_slli_epi16(hb, 2);
-                            if (m == 3) hb = _mm512_srli_epi16(hb, 2);
-                            u[g] = _mm512_and_si512(_mm512_ternarylogic_epi32(m4, q, hb, 0xCA), m6);
-                        }
-                        #pragma GCC unroll 16
-                        for (int c = 0; c < C; ++c) {
-                            const __m512i x = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(act[c]->qs)[4 * sub + i]);
-                            #pragma GCC unroll 16
-                            for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], u[g], x);
-                        }
-                    }
-                    #pragma GCC unroll 16
-                    for (int g = 0; g < G; ++g) {
-                        const __m512i scale =
-                            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + kQl + kQh + 16 * sub)));
-                        #pragma GCC unroll 16
-                        for (int c = 0; c < C; ++c) isum[g][c] = _mm512_add_epi32(isum[g][c], _mm512_mullo_epi32(s[g][c], scale));
-                    }
-                }
-            }
-        }
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g) {
-            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb[g] + kQl + kQh + kScales)));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c)
-                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[g][c]);
-        }
-    }
-    #pragma GCC unroll 16
-    for (int g = 0; g < G; ++g) {
-        Tile part = t;
-        part.y = t.y + kGroupRows * g;
-        part.n_rows = t.n_rows - kGroupRows * g < kGroupRows ? t.n_rows - kGroupRows * g : kGroupRows;
-        store_rows16<C>(part, acc[g]);
-    }
-}
-
-template <int G, int C>
-void groups_q6_k_cols(const Tile& t) {
-    if constexpr (C > 1)
-        if (t.n_cols < C) return groups_q6_k_cols<G, C - 1>(t);
-    groups_q6_k_run<G, C>(t);
-}
-// As many groups as the tile's rows need, columns 1..C.
-template <int G, int C>
-void groups_q6_k_tile(const Tile& t) {
-    if constexpr (G > 1)
-        if (t.n_rows <= kGroupRows * (G - 1)) return groups_q6_k_tile<G - 1, C>(t);
-    groups_q6_k_cols<G, C>(t);
-}
-
 // F16/BF16: per k, one register of the 16 rows' values times the broadcast
 // activation of each column. U accumulators per column hide the FMA latency
 // when there are few columns.
@@ -950,10 +741,6 @@ struct Q5KRun {
     static void run(const Tile& t) { rows16_q4_k_run<true, C>(t); }
 };
 template <int C>
-struct Q5KWideRun {
-    static void run(const Tile& t) { rows16_q4_k_wide_run<true, C>(t); }
-};
-template <int C>
 struct Q6KRun {
     static void run(const Tile& t) { rows16_q6_k_run<C>(t); }
 };
@@ -1033,13 +820,13 @@ TypeKernel packed_avx512_wide_kernel(ElementType t, Packing p) {
         case ElementType::IQ4_NL: return {groups_blocks32_cols<UnpackIq4Nl, kBlocks32WideGroups, kBlocks32WideCols>, kBlocks32WideGroups * kGroupRows, kBlocks32WideCols, ActivationFormat::Q8_0Planar};
         case ElementType::Q8_0: return {groups_blocks32_cols<UnpackQ8_0, kBlocks32WideGroups, kBlocks32WideCols>, kBlocks32WideGroups * kGroupRows, kBlocks32WideCols, ActivationFormat::Q8_0Planar};
         case ElementType::MXFP4: return {groups_blocks32_cols<UnpackMxfp4, kBlocks32WideGroups, kBlocks32WideCols>, kBlocks32WideGroups * kGroupRows, kBlocks32WideCols, ActivationFormat::Q8_0Planar};
-        // Q4_K: 32 x 4 (each broadcast feeds two vpdpbusd); Q5_K: 16 x 8
-        // (its fifth bits make a second group's unpacking cost more than the
-        // broadcasts it saves). Measured in bench/README.md.
+        // Q4_K: 32 x 4 (each broadcast feeds two vpdpbusd), measured in
+        // bench/README.md. Q5_K and Q6_K: panels of 48 rows x 64 columns,
+        // unpacked once per panel (packed_k_panel_avx512.cpp; tiles of 48 x 4
+        // inside).
         case ElementType::Q4_K: return {groups_q4_k_tile<false, 2, 4>, kRows, 4, ActivationFormat::Q8_K};
-        case ElementType::Q5_K: return {rows16_tile8_of<Q5KWideRun>, kGroupRows, 8, ActivationFormat::Q8_K};
-        // Q6_K: 32 x 5 (32 x 4 to 32 x 8 and 48 x 4 measured in bench/README.md).
-        case ElementType::Q6_K: return {groups_q6_k_tile<2, 5>, kRows, 5, ActivationFormat::Q8_K};
+        case ElementType::Q5_K:
+        case ElementType::Q6_K: return packed_avx512_k_panel_kernel(t);
         case ElementType::IQ4_XS: return packed_avx512_iq4_xs_wide_kernel();  // packed_kernels_iq4_xs_avx512.cpp
         case ElementType::F16: return {half_wide_tile<false>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};
         case ElementType::BF16: return {half_wide_tile<true>, kHalfWideGroups * kGroupRows, kHalfWideCols, ActivationFormat::F32};

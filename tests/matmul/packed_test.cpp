@@ -210,9 +210,11 @@ TEST_P(PackedTypes, ThreadsGiveIdenticalBitsWide) {
 // The wide F16/BF16 kernel's tiles are 8 columns: its last tile of 5-7
 // columns (n = 13, 23) must still sum as a tile of 4 and the rest. (BF16 with
 // AVX512-BF16 runs one kernel for both, whose order does not depend on the
-// tile.)
+// tile.) n = 135 is more than one task of 64 columns: Q6_K's panel kernel
+// takes a task's 64 columns in one call, as 16 tiles of 4, and the last 7 as
+// one of 4 and one of 3.
 TEST_P(PackedTypes, WideKernelEqualsNarrowTileByTile) {
-    for (const int64_t n : {kWide + 2, int64_t{13}, int64_t{23}}) {
+    for (const int64_t n : {kWide + 2, int64_t{13}, int64_t{23}, int64_t{135}}) {
         const PackedProblem p(GetParam(), 81, 1536, n, 9);  // long rows: 48 blocks
         const std::vector<float> wide = p.run(p.packed_matrix(), cria::cpu::best_isa());
         for (int64_t c0 = 0; c0 < p.n; c0 += 4) {
