@@ -1,18 +1,19 @@
 // Tiled (flash-style) attention for prompt processing. A task takes a tile
-// of consecutive query tokens and one KV head; its rows are every (token,
-// query head of that KV head's group) pair, so M = tokens x group rows share
-// each key and value block. The tile's queries are transposed once (Q^T,
-// head_dim x M). Keys are visited in blocks of kKeys; per block, only the
-// rows from the first to the last that see a key of it take part:
-//   S^T = K Q^T   the block's keys converted to f32 once per tile (no
-//                 transpose), one small matrix product, keys x rows;
+// of consecutive query tokens and one KV head; its rows are every (query
+// head of that KV head's group, token) pair, head by head, so M = group x
+// tokens rows share each key and value block. The tile's queries are
+// transposed once (Q^T, head_dim x M, each head's tokens one strided matrix
+// for ops::transpose). Keys are visited in blocks of kKeys, each block's keys
+// and values converted to f32 once for all heads; per block and head, only
+// the tokens from the first to the last that see a key of it take part:
+//   S^T = K Q^T   the block's keys (no transpose) times Q^T, one small
+//                 matrix product, keys x rows;
 //   softmax       online, per row, in vector lanes down the key rows of S^T
 //                 (VecKernels::softmax_key_block: scale, mask, running
 //                 maximum and sum, exp; no horizontal reductions);
-//   O = f O + P V the block's values converted to f32 once per tile, one
-//                 small matrix product reading P^T as A's transpose, which
-//                 also rescales each row's output by its factor f (where
-//                 its maximum grew).
+//   O = f O + P V one small matrix product reading P^T as A's transpose,
+//                 which also rescales each row's output by its factor f
+//                 (where its maximum grew).
 // Blocks that no row of the tile can see are never visited, and the mask is
 // applied only to blocks that some row sees in part (the causal diagonal,
 // window edges): the others are used as computed.
@@ -37,6 +38,7 @@
 
 #include "cria/quant/quantize.h"
 #include "ops/small_gemm.h"
+#include "ops/transpose.h"
 #include "ops/vec.h"
 
 namespace cria::ops {
@@ -50,7 +52,6 @@ constexpr int64_t kKeys = 64;      // keys per block
 constexpr int64_t kTileRows = 256;
 constexpr int64_t kMinTileRows = 32;
 constexpr int64_t kTasksPerThread = 4;
-constexpr int64_t kRowsAtOnce = 16;  // query rows transposed together
 
 struct TileScratch {
     std::vector<float> qt;        // head_dim x M: the tile's queries, transposed
@@ -129,7 +130,7 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
         const int64_t tile = n_tiles - 1 - task % n_tiles;
         const int64_t t0 = tile * tokens_per_tile;
         const int64_t nt = std::min(tokens_per_tile, n_tokens - t0);
-        const int64_t m = nt * group;  // row r: token t0 + r / group, head kv_head * group + r % group
+        const int64_t m = nt * group;  // row r: token t0 + r % nt, head kv_head * group + r / nt
         const int64_t ld = max_rows;   // of qt and st
         TileScratch& s = scratch[static_cast<size_t>(thread)];
         s.qt.resize(static_cast<size_t>(head_dim * ld));
@@ -140,8 +141,8 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
         s.max.assign(static_cast<size_t>(m), -std::numeric_limits<float>::infinity());
         s.sum.assign(static_cast<size_t>(m), 0.0f);
         s.factor.resize(static_cast<size_t>(m));
-        s.lo_in_block.resize(static_cast<size_t>(m));
-        s.hi_in_block.resize(static_cast<size_t>(m));
+        s.lo_in_block.resize(static_cast<size_t>(nt));
+        s.hi_in_block.resize(static_cast<size_t>(nt));
         s.lo.resize(static_cast<size_t>(nt));
         s.hi.resize(static_cast<size_t>(nt));
 
@@ -160,25 +161,27 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
             }
         }
         // Q^T: the score product reads a run of rows per head_dim index.
-        // kRowsAtOnce rows at a time, so each head_dim index gets a run of
-        // them (one row at a time would write head_dim cache lines per row).
-        const float* src[kRowsAtOnce];
-        for (int64_t r0 = 0; r0 < m; r0 += kRowsAtOnce) {
-            const int64_t n = std::min(kRowsAtOnce, m - r0);
-            for (int64_t r = 0; r < n; ++r)
-                src[r] = reinterpret_cast<const float*>(q.row(kv_head * group + (r0 + r) % group, t0 + (r0 + r) / group));
-            for (int64_t d = 0; d < head_dim; ++d) {
-                float* dst = s.qt.data() + d * ld + r0;
-                for (int64_t r = 0; r < n; ++r) dst[r] = src[r][d];
+        // Rows head by head, so each head's tokens are one strided matrix.
+        for (int64_t g = 0; g < group; ++g) {
+            const char* rows = q.row(kv_head * group + g, t0);
+            if (q.nb[2] % sizeof(float) == 0 && reinterpret_cast<uintptr_t>(rows) % alignof(float) == 0) {
+                transpose({.src = reinterpret_cast<const float*>(rows), .ld_src = static_cast<int64_t>(q.nb[2] / sizeof(float)),
+                           .dst = s.qt.data() + g * nt, .ld_dst = ld, .rows = head_dim, .cols = nt},
+                          isa);
+            } else {
+                for (int64_t i = 0; i < nt; ++i) {
+                    const auto* src = reinterpret_cast<const float*>(q.row(kv_head * group + g, t0 + i));
+                    for (int64_t d = 0; d < head_dim; ++d) s.qt[static_cast<size_t>(d * ld + g * nt + i)] = src[d];
+                }
             }
         }
 
         for (int64_t start = first / kKeys * kKeys; start <= last; start += kKeys) {
             const int64_t count = std::min(kKeys, last + 1 - start);
             const int64_t end = start + count - 1;
-            // Rows [r_lo, r_hi) are those between the first and the last that
-            // see a key of the block (the others skip it: it would add exact
-            // zeros); all_see_all when each of them sees every key.
+            // Tokens [t_lo, t_hi] are those between the first and the last
+            // that see a key of the block (the others skip it: it would add
+            // exact zeros); all_see_all when each of them sees every key.
             int64_t t_lo = nt, t_hi = -1;
             bool all_see_all = true;
             for (int64_t i = 0; i < nt; ++i) {
@@ -190,15 +193,21 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                 if (lo > start || hi < end) all_see_all = false;
             }
             if (t_hi < 0) continue;  // a gap between windows of different tokens
-            const int64_t r_lo = t_lo * group, r_hi = (t_hi + 1) * group, rows = r_hi - r_lo;
+            const int64_t rows = t_hi - t_lo + 1;  // of each head
+            if (!all_see_all) {
+                for (int64_t i = t_lo; i <= t_hi; ++i) {
+                    // Clamped to [-1, count]: small integers, exact as floats.
+                    s.lo_in_block[static_cast<size_t>(i)] = static_cast<float>(std::clamp<int64_t>(s.lo[static_cast<size_t>(i)] - start, -1, count));
+                    s.hi_in_block[static_cast<size_t>(i)] = static_cast<float>(std::clamp<int64_t>(s.hi[static_cast<size_t>(i)] - start, -1, count));
+                }
+            }
             if (start + kKeys <= last) {
                 const int64_t next = std::min(kKeys, last + 1 - (start + kKeys));
                 if (!k_in_place) prefetch_rows(kc, kv_head, start + kKeys, next, k_row_bytes);
                 if (!v_in_place) prefetch_rows(vc, kv_head, start + kKeys, next, v_row_bytes);
             }
 
-            // S^T = K Q^T: the key block's rows (in f32) times the tile's
-            // transposed queries, keys x rows.
+            // The block's keys and values in f32, shared by the tile's heads.
             const float* keys = reinterpret_cast<const float*>(kc.row(kv_head, start));
             int64_t ldk = static_cast<int64_t>(kc.nb[2] / sizeof(float));
             if (!k_in_place) {
@@ -207,34 +216,6 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                 keys = s.k.data();
                 ldk = head_dim;
             }
-            float* st = s.st.data() + r_lo;
-            small_gemm({.a = keys, .lda = ldk, .b = s.qt.data() + r_lo, .ldb = ld, .c = st, .ldc = ld, .m = count,
-                        .n = rows, .k = head_dim},
-                       isa);
-
-            float scale = params.scale;
-            if (params.softcap > 0.0f) {
-                for (int64_t j = 0; j < count; ++j)
-                    for (int64_t r = 0; r < rows; ++r) {
-                        float& x = st[j * ld + r];
-                        x = params.softcap * std::tanh(x * params.scale / params.softcap);
-                    }
-                scale = 1.0f;
-            }
-            if (!all_see_all) {
-                for (int64_t r = r_lo; r < r_hi; ++r) {
-                    // Clamped to [-1, count]: small integers, exact as floats.
-                    const size_t i = static_cast<size_t>(r / group);
-                    s.lo_in_block[static_cast<size_t>(r)] = static_cast<float>(std::clamp<int64_t>(s.lo[i] - start, -1, count));
-                    s.hi_in_block[static_cast<size_t>(r)] = static_cast<float>(std::clamp<int64_t>(s.hi[i] - start, -1, count));
-                }
-            }
-            k.softmax_key_block(st, ld, count, rows, scale, all_see_all ? nullptr : s.lo_in_block.data() + r_lo,
-                                all_see_all ? nullptr : s.hi_in_block.data() + r_lo, s.max.data() + r_lo,
-                                s.sum.data() + r_lo, s.factor.data() + r_lo);
-
-            // O = factor O + P V (what was accumulated rescaled where a row's
-            // maximum grew): P^T is st (keys x rows), the values' rows in f32.
             const float* values = reinterpret_cast<const float*>(vc.row(kv_head, start));
             int64_t ldv = static_cast<int64_t>(vc.nb[2] / sizeof(float));
             if (!v_in_place) {
@@ -243,14 +224,37 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                 values = s.v.data();
                 ldv = head_dim_v;
             }
-            small_gemm({.a = st, .lda = ld, .b = values, .ldb = ldv, .c = s.o.data() + r_lo * head_dim_v,
-                        .ldc = head_dim_v, .m = rows, .n = head_dim_v, .k = count, .accumulate = true,
-                        .a_transposed = true, .c_row_scale = s.factor.data() + r_lo},
-                       isa);
+
+            for (int64_t g = 0; g < group; ++g) {
+                const int64_t r_lo = g * nt + t_lo;
+                // S^T = K Q^T: keys x this head's rows.
+                float* st = s.st.data() + r_lo;
+                small_gemm({.a = keys, .lda = ldk, .b = s.qt.data() + r_lo, .ldb = ld, .c = st, .ldc = ld, .m = count,
+                            .n = rows, .k = head_dim},
+                           isa);
+                float scale = params.scale;
+                if (params.softcap > 0.0f) {
+                    for (int64_t j = 0; j < count; ++j)
+                        for (int64_t r = 0; r < rows; ++r) {
+                            float& x = st[j * ld + r];
+                            x = params.softcap * std::tanh(x * params.scale / params.softcap);
+                        }
+                    scale = 1.0f;
+                }
+                k.softmax_key_block(st, ld, count, rows, scale, all_see_all ? nullptr : s.lo_in_block.data() + t_lo,
+                                    all_see_all ? nullptr : s.hi_in_block.data() + t_lo, s.max.data() + r_lo,
+                                    s.sum.data() + r_lo, s.factor.data() + r_lo);
+                // O = factor O + P V (what was accumulated rescaled where a
+                // row's maximum grew): P^T is st (keys x rows).
+                small_gemm({.a = st, .lda = ld, .b = values, .ldb = ldv, .c = s.o.data() + r_lo * head_dim_v,
+                            .ldc = head_dim_v, .m = rows, .n = head_dim_v, .k = count, .accumulate = true,
+                            .a_transposed = true, .c_row_scale = s.factor.data() + r_lo},
+                           isa);
+            }
         }
 
         for (int64_t r = 0; r < m; ++r) {
-            const int64_t h = kv_head * group + r % group;
+            const int64_t h = kv_head * group + r / nt;
             float* acc = s.o.data() + r * head_dim_v;
             float running_max = s.max[static_cast<size_t>(r)], running_sum = s.sum[static_cast<size_t>(r)];
             if (params.sinks != nullptr) {
@@ -264,7 +268,7 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                 }
                 running_sum += std::exp(sink - running_max);
             }
-            float* y = reinterpret_cast<float*>(out.row(h, t0 + r / group));
+            float* y = reinterpret_cast<float*>(out.row(h, t0 + r % nt));
             if (running_sum > 0.0f) {
                 k.scale(acc, 1.0f / running_sum, y, head_dim_v);
             } else {

@@ -326,8 +326,11 @@ TEST_P(VecKernelsTest, SoftmaxKeyBlockMatchesDoubleColumnByColumn) {
                 EXPECT_TRUE(all_close(got_sum, want_sum, 1e-6, 4e-6));
                 EXPECT_TRUE(all_close(got_factor, want_factor, 1e-6, 4e-6));
                 EXPECT_EQ(got_max, want_max);
-                for (size_t c = 0; c < lo.size(); ++c)
-                    if (want_max[c] == max[c]) EXPECT_EQ(got_factor[c], 1.0f) << "column " << c;
+                for (size_t c = 0; c < lo.size(); ++c) {
+                    if (want_max[c] == max[c]) {
+                        EXPECT_EQ(got_factor[c], 1.0f) << "column " << c;
+                    }
+                }
 
                 // The columns in groups of 3 (across vector boundaries): the same bits.
                 std::vector<float> part_s = scores, part_max = max, part_sum = sum, part_factor(lo.size());
