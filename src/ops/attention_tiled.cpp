@@ -6,8 +6,9 @@
 // for ops::transpose). Keys are visited in blocks of kKeys, each block's keys
 // and values converted to f32 once for all heads; per block and head, only
 // the tokens from the first to the last that see a key of it take part:
-//   S^T = K Q^T   the block's keys (no transpose) times Q^T, one small
-//                 matrix product, keys x rows;
+//   S^T = K Q^T   the block's keys (no transpose) times Q^T (already
+//                 multiplied by the scale), one small matrix product, keys x
+//                 rows;
 //   softmax       online, per row, in vector lanes down the key rows of S^T
 //                 (VecKernels::softmax_key_block: scale, mask, running
 //                 maximum and sum, exp; no horizontal reductions);
@@ -175,6 +176,9 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                 }
             }
         }
+        // The scale goes into the queries, once per tile, rather than into
+        // every score of every key block.
+        for (int64_t d = 0; d < head_dim; ++d) k.scale(s.qt.data() + d * ld, params.scale, s.qt.data() + d * ld, m);
 
         for (int64_t start = first / kKeys * kKeys; start <= last; start += kKeys) {
             const int64_t count = std::min(kKeys, last + 1 - start);
@@ -232,16 +236,14 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                 small_gemm({.a = keys, .lda = ldk, .b = s.qt.data() + r_lo, .ldb = ld, .c = st, .ldc = ld, .m = count,
                             .n = rows, .k = head_dim},
                            isa);
-                float scale = params.scale;
                 if (params.softcap > 0.0f) {
                     for (int64_t j = 0; j < count; ++j)
                         for (int64_t r = 0; r < rows; ++r) {
                             float& x = st[j * ld + r];
-                            x = params.softcap * std::tanh(x * params.scale / params.softcap);
+                            x = params.softcap * std::tanh(x / params.softcap);
                         }
-                    scale = 1.0f;
                 }
-                k.softmax_key_block(st, ld, count, rows, scale, all_see_all ? nullptr : s.lo_in_block.data() + t_lo,
+                k.softmax_key_block(st, ld, count, rows, 1.0f, all_see_all ? nullptr : s.lo_in_block.data() + t_lo,
                                     all_see_all ? nullptr : s.hi_in_block.data() + t_lo, s.max.data() + r_lo,
                                     s.sum.data() + r_lo, s.factor.data() + r_lo);
                 // O = factor O + P V (what was accumulated rescaled where a

@@ -430,12 +430,15 @@ void softmax_key_block(float* s, int64_t ld, int64_t keys, int64_t n, float scal
                 store(s + j * ld + c, x);
                 block_max = S::max(block_max, x);
             }
-        } else {
+        } else if (scale != 1.0f) {
             for (int64_t j = 0; j < keys; ++j) {
                 const V x = S::mul(load(s + j * ld + c), vscale);
                 store(s + j * ld + c, x);
                 block_max = S::max(block_max, x);
             }
+        } else {
+            // Scores already scaled (x 1 is exact): nothing to write back.
+            for (int64_t j = 0; j < keys; ++j) block_max = S::max(block_max, load(s + j * ld + c));
         }
         const V new_max = S::max(old_max, block_max);
         const V shift = S::select_lt(new_max, lowest, zero, new_max);  // 0 while nothing is visible

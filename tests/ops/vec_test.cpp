@@ -283,8 +283,10 @@ TEST_P(VecKernelsTest, SoftmaxKeyBlockMatchesDoubleColumnByColumn) {
     uint32_t seed = 40;
     for (int64_t n : {1, 7, 16, 17, 40})
         for (int64_t keys : {1, 5, 64})
-            for (bool masked : {false, true}) {
-                SCOPED_TRACE(::testing::Message() << "n " << n << " keys " << keys << " masked " << masked);
+            for (bool masked : {false, true})
+            for (float scale : {0.37f, 1.0f}) {  // 1: the scores are already scaled
+                SCOPED_TRACE(::testing::Message() << "n " << n << " keys " << keys << " masked " << masked << " scale "
+                                                  << scale);
                 const int64_t ld = n + 3;
                 auto scores = random_floats(static_cast<size_t>(keys * ld), seed++, -8.0f, 8.0f);
                 std::vector<float> lo(static_cast<size_t>(n)), hi(lo.size()), max(lo.size()), sum(lo.size());
@@ -297,7 +299,6 @@ TEST_P(VecKernelsTest, SoftmaxKeyBlockMatchesDoubleColumnByColumn) {
                     max[c] = c % 3 == 0 ? -INFINITY : start_max[c];
                     sum[c] = c % 3 == 0 ? 0.0f : start_sum[c];
                 }
-                const float scale = 0.37f;
                 std::vector<float> want_s = scores, want_max = max, want_sum = sum, want_factor(lo.size());
                 for (int64_t c = 0; c < n; ++c) {
                     std::vector<double> x(static_cast<size_t>(keys));
