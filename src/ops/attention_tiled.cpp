@@ -1,24 +1,32 @@
 // Tiled (flash-style) attention for prompt processing. A task takes a tile
-// of consecutive query tokens and one KV head; its rows are every (token,
-// query head of that KV head's group) pair, so M = tokens x group rows share
-// each key and value block. Keys are visited in blocks of kKeys; per block:
-//   S = Q K^T     the block's keys converted to f32 and transposed once per
-//                 tile, then one small matrix product for all M rows;
-//   online softmax per row (running maximum and sum, the row's output
-//                 rescaled when its maximum grows);
-//   O += P V      the block's values converted to f32 once per tile, one
-//                 small matrix product.
+// of consecutive query tokens and one KV head; its rows are every (query
+// head of that KV head's group, token) pair, head by head, so M = group x
+// tokens rows share each key and value block. The tile's queries are
+// transposed once (Q^T, head_dim x M, each head's tokens one strided matrix
+// for ops::transpose). Keys are visited in blocks of kKeys, each block's keys
+// and values converted to f32 once for all heads; per block and head, only
+// the tokens from the first to the last that see a key of it take part:
+//   S^T = K Q^T   the block's keys (no transpose) times Q^T (already
+//                 multiplied by the scale), one small matrix product, keys x
+//                 rows;
+//   softmax       online, per row, in vector lanes down the key rows of S^T
+//                 (VecKernels::softmax_key_block: scale, mask, running
+//                 maximum and sum, exp; no horizontal reductions);
+//   O = f O + P V one small matrix product reading P^T as A's transpose,
+//                 which also rescales each row's output by its factor f
+//                 (where its maximum grew).
 // Blocks that no row of the tile can see are never visited, and the mask is
 // applied only to blocks that some row sees in part (the causal diagonal,
 // window edges): the others are used as computed.
 //
 // Key blocks start at multiples of kKeys in the cache (not at a row's first
 // visible key), and a row's scores, maxima, sums and products never depend on
-// the other rows of its tile: keys a row cannot see (in a block its tile
-// visits) are -inf scores, probability 0, which add exact zeros. Each output
-// row is computed the same way whatever tile or thread handles it, so the
-// tile size may follow the number of threads and results are still
-// bit-identical for any thread count.
+// the other rows of its tile: small_gemm's elements and softmax_key_block's
+// columns are each computed alone, and keys a row cannot see (in a block
+// where it takes part) are -inf scores, probability 0, which add exact
+// zeros. Each output row is computed the same way whatever tile or thread
+// handles it, so the tile size may follow the number of threads and results
+// are still bit-identical for any thread count.
 
 #include "ops/attention_tiled.h"
 
@@ -31,6 +39,7 @@
 
 #include "cria/quant/quantize.h"
 #include "ops/small_gemm.h"
+#include "ops/transpose.h"
 #include "ops/vec.h"
 
 namespace cria::ops {
@@ -44,16 +53,16 @@ constexpr int64_t kKeys = 64;      // keys per block
 constexpr int64_t kTileRows = 256;
 constexpr int64_t kMinTileRows = 32;
 constexpr int64_t kTasksPerThread = 4;
-constexpr int64_t kKeysAtOnce = 16;  // keys converted together before transposing
 
 struct TileScratch {
-    std::vector<float> q;         // M x head_dim: the tile's queries, packed
-    std::vector<float> kt;        // head_dim x kKeys: the key block, transposed
-    std::vector<float> v;         // kKeys x head_dim_v: the value block
-    std::vector<float> s;         // M x kKeys: scores, then probabilities
+    std::vector<float> qt;        // head_dim x M: the tile's queries, transposed
+    std::vector<float> k;         // kKeys x head_dim: the key block in f32
+    std::vector<float> v;         // kKeys x head_dim_v: the value block in f32
+    std::vector<float> st;        // kKeys x M: scores, then probabilities, key-major
     std::vector<float> o;         // M x head_dim_v: unnormalised outputs
     std::vector<float> max, sum;  // per row: running maximum and denominator
-    std::vector<float> rows;      // kKeysAtOnce key rows in f32
+    std::vector<float> factor;    // per row: the block's rescaling of o
+    std::vector<float> lo_in_block, hi_in_block;  // per row: visible keys within a masked block
     std::vector<int64_t> lo, hi;  // per token: visible keys [lo, hi]
 };
 
@@ -104,8 +113,12 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
     const int64_t max_rows = tokens_per_tile * group;
     const VecKernels& k = vec_kernels();
     const cpu::Isa isa = cpu::best_isa();
-    // F32 values are multiplied in place when their rows are float-aligned.
-    const bool v_in_place = vc.type == ElementType::F32 && vc.nb[2] % sizeof(float) == 0;
+    // F32 keys and values are multiplied in place when their rows are float-aligned.
+    const auto in_place = [](const TensorView& c) {
+        return c.type == ElementType::F32 && c.nb[1] % sizeof(float) == 0 && c.nb[2] % sizeof(float) == 0 &&
+               reinterpret_cast<uintptr_t>(c.data) % alignof(float) == 0;
+    };
+    const bool k_in_place = in_place(kc), v_in_place = in_place(vc);
     const size_t k_row_bytes = *row_size_bytes(kc.type, static_cast<uint64_t>(head_dim));
     const size_t v_row_bytes = *row_size_bytes(vc.type, static_cast<uint64_t>(head_dim_v));
     std::vector<TileScratch> scratch(static_cast<size_t>(pool.size()));
@@ -118,16 +131,19 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
         const int64_t tile = n_tiles - 1 - task % n_tiles;
         const int64_t t0 = tile * tokens_per_tile;
         const int64_t nt = std::min(tokens_per_tile, n_tokens - t0);
-        const int64_t m = nt * group;  // row r: token t0 + r / group, head kv_head * group + r % group
+        const int64_t m = nt * group;  // row r: token t0 + r % nt, head kv_head * group + r / nt
+        const int64_t ld = max_rows;   // of qt and st
         TileScratch& s = scratch[static_cast<size_t>(thread)];
-        s.q.resize(static_cast<size_t>(max_rows * head_dim));
-        s.kt.resize(static_cast<size_t>(head_dim * kKeys));
+        s.qt.resize(static_cast<size_t>(head_dim * ld));
+        s.k.resize(static_cast<size_t>(kKeys * head_dim));
         s.v.resize(static_cast<size_t>(kKeys * head_dim_v));
-        s.s.resize(static_cast<size_t>(max_rows * kKeys));
+        s.st.resize(static_cast<size_t>(kKeys * ld));
         s.o.assign(static_cast<size_t>(m * head_dim_v), 0.0f);
         s.max.assign(static_cast<size_t>(m), -std::numeric_limits<float>::infinity());
         s.sum.assign(static_cast<size_t>(m), 0.0f);
-        s.rows.resize(static_cast<size_t>(kKeysAtOnce * head_dim));
+        s.factor.resize(static_cast<size_t>(m));
+        s.lo_in_block.resize(static_cast<size_t>(nt));
+        s.hi_in_block.resize(static_cast<size_t>(nt));
         s.lo.resize(static_cast<size_t>(nt));
         s.hi.resize(static_cast<size_t>(nt));
 
@@ -145,90 +161,102 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                 last = std::max(last, hi);
             }
         }
-        for (int64_t r = 0; r < m; ++r) {
-            const auto* src = reinterpret_cast<const float*>(q.row(kv_head * group + r % group, t0 + r / group));
-            std::copy(src, src + head_dim, s.q.data() + r * head_dim);
+        // Q^T: the score product reads a run of rows per head_dim index.
+        // Rows head by head, so each head's tokens are one strided matrix.
+        for (int64_t g = 0; g < group; ++g) {
+            const char* rows = q.row(kv_head * group + g, t0);
+            if (q.nb[2] % sizeof(float) == 0 && reinterpret_cast<uintptr_t>(rows) % alignof(float) == 0) {
+                transpose({.src = reinterpret_cast<const float*>(rows), .ld_src = static_cast<int64_t>(q.nb[2] / sizeof(float)),
+                           .dst = s.qt.data() + g * nt, .ld_dst = ld, .rows = head_dim, .cols = nt},
+                          isa);
+            } else {
+                for (int64_t i = 0; i < nt; ++i) {
+                    const auto* src = reinterpret_cast<const float*>(q.row(kv_head * group + g, t0 + i));
+                    for (int64_t d = 0; d < head_dim; ++d) s.qt[static_cast<size_t>(d * ld + g * nt + i)] = src[d];
+                }
+            }
         }
+        // The scale goes into the queries, once per tile, rather than into
+        // every score of every key block.
+        for (int64_t d = 0; d < head_dim; ++d) k.scale(s.qt.data() + d * ld, params.scale, s.qt.data() + d * ld, m);
 
         for (int64_t start = first / kKeys * kKeys; start <= last; start += kKeys) {
             const int64_t count = std::min(kKeys, last + 1 - start);
             const int64_t end = start + count - 1;
-            bool any_sees = false, all_see_all = true;
-            for (size_t i = 0; i < static_cast<size_t>(nt); ++i) {
-                if (s.lo[i] <= end && s.hi[i] >= start) any_sees = true;
-                if (s.lo[i] > start || s.hi[i] < end) all_see_all = false;
+            // Tokens [t_lo, t_hi] are those between the first and the last
+            // that see a key of the block (the others skip it: it would add
+            // exact zeros); all_see_all when each of them sees every key.
+            int64_t t_lo = nt, t_hi = -1;
+            bool all_see_all = true;
+            for (int64_t i = 0; i < nt; ++i) {
+                const int64_t lo = s.lo[static_cast<size_t>(i)], hi = s.hi[static_cast<size_t>(i)];
+                if (lo <= end && hi >= start) {
+                    t_lo = std::min(t_lo, i);
+                    t_hi = i;
+                }
+                if (lo > start || hi < end) all_see_all = false;
             }
-            if (!any_sees) continue;  // a gap between windows of different tokens
+            if (t_hi < 0) continue;  // a gap between windows of different tokens
+            const int64_t rows = t_hi - t_lo + 1;  // of each head
+            if (!all_see_all) {
+                for (int64_t i = t_lo; i <= t_hi; ++i) {
+                    // Clamped to [-1, count]: small integers, exact as floats.
+                    s.lo_in_block[static_cast<size_t>(i)] = static_cast<float>(std::clamp<int64_t>(s.lo[static_cast<size_t>(i)] - start, -1, count));
+                    s.hi_in_block[static_cast<size_t>(i)] = static_cast<float>(std::clamp<int64_t>(s.hi[static_cast<size_t>(i)] - start, -1, count));
+                }
+            }
             if (start + kKeys <= last) {
                 const int64_t next = std::min(kKeys, last + 1 - (start + kKeys));
-                prefetch_rows(kc, kv_head, start + kKeys, next, k_row_bytes);
-                prefetch_rows(vc, kv_head, start + kKeys, next, v_row_bytes);
+                if (!k_in_place) prefetch_rows(kc, kv_head, start + kKeys, next, k_row_bytes);
+                if (!v_in_place) prefetch_rows(vc, kv_head, start + kKeys, next, v_row_bytes);
             }
 
-            // The key block transposed, kKeysAtOnce keys at a time: their rows
-            // converted first, then kt written a run of kKeysAtOnce floats per
-            // head_dim index (one key at a time would touch head_dim cache
-            // lines of kt per key).
-            for (int64_t j0 = 0; j0 < count; j0 += kKeysAtOnce) {
-                const int64_t n = std::min(kKeysAtOnce, count - j0);
-                for (int64_t j = 0; j < n; ++j)
-                    row_to_f32(k, kc.type, kc.row(kv_head, start + j0 + j), s.rows.data() + j * head_dim, head_dim);
-                for (int64_t d = 0; d < head_dim; ++d) {
-                    float* dst = s.kt.data() + d * kKeys + j0;
-                    for (int64_t j = 0; j < n; ++j) dst[j] = s.rows[static_cast<size_t>(j * head_dim + d)];
-                }
+            // The block's keys and values in f32, shared by the tile's heads.
+            const float* keys = reinterpret_cast<const float*>(kc.row(kv_head, start));
+            int64_t ldk = static_cast<int64_t>(kc.nb[2] / sizeof(float));
+            if (!k_in_place) {
+                for (int64_t j = 0; j < count; ++j)
+                    row_to_f32(k, kc.type, kc.row(kv_head, start + j), s.k.data() + j * head_dim, head_dim);
+                keys = s.k.data();
+                ldk = head_dim;
             }
-            small_gemm({.a = s.q.data(), .lda = head_dim, .b = s.kt.data(), .ldb = kKeys, .c = s.s.data(),
-                        .ldc = kKeys, .m = m, .n = count, .k = head_dim},
-                       isa);
-
-            for (int64_t r = 0; r < m; ++r) {
-                const size_t i = static_cast<size_t>(r / group);
-                float* scores = s.s.data() + r * kKeys;
-                if (s.lo[i] > end || s.hi[i] < start) {
-                    // Nothing visible in this block: weight 0 for every value.
-                    std::fill(scores, scores + count, 0.0f);
-                    continue;
-                }
-                if (params.softcap > 0.0f) {
-                    for (int64_t j = 0; j < count; ++j)
-                        scores[j] = params.softcap * std::tanh(scores[j] * params.scale / params.softcap);
-                } else {
-                    k.scale(scores, params.scale, scores, count);
-                }
-                if (!all_see_all) {
-                    for (int64_t j = 0; j < count; ++j)
-                        if (start + j < s.lo[i] || start + j > s.hi[i]) scores[j] = -std::numeric_limits<float>::infinity();
-                }
-                float& running_max = s.max[static_cast<size_t>(r)];
-                float& running_sum = s.sum[static_cast<size_t>(r)];
-                const float block_max = k.max(scores, count);
-                if (block_max > running_max) {
-                    // Rescale what was accumulated against the old maximum.
-                    const float factor = std::exp(running_max - block_max);
-                    float* acc = s.o.data() + r * head_dim_v;
-                    if (running_sum != 0.0f) k.scale(acc, factor, acc, head_dim_v);
-                    running_sum *= factor;
-                    running_max = block_max;
-                }
-                running_sum += k.exp_shift_sum(scores, running_max, scores, count);
-            }
-
             const float* values = reinterpret_cast<const float*>(vc.row(kv_head, start));
             int64_t ldv = static_cast<int64_t>(vc.nb[2] / sizeof(float));
-            if (!v_in_place || reinterpret_cast<uintptr_t>(values) % alignof(float) != 0) {
+            if (!v_in_place) {
                 for (int64_t j = 0; j < count; ++j)
                     row_to_f32(k, vc.type, vc.row(kv_head, start + j), s.v.data() + j * head_dim_v, head_dim_v);
                 values = s.v.data();
                 ldv = head_dim_v;
             }
-            small_gemm({.a = s.s.data(), .lda = kKeys, .b = values, .ldb = ldv, .c = s.o.data(), .ldc = head_dim_v,
-                        .m = m, .n = head_dim_v, .k = count, .accumulate = true},
-                       isa);
+
+            for (int64_t g = 0; g < group; ++g) {
+                const int64_t r_lo = g * nt + t_lo;
+                // S^T = K Q^T: keys x this head's rows.
+                float* st = s.st.data() + r_lo;
+                small_gemm({.a = keys, .lda = ldk, .b = s.qt.data() + r_lo, .ldb = ld, .c = st, .ldc = ld, .m = count,
+                            .n = rows, .k = head_dim},
+                           isa);
+                if (params.softcap > 0.0f) {
+                    for (int64_t j = 0; j < count; ++j)
+                        for (int64_t r = 0; r < rows; ++r) {
+                            float& x = st[j * ld + r];
+                            x = params.softcap * std::tanh(x / params.softcap);
+                        }
+                }
+                k.softmax_key_block(st, ld, count, rows, 1.0f, all_see_all ? nullptr : s.lo_in_block.data() + t_lo,
+                                    all_see_all ? nullptr : s.hi_in_block.data() + t_lo, s.max.data() + r_lo,
+                                    s.sum.data() + r_lo, s.factor.data() + r_lo);
+                // O = factor O + P V (what was accumulated rescaled where a
+                // row's maximum grew): P^T is st (keys x rows).
+                small_gemm({.a = st, .lda = ld, .b = values, .ldb = ldv, .c = s.o.data() + r_lo * head_dim_v,
+                            .ldc = head_dim_v, .m = rows, .n = head_dim_v, .k = count, .accumulate = true,
+                            .a_transposed = true, .c_row_scale = s.factor.data() + r_lo},
+                           isa);
+            }
         }
 
         for (int64_t r = 0; r < m; ++r) {
-            const int64_t h = kv_head * group + r % group;
+            const int64_t h = kv_head * group + r / nt;
             float* acc = s.o.data() + r * head_dim_v;
             float running_max = s.max[static_cast<size_t>(r)], running_sum = s.sum[static_cast<size_t>(r)];
             if (params.sinks != nullptr) {
@@ -242,7 +270,7 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                 }
                 running_sum += std::exp(sink - running_max);
             }
-            float* y = reinterpret_cast<float*>(out.row(h, t0 + r / group));
+            float* y = reinterpret_cast<float*>(out.row(h, t0 + r % nt));
             if (running_sum > 0.0f) {
                 k.scale(acc, 1.0f / running_sum, y, head_dim_v);
             } else {

@@ -9,7 +9,9 @@ void small_gemm_scalar(const SmallGemm& g) {
     for (int64_t i = 0; i < g.m; ++i) {
         float* c = g.c + i * g.ldc;
         for (int64_t j = 0; j < g.n; ++j)
-            c[j] = g.accumulate ? g.c_scale * (g.c_col_scale ? g.c_col_scale[j] : 1.0f) * c[j] : 0.0f;
+            c[j] = !g.accumulate ? 0.0f
+                   : g.c_row_scale ? g.c_scale * (g.c_col_scale ? g.c_col_scale[j] : 1.0f) * c[j] * g.c_row_scale[i]
+                                   : g.c_scale * (g.c_col_scale ? g.c_col_scale[j] : 1.0f) * c[j];
         for (int64_t p = 0; p < g.k; ++p) {
             const float a = g.a[i * rs + p * cs];
             const float* b = g.b + p * g.ldb;

@@ -30,6 +30,10 @@ struct SmallGemm {
     // With accumulate, when set: C's column j is also scaled by
     // c_col_scale[j] (n values; KDA's state decays per key channel).
     const float* c_col_scale = nullptr;
+    // With accumulate, when set: C's row i is also scaled by c_row_scale[i]
+    // (m values), after the other scales (the tiled attention's outputs,
+    // rescaled when a row's running maximum grows).
+    const float* c_row_scale = nullptr;
 };
 
 // The distance in floats between A's consecutive rows and columns.

@@ -44,6 +44,11 @@ void tile(const SmallGemm& g, int64_t i0, int64_t j0) {
         const float* c = g.c + (i0 + r) * g.ldc + j0;
         acc[r][0] = g.accumulate ? _mm256_mul_ps(scale0, _mm256_maskload_ps(c, m0)) : _mm256_setzero_ps();
         acc[r][1] = g.accumulate && second ? _mm256_mul_ps(scale1, _mm256_maskload_ps(c + 8, m1)) : _mm256_setzero_ps();
+        if (g.accumulate && g.c_row_scale) {
+            const __m256 row = _mm256_set1_ps(g.c_row_scale[i0 + r]);
+            acc[r][0] = _mm256_mul_ps(acc[r][0], row);
+            acc[r][1] = _mm256_mul_ps(acc[r][1], row);
+        }
     }
     for (int64_t p = 0; p < g.k; ++p) {
         const float* b = g.b + p * g.ldb + j0;

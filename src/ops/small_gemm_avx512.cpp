@@ -55,6 +55,7 @@ void tile(const SmallGemm& g, int64_t i0, int64_t j0) {
             else
                 acc[r][v] = _mm512_mul_ps(scale[v], kMasked ? _mm512_maskz_loadu_ps(mask[v], c + 16 * v)
                                                            : _mm512_loadu_ps(c + 16 * v));
+            if (g.accumulate && g.c_row_scale) acc[r][v] = _mm512_mul_ps(acc[r][v], _mm512_set1_ps(g.c_row_scale[i0 + r]));
         }
     }
     for (int64_t p = 0; p < g.k; ++p) {

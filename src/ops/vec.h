@@ -51,6 +51,20 @@ struct VecKernels {
     void (*dot_rows_bf16)(const float* q, const void* rows, size_t stride, int64_t count, float* out, int64_t n);
     void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
     void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
+    // One key block of tiled attention's online softmax, the scores stored
+    // key-major: s holds `keys` rows of n values, ld floats apart, s[j][c]
+    // query row c's score against key j. Each column is handled alone, in
+    // vector lanes (no horizontal sums: the sums run down the key rows in
+    // key order), so a column's result does not depend on its neighbours.
+    // Per column c:
+    //   x = s[j][c] * scale, -inf for keys j outside [lo[c], hi[c]] (only
+    //     when lo and hi are given; they are key indices within the block);
+    //   m = max(max[c], x over j); shift = m, or 0 while m is -inf;
+    //   s[j][c] = exp(x - shift);
+    //   factor[c] = exp(max[c] - shift) when m > max[c], else exactly 1;
+    //   sum[c] = sum[c] * factor[c] + (s[0][c] + s[1][c] + ...); max[c] = m.
+    void (*softmax_key_block)(float* s, int64_t ld, int64_t keys, int64_t n, float scale, const float* lo,
+                              const float* hi, float* max, float* sum, float* factor);
 };
 
 // The table for `isa` (levels without their own table use the next lower).

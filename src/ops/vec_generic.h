@@ -399,6 +399,62 @@ void half_to_f32(const uint16_t* x, float* y, int64_t n) {
     }
 }
 
+// See VecKernels::softmax_key_block. Lanes past n are loaded as -inf and
+// never stored.
+template <class S>
+void softmax_key_block(float* s, int64_t ld, int64_t keys, int64_t n, float scale, const float* lo, const float* hi,
+                       float* max, float* sum, float* factor) {
+    using V = typename S::V;
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    const V minus_inf = S::set1(-kInf), lowest = S::set1(std::numeric_limits<float>::lowest());
+    const V vscale = S::set1(scale), one = S::set1(1.0f), zero = S::zero();
+    for (int64_t c = 0; c < n; c += S::kWidth) {
+        const int64_t w = n - c < S::kWidth ? n - c : S::kWidth;
+        const auto load = [&](const float* p) { return w == S::kWidth ? S::load(p) : S::load_partial(p, w, -kInf); };
+        const auto store = [&](float* p, V v) {
+            if (w == S::kWidth) {
+                S::store(p, v);
+            } else {
+                S::store_partial(p, v, w);
+            }
+        };
+        const V old_max = load(max + c);
+        V block_max = minus_inf;
+        if (lo != nullptr) {
+            const V vlo = load(lo + c), vhi = load(hi + c);
+            for (int64_t j = 0; j < keys; ++j) {
+                const V key = S::set1(static_cast<float>(j));
+                V x = S::mul(load(s + j * ld + c), vscale);
+                x = S::select_lt(key, vlo, minus_inf, x);
+                x = S::select_lt(vhi, key, minus_inf, x);
+                store(s + j * ld + c, x);
+                block_max = S::max(block_max, x);
+            }
+        } else if (scale != 1.0f) {
+            for (int64_t j = 0; j < keys; ++j) {
+                const V x = S::mul(load(s + j * ld + c), vscale);
+                store(s + j * ld + c, x);
+                block_max = S::max(block_max, x);
+            }
+        } else {
+            // Scores already scaled (x 1 is exact): nothing to write back.
+            for (int64_t j = 0; j < keys; ++j) block_max = S::max(block_max, load(s + j * ld + c));
+        }
+        const V new_max = S::max(old_max, block_max);
+        const V shift = S::select_lt(new_max, lowest, zero, new_max);  // 0 while nothing is visible
+        V block_sum = zero;
+        for (int64_t j = 0; j < keys; ++j) {
+            const V e = S::exp(S::sub(load(s + j * ld + c), shift));
+            store(s + j * ld + c, e);
+            block_sum = S::add(block_sum, e);
+        }
+        const V f = S::select_lt(old_max, new_max, S::exp(S::sub(old_max, shift)), one);
+        store(factor + c, f);
+        store(sum + c, S::add(S::mul(load(sum + c), f), block_sum));
+        store(max + c, new_max);
+    }
+}
+
 }  // namespace cria::ops::generic
 
 namespace cria::ops::generic {
@@ -414,7 +470,7 @@ constexpr VecKernels make_table() {
         &axpy_half<S, true>, &add<S>,          &mul<S>,             &exp_shift_sum<S>, &silu<S>,
         &swiglu<S>,       &gelu<S>,            &geglu<S>,           &gelu_erf<S>,      &weighted_rows<S, 0>,
         &weighted_rows<S, 1>, &weighted_rows<S, 2>, &dot_rows<S, 0>,     &dot_rows<S, 1>,   &dot_rows<S, 2>,
-        &half_to_f32<S, false>, &half_to_f32<S, true>,
+        &half_to_f32<S, false>, &half_to_f32<S, true>, &softmax_key_block<S>,
     };
 }
 

@@ -31,6 +31,7 @@ struct ScalarTraits {
     static float reduce_add(V v) { return v; }
     static float reduce_max(V v) { return v; }
     static V exp(V v) { return std::exp(v); }
+    static V select_lt(V a, V b, V t, V f) { return a < b ? t : f; }
 };
 
 constexpr VecKernels kScalarTable = generic::make_table<ScalarTraits>();

@@ -3,9 +3,11 @@
 // of the sum of magnitudes, so they are checked against 1e-5 * sum(|terms|);
 // exp-based ones against 2e-6 relative (the vector exp is ~2 ulp).
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "cria/core/float16.h"
@@ -270,6 +272,77 @@ TEST_P(VecKernelsTest, GeluErfSpecialValues) {
     EXPECT_EQ(y[5], 0.0f);
     EXPECT_EQ(y[6], 0.0f);
     EXPECT_EQ(y[7], 1000.0f);
+}
+
+// Tiled attention's softmax step on a key-major block: each column against
+// a double loop over the documented rule (masked keys, a running maximum that
+// grows or not, columns that have seen nothing yet and see nothing here), and
+// bit for bit the same when the columns go through in other groups.
+TEST_P(VecKernelsTest, SoftmaxKeyBlockMatchesDoubleColumnByColumn) {
+    const VecKernels& k = vec_kernels(GetParam());
+    uint32_t seed = 40;
+    for (int64_t n : {1, 7, 16, 17, 40})
+        for (int64_t keys : {1, 5, 64})
+            for (bool masked : {false, true})
+            for (float scale : {0.37f, 1.0f}) {  // 1: the scores are already scaled
+                SCOPED_TRACE(::testing::Message() << "n " << n << " keys " << keys << " masked " << masked << " scale "
+                                                  << scale);
+                const int64_t ld = n + 3;
+                auto scores = random_floats(static_cast<size_t>(keys * ld), seed++, -8.0f, 8.0f);
+                std::vector<float> lo(static_cast<size_t>(n)), hi(lo.size()), max(lo.size()), sum(lo.size());
+                const auto start_max = random_floats(lo.size(), seed++, -6.0f, 6.0f);
+                const auto start_sum = random_floats(lo.size(), seed++, 0.5f, 3.0f);
+                for (size_t c = 0; c < lo.size(); ++c) {
+                    // Column 3k: nothing seen yet; 3k + 1: sees no key here.
+                    lo[c] = static_cast<float>(static_cast<int64_t>(c) % keys) - 1.0f;
+                    hi[c] = c % 3 == 1 ? -1.0f : static_cast<float>((static_cast<int64_t>(c) * 7) % (keys + 1));
+                    max[c] = c % 3 == 0 ? -INFINITY : start_max[c];
+                    sum[c] = c % 3 == 0 ? 0.0f : start_sum[c];
+                }
+                std::vector<float> want_s = scores, want_max = max, want_sum = sum, want_factor(lo.size());
+                for (int64_t c = 0; c < n; ++c) {
+                    std::vector<double> x(static_cast<size_t>(keys));
+                    double m = max[c];
+                    for (int64_t j = 0; j < keys; ++j) {
+                        x[j] = static_cast<double>(scores[j * ld + c] * scale);
+                        if (masked && (j < lo[c] || j > hi[c])) x[j] = -INFINITY;
+                        m = std::max(m, x[j]);
+                    }
+                    const double shift = std::isinf(m) ? 0.0 : m;
+                    double block = 0;
+                    for (int64_t j = 0; j < keys; ++j) {
+                        const double p = std::exp(x[j] - shift);
+                        want_s[j * ld + c] = static_cast<float>(p);
+                        block += p;
+                    }
+                    const double factor = m > max[c] ? std::exp(max[c] - shift) : 1.0;
+                    want_factor[c] = static_cast<float>(factor);
+                    want_sum[c] = static_cast<float>(sum[c] * factor + block);
+                    want_max[c] = static_cast<float>(m);
+                }
+                std::vector<float> got_s = scores, got_max = max, got_sum = sum, got_factor(lo.size());
+                k.softmax_key_block(got_s.data(), ld, keys, n, scale, masked ? lo.data() : nullptr,
+                                    masked ? hi.data() : nullptr, got_max.data(), got_sum.data(), got_factor.data());
+                EXPECT_TRUE(all_close(got_s, want_s, 1e-6, 4e-6));
+                EXPECT_TRUE(all_close(got_sum, want_sum, 1e-6, 4e-6));
+                EXPECT_TRUE(all_close(got_factor, want_factor, 1e-6, 4e-6));
+                EXPECT_EQ(got_max, want_max);
+                for (size_t c = 0; c < lo.size(); ++c) {
+                    if (want_max[c] == max[c]) {
+                        EXPECT_EQ(got_factor[c], 1.0f) << "column " << c;
+                    }
+                }
+
+                // The columns in groups of 3 (across vector boundaries): the same bits.
+                std::vector<float> part_s = scores, part_max = max, part_sum = sum, part_factor(lo.size());
+                for (int64_t c0 = 0; c0 < n; c0 += 3)
+                    k.softmax_key_block(part_s.data() + c0, ld, keys, std::min<int64_t>(3, n - c0), scale,
+                                        masked ? lo.data() + c0 : nullptr, masked ? hi.data() + c0 : nullptr,
+                                        part_max.data() + c0, part_sum.data() + c0, part_factor.data() + c0);
+                EXPECT_EQ(0, std::memcmp(part_s.data(), got_s.data(), got_s.size() * sizeof(float)));
+                EXPECT_EQ(0, std::memcmp(part_sum.data(), got_sum.data(), got_sum.size() * sizeof(float)));
+                EXPECT_EQ(0, std::memcmp(part_factor.data(), got_factor.data(), got_factor.size() * sizeof(float)));
+            }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, VecKernelsTest, ::testing::ValuesIn(test::runnable_isas()),
