@@ -9,6 +9,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "cria/core/error.h"
 #include "matmul/kernels.h"
@@ -149,6 +150,7 @@ void validate(const MatmulArgs& a) {
                  std::to_string(packing_rows(a.w.packing)) + " rows");
     }
     if (!a.w.data || !a.x || !a.y) fail("null data pointer");
+    if (a.combine && !a.x2) fail("combine needs its second input x2");
     if (a.n <= 0) fail("no activation vectors");
     if (a.r0 < 0 || a.r0 > a.r1 || a.r1 > a.w.rows) fail("output row range out of bounds");
     if (a.n > 1 && a.x_stride < a.w.k) fail("activation stride is smaller than k");
@@ -214,8 +216,18 @@ int64_t MatmulPlan::quantize_tasks() const { return impl_->args.n; }
 
 void MatmulPlan::run_quantize_task(int64_t task) {
     const Impl& p = *impl_;
-    prepare_activation_row(p.format, p.args.x + task * p.args.x_stride, p.args.w.k,
-                           p.act.get() + static_cast<size_t>(task) * p.act_row_bytes);
+    const MatmulArgs& a = p.args;
+    uint8_t* out = p.act.get() + static_cast<size_t>(task) * p.act_row_bytes;
+    if (!a.combine) {
+        prepare_activation_row(p.format, a.x + task * a.x_stride, a.w.k, out);
+        return;
+    }
+    // One row of the combined activations per thread at a time (k floats,
+    // 32 KiB at k = 8192: it stays in L1/L2 between the two steps).
+    thread_local std::vector<float> row;
+    row.resize(static_cast<size_t>(a.w.k));
+    a.combine(a.x + task * a.x_stride, a.x2 + task * a.x_stride, row.data(), a.w.k);
+    prepare_activation_row(p.format, row.data(), a.w.k, out);
 }
 
 int64_t MatmulPlan::compute_tasks() const { return impl_->row_tasks * impl_->col_tasks; }
