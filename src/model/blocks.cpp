@@ -386,10 +386,11 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
         linear(s, lw.up, h, up);
     }
     const TensorView out = view(ws.o, hp.n_embd, n);
-    if (o.activation == FfnActivation::Silu && plain_activation && plain_part(s, lw.down)) {
-        // A plain SwiGLU straight into a plain down projection: the product
-        // computes the activation row by row as it quantises it (the same
-        // bits), so the [n_ff, n] activation is never written and read back.
+    if (o.activation == FfnActivation::Silu && plain_activation && plain_part(s, lw.down) && s.in.lora_rows == nullptr) {
+        // A plain SwiGLU straight into a plain down projection (no adapter,
+        // per-row adapters included, scale or bias): the product computes the
+        // activation row by row as it quantises it (the same bits), so the
+        // [n_ff, n] activation is never written and read back.
         s.ops.matmul_swiglu(lw.down.w, as_matrix(act_gate, n_ff, n), as_matrix(act_up, n_ff, n), out);
     } else {
         ffn_activation(s.ops, hp, o.activation, swiglu_limit(hp.swiglu_clamp_shexp, layer), act_gate, act_up, act_out);
