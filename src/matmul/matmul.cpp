@@ -301,18 +301,22 @@ void run_in_stretches(MatmulPlan& plan, cpu::ThreadPool& pool) {
 
 // A product of many activation vectors (prefill) as one job of the pool:
 // first tasks that quantise kQuantizeRowsPerTask vectors each, then the
-// compute tasks, claimed one at a time. Tasks are claimed in index order, so
+// compute tasks, claimed kChunksPerThread chunks per thread. Tasks are claimed in index order, so
 // when a thread claims a compute task every quantisation it reads has been
 // claimed already; it waits (a few microseconds at most, unless the peer was
 // descheduled) only for those still running, where two jobs joined the pool
 // between the two phases (every thread idle until the slowest quantisation
-// ended). One task per claim also splits the end of the product finely: a
-// thread that runs out of tasks waits for at most one 1/128th of the product,
-// where chunks of a whole 64-column group (1/8th) left up to one eighth of it
-// to one thread. Which thread computes a tile cannot change its value.
+// ended). Smaller chunks also split the end of the product finer: a thread
+// that runs out of tasks waits for at most one chunk, 1/32 of the product at
+// 2 threads, where chunks of a whole 64-column group (1/8th) left up to one
+// eighth of it to one thread. (One task per claim, 1/128th, measured slower
+// on 2048 x 2048 Q4_0: the threads took turns on row chunks, each restarting
+// its weight stream every 147 KiB.) Which thread computes a tile cannot
+// change its value.
 // Neither kind of task throws, so a claimed quantisation is never skipped by
 // the pool's cancellation while a compute task waits for it.
 constexpr int64_t kQuantizeRowsPerTask = 8;
+constexpr int64_t kChunksPerThread = 16;
 static_assert(kColumnsPerTask % kQuantizeRowsPerTask == 0, "a quantisation task feeds one column group");
 
 inline void spin_pause() {
@@ -350,7 +354,7 @@ void quantize_and_compute_in_one_job(MatmulPlan& plan, int64_t n, cpu::ThreadPoo
             while (ready[group].load(std::memory_order_acquire) < needed) spin_pause();
             plan.run_compute_task(c);
         },
-        1);
+        std::max<int64_t>(1, (quantize + compute) / (kChunksPerThread * pool.size())));
 }
 
 }  // namespace
