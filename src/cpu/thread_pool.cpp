@@ -7,6 +7,7 @@
 #include <chrono>
 #include <climits>
 
+#include "cpu/thread_pool_stats.h"
 #include "cria/core/error.h"
 
 #if defined(__linux__)
@@ -106,6 +107,7 @@ bool ThreadPool::in_task() { return t_current_pool != nullptr; }
 ThreadPool::ThreadPool(int n_threads, Options options)
     : n_threads_(n_threads > 0 ? n_threads : hardware_threads()), options_(options) {
     if (n_threads_ > 1024) throw Error("thread pool: " + std::to_string(n_threads_) + " threads is more than the 1024 supported");
+    stats_ = ThreadPoolStats::create_if_enabled(n_threads_);
     workers_.reserve(static_cast<size_t>(n_threads_ - 1));
     for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_main(t); });
 }
@@ -115,9 +117,25 @@ ThreadPool::~ThreadPool() {
     wake_seq_.fetch_add(1, std::memory_order_seq_cst);
     futex_wake_all(wake_seq_);
     for (std::thread& w : workers_) w.join();
+    delete stats_;
 }
 
-void ThreadPool::run(int64_t n_tasks, int64_t grain, TaskFn fn, void* ctx) {
+// A job the caller runs alone, as one chunk.
+void ThreadPool::run_inline(int64_t n_tasks, TaskFn fn, void* ctx, const char* site) {
+    InTaskScope scope(this, 0);
+    if (!stats_) {
+        fn(ctx, 0, n_tasks, 0);
+        return;
+    }
+    std::lock_guard caller_lock(caller_mutex_);
+    stats_->job_begin();
+    const ThreadPoolStats::ChunkClock begin = stats_->chunk_begin();
+    fn(ctx, 0, n_tasks, 0);
+    stats_->chunk_end(0, begin);
+    stats_->job_end(site, false);
+}
+
+void ThreadPool::run(int64_t n_tasks, int64_t grain, TaskFn fn, void* ctx, const char* site) {
     if (n_tasks <= 0) return;
     if (t_current_pool == this) {
         // Nested call from one of our own tasks: run inline, same thread index.
@@ -125,8 +143,7 @@ void ThreadPool::run(int64_t n_tasks, int64_t grain, TaskFn fn, void* ctx) {
         return;
     }
     if (n_threads_ == 1) {
-        InTaskScope scope(this, 0);
-        fn(ctx, 0, n_tasks, 0);
+        run_inline(n_tasks, fn, ctx, site);
         return;
     }
     if (grain <= 0) {
@@ -138,12 +155,12 @@ void ThreadPool::run(int64_t n_tasks, int64_t grain, TaskFn fn, void* ctx) {
     grain = std::max<int64_t>(grain, (n_tasks + static_cast<int64_t>(kMaxChunks) - 1) / static_cast<int64_t>(kMaxChunks));
     const uint64_t n_chunks = static_cast<uint64_t>((n_tasks + grain - 1) / grain);
     if (n_chunks == 1) {
-        InTaskScope scope(this, 0);
-        fn(ctx, 0, n_tasks, 0);
+        run_inline(n_tasks, fn, ctx, site);
         return;
     }
 
     std::lock_guard caller_lock(caller_mutex_);
+    if (stats_) stats_->job_begin();
     job_fn_ = fn;
     job_ctx_ = ctx;
     job_n_tasks_ = n_tasks;
@@ -164,6 +181,7 @@ void ThreadPool::run(int64_t n_tasks, int64_t grain, TaskFn fn, void* ctx) {
         work(0);
     }
     wait_until_done();
+    if (stats_) stats_->job_end(site, true);
 
     if (error_) {
         std::exception_ptr error = std::exchange(error_, nullptr);
@@ -190,7 +208,13 @@ void ThreadPool::work(int thread) {
         const int64_t end = std::min(job_n_tasks_, begin + job_grain_);
         if (!cancelled_.load(std::memory_order_relaxed)) {
             try {
-                job_fn_(job_ctx_, begin, end, thread);
+                if (stats_) {
+                    const ThreadPoolStats::ChunkClock clock = stats_->chunk_begin();
+                    job_fn_(job_ctx_, begin, end, thread);
+                    stats_->chunk_end(thread, clock);
+                } else {
+                    job_fn_(job_ctx_, begin, end, thread);
+                }
             } catch (...) {
                 std::lock_guard lock(error_mutex_);
                 if (!error_) error_ = std::current_exception();

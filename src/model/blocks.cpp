@@ -333,6 +333,20 @@ void attention_block(Step& s, uint32_t layer, const AttentionOptions& o) {
     s.ops.add(x, out, x);
 }
 
+namespace {
+
+// A [rows, n] view, dense or a part_view [rows, 1, n] of a joined output
+// (columns a fixed stride apart), as the 2-D [rows, n] view matmul takes.
+TensorView as_matrix(const TensorView& v, int64_t rows, int64_t n) {
+    const size_t column_stride = v.ne[1] == 1 && v.ne[2] == n ? v.nb[2] : v.nb[1];
+    TensorView m = TensorView::contiguous(ElementType::F32, v.data, {rows, n});
+    m.nb[1] = column_stride;
+    m.nb[2] = m.nb[3] = column_stride * static_cast<size_t>(n);
+    return m;
+}
+
+}  // namespace
+
 void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
     const HParams& hp = s.hp;
     const LayerWeights& lw = s.w.layers[layer];
@@ -371,10 +385,17 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
         linear(s, lw.gate, h, gate);
         linear(s, lw.up, h, up);
     }
-    ffn_activation(s.ops, hp, o.activation, swiglu_limit(hp.swiglu_clamp_shexp, layer), act_gate, act_up, act_out);
-
     const TensorView out = view(ws.o, hp.n_embd, n);
-    linear(s, lw.down, gate, out);
+    if (o.activation == FfnActivation::Silu && plain_activation && plain_part(s, lw.down) && s.in.lora_rows == nullptr) {
+        // A plain SwiGLU straight into a plain down projection (no adapter,
+        // per-row adapters included, scale or bias): the product computes the
+        // activation row by row as it quantises it (the same bits), so the
+        // [n_ff, n] activation is never written and read back.
+        s.ops.matmul_swiglu(lw.down.w, as_matrix(act_gate, n_ff, n), as_matrix(act_up, n_ff, n), out);
+    } else {
+        ffn_activation(s.ops, hp, o.activation, swiglu_limit(hp.swiglu_clamp_shexp, layer), act_gate, act_up, act_out);
+        linear(s, lw.down, gate, out);
+    }
     if (o.post_norm)
         s.ops.rms_norm(out, lw.post_ffn_norm.data(), hp.post_norm_eps != 0.0f ? hp.post_norm_eps : hp.norm_rms_eps, out);
     if (hp.residual_scale != 0.0f) s.ops.scale(out, hp.residual_scale, out);

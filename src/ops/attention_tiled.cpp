@@ -126,7 +126,11 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
     pool.parallel_for(n_tiles * n_kv_heads, [&](int64_t task, int thread) {
         // The tiles of one KV head one after the other, so its keys and values
         // stay in the core's cache from one tile to the next; under a causal
-        // mask later tiles see more keys, so they go first.
+        // mask later tiles see more keys, so they go first. Tasks are claimed
+        // one at a time (grain 1): in chunks of a whole head (the pool's
+        // default, 4 per thread) a thread could wait out up to one head, an
+        // eighth of the op at 2 threads; tile by tile the op ends on the last
+        // head's smallest tiles.
         const int64_t kv_head = task / n_tiles;
         const int64_t tile = n_tiles - 1 - task % n_tiles;
         const int64_t t0 = tile * tokens_per_tile;
@@ -278,7 +282,7 @@ void attention_tiled(cpu::ThreadPool& pool, const TensorView& q, const TensorVie
                 std::fill(y, y + head_dim_v, 0.0f);
             }
         }
-    });
+    }, 1);
 }
 
 }  // namespace cria::ops

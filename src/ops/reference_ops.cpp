@@ -299,6 +299,15 @@ void ReferenceOps::matmul(const TensorView& w, const TensorView& x, const Tensor
     }
 }
 
+// swiglu into a buffer, then the product: what the fused op must equal.
+void ReferenceOps::matmul_swiglu(const TensorView& w, const TensorView& gate, const TensorView& up,
+                                 const TensorView& out) {
+    std::vector<float> act(static_cast<size_t>(gate.ne[0] * gate.ne[1]));
+    const TensorView a = TensorView::contiguous(ElementType::F32, act.data(), {gate.ne[0], gate.ne[1]});
+    swiglu(gate, up, a);
+    matmul(w, a, out);
+}
+
 }  // namespace cria::ops
 
 namespace cria::ops {

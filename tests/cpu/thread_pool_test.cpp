@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <string>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -144,3 +146,41 @@ TEST(ThreadPool, DefaultSizeIsHardwareThreads) {
 
 }  // namespace
 }  // namespace cria::cpu
+
+namespace {
+void count_in_a_named_site(cria::cpu::ThreadPool& pool, std::atomic<int>& sum) {
+    pool.parallel_for(64, [&](int64_t, int) { sum.fetch_add(1); }, 1);
+}
+}  // namespace
+
+// CRIA_POOL_STATS=1: the pool prints one line per call site, named after the
+// calling function, with its call count, when it is destroyed.
+TEST(ThreadPool, StatsNameEachCallSite) {
+    setenv("CRIA_POOL_STATS", "1", 1);
+    testing::internal::CaptureStderr();
+    std::atomic<int> sum{0};
+    {
+        cria::cpu::ThreadPool pool(2);
+        for (int i = 0; i < 3; ++i) count_in_a_named_site(pool, sum);
+        pool.parallel_for(1, [&](int64_t, int) { sum.fetch_add(1); });  // one chunk: run inline
+    }
+    const std::string out = testing::internal::GetCapturedStderr();
+    unsetenv("CRIA_POOL_STATS");
+    EXPECT_EQ(sum.load(), 3 * 64 + 1);
+    EXPECT_NE(out.find("pool stats (2 threads)"), std::string::npos) << out;
+    const size_t site = out.find("count_in_a_named_site");
+    ASSERT_NE(site, std::string::npos) << out;
+    const size_t line = out.rfind('\n', site) + 1;
+    // calls and dispatched jobs lead the line.
+    EXPECT_EQ(out.substr(line, 20), "        3         3 ") << out;
+}
+
+TEST(ThreadPool, NoStatsWithoutTheVariable) {
+    unsetenv("CRIA_POOL_STATS");
+    testing::internal::CaptureStderr();
+    {
+        cria::cpu::ThreadPool pool(2);
+        pool.parallel_for(64, [](int64_t, int) {}, 1);
+    }
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}

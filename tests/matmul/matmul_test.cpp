@@ -231,6 +231,30 @@ TEST(Matmul, DecodeStretchesGiveIdenticalBits) {
     }
 }
 
+// A prefill product (many activation vectors) runs its quantisation and its
+// compute tasks in one job of the pool, a compute task waiting only for the
+// quantisation of its own 64 columns: four column groups, the last a partial
+// one (203 = 3 x 64 + 11, not a whole number of 8-vector quantisation tasks),
+// and a row range that starts inside the matrix. Every output is written, with
+// the bits of the calling thread alone.
+TEST(Matmul, PrefillInOneJobGivesIdenticalBits) {
+    cria::cpu::ThreadPool pool(3);
+    const Isa isa = cria::cpu::detected_isa();
+    for (const ElementType t : {ElementType::Q4_0, ElementType::Q4_K}) {
+        Problem p(t, 300, 512, 203, 99);
+        const std::vector<float> one = p.run(isa);
+        const std::vector<float> many = p.run(isa, &pool);
+        for (int64_t c = 0; c < p.n; ++c)
+            for (int64_t r = 0; r < p.rows; ++r) ASSERT_NE(many[c * p.y_stride + r], -12345.0f) << r;
+        ASSERT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float)));
+
+        std::vector<float> part_one(static_cast<size_t>(p.n * p.y_stride), -7.0f), part_many = part_one;
+        mm::matmul(p.args(part_one.data(), 32, 288), isa, nullptr);
+        mm::matmul(p.args(part_many.data(), 32, 288), isa, &pool);
+        ASSERT_EQ(0, std::memcmp(part_one.data(), part_many.data(), part_one.size() * sizeof(float)));
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes, ::testing::ValuesIn(kAllTypes),
                          [](const auto& info) { return std::string(cria::element_type_name(info.param)); });
 

@@ -25,6 +25,9 @@
 // - An exception thrown by a task stops the hand-out of further chunks and is
 //   rethrown from parallel_for once every started chunk has finished (the
 //   first exception wins).
+// - CRIA_POOL_STATS=1 in the environment makes the pool account each
+//   parallel_for call site's wall, busy and idle time and print the table to
+//   stderr when the pool is destroyed (src/cpu/thread_pool_stats.h).
 
 #include <atomic>
 #include <cstdint>
@@ -36,6 +39,8 @@
 #include <vector>
 
 namespace cria::cpu {
+
+class ThreadPoolStats;
 
 class ThreadPool {
 public:
@@ -62,7 +67,9 @@ public:
     template <class Fn>
     void parallel_for(int64_t n_tasks, Fn&& fn, int64_t grain = 0) {
         using F = std::remove_reference_t<Fn>;
-        run(n_tasks, grain, &call<F>, const_cast<void*>(static_cast<const void*>(&fn)));
+        // The signature names Fn, whose type names the calling function: the
+        // call site's label in CRIA_POOL_STATS.
+        run(n_tasks, grain, &call<F>, const_cast<void*>(static_cast<const void*>(&fn)), __PRETTY_FUNCTION__);
     }
 
     // Calls fn(index) once for each index in [0, size()). The indices are
@@ -89,7 +96,8 @@ private:
         for (int64_t i = begin; i < end; ++i) fn(i, thread);
     }
 
-    void run(int64_t n_tasks, int64_t grain, TaskFn fn, void* ctx);
+    void run(int64_t n_tasks, int64_t grain, TaskFn fn, void* ctx, const char* site);
+    void run_inline(int64_t n_tasks, TaskFn fn, void* ctx, const char* site);
     void worker_main(int thread);
     // Claims and runs chunks of the current job until none is left.
     void work(int thread);
@@ -125,6 +133,8 @@ private:
 
     std::mutex error_mutex_;
     std::exception_ptr error_;
+
+    ThreadPoolStats* stats_ = nullptr;  // CRIA_POOL_STATS only
 };
 
 }  // namespace cria::cpu

@@ -58,6 +58,13 @@ struct MatmulArgs {
     int64_t y_stride = 0;  // floats between output vectors (>= r1 when n > 1)
     int64_t r0 = 0;        // first output row to compute
     int64_t r1 = 0;        // one past the last output row to compute
+    // When set, activation vector j is combine(x + j x_stride, x2 + j x_stride,
+    // row, k), computed into a scratch row just before it is quantised: an
+    // element-wise step (a gated activation) fused into the product that reads
+    // it, so its output is never written out and read back. The values are
+    // those of running combine over the rows first, bit for bit.
+    void (*combine)(const float* a, const float* b, float* y, int64_t n) = nullptr;
+    const float* x2 = nullptr;  // combine's second input, with x's stride
 };
 
 // Whether weights of type `t` can be multiplied (and with which k: quantised

@@ -38,6 +38,8 @@ public:
     void attention(const TensorView& q, const TensorView& k, const TensorView& v, const AttentionParams& params,
                    const TensorView& out) override;
     void matmul(const TensorView& w, const TensorView& x, const TensorView& out) override;
+    void matmul_swiglu(const TensorView& w, const TensorView& gate, const TensorView& up,
+                       const TensorView& out) override;
     void moe_route(const TensorView& logits, const MoeRouteParams& params, int32_t* ids,
                    const TensorView& weights) override;
     void matmul_id(const TensorView& w, const TensorView& x, const int32_t* ids, int64_t n_used,

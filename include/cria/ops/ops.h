@@ -188,6 +188,12 @@ public:
     // out = W x: W [k, rows] of any weight type the matmul module supports,
     // x F32 [k, n], out F32 [rows, n].
     virtual void matmul(const TensorView& w, const TensorView& x, const TensorView& out) = 0;
+    // out = W swiglu(gate, up): the same bits as swiglu into a buffer, then
+    // matmul of that buffer, without the buffer (the activation is computed
+    // row by row as the product reads it). gate and up F32 [k, n] with the
+    // same row stride (they may be the two halves of one joined output).
+    virtual void matmul_swiglu(const TensorView& w, const TensorView& gate, const TensorView& up,
+                               const TensorView& out) = 0;
 
     // Top-k expert routing (MoeRouteParams above). logits: F32 [n_expert,
     // n_tokens]; ids: n_used * n_tokens expert ids, token-major (ids[t *
