@@ -88,10 +88,12 @@ void split_rows(const float* src, int64_t total, int64_t first, int64_t rows, in
 }
 
 // Whether a part of a joined matrix (wq of wqkv, gate of gate_up) needs
-// nothing after the joined product: no adapter, scale or bias of its own.
+// nothing after the joined product: no adapter (of the batch's set or of any
+// row's set), scale or bias of its own.
 // Its rows of the joined output can then be read in place.
 bool plain_part(const Step& s, const Linear& lin) {
-    return !lin.has_scale && lin.bias.empty() && (s.in.adapters == nullptr || s.in.adapters->terms(&lin).empty());
+    return !lin.has_scale && lin.bias.empty() && (s.in.adapters == nullptr || s.in.adapters->terms(&lin).empty()) &&
+           (s.in.lora_rows == nullptr || s.in.lora_rows->terms(&lin).empty());
 }
 
 // Rows [first, first + rows) of every column of a [total, n] buffer as a
@@ -386,7 +388,7 @@ void ffn_block(Step& s, uint32_t layer, const FfnOptions& o) {
         linear(s, lw.up, h, up);
     }
     const TensorView out = view(ws.o, hp.n_embd, n);
-    if (o.activation == FfnActivation::Silu && plain_activation && plain_part(s, lw.down) && s.in.lora_rows == nullptr) {
+    if (o.activation == FfnActivation::Silu && plain_activation && plain_part(s, lw.down)) {
         // A plain SwiGLU straight into a plain down projection (no adapter,
         // per-row adapters included, scale or bias): the product computes the
         // activation row by row as it quantises it (the same bits), so the

@@ -48,14 +48,17 @@ double max_abs_diff(std::span<const float> x, std::span<const float> y) {
     return m;
 }
 
-class LoraRowsTest : public ::testing::Test {
+// Run with F32 weights (kept as they are) and with Q8_0 weights, which are
+// repacked and joined at load ([q; k; v], [gate; up]): a joined product must
+// still apply each row's adapters of its parts.
+class LoraRowsTest : public ::testing::TestWithParam<ElementType> {
 protected:
     void SetUp() override {
         dir_ = test::temp_dir() / "lora-rows";
         std::filesystem::create_directories(dir_);
         const std::string base_path = (dir_ / "base.gguf").string();
         model::SyntheticModelSpec spec = model::SyntheticModelSpec::tiny("llama");
-        spec.weight_type = ElementType::F32;
+        spec.weight_type = GetParam();
         model::write_synthetic_model(spec, base_path);
         const auto base_file = gguf::File::open(base_path);
         AdapterSpec one, two;
@@ -104,7 +107,7 @@ protected:
     model::LoraSet sets_[kSeqs];
 };
 
-TEST_F(LoraRowsTest, MixedBatchGivesEachRowItsOwnSetsLogits) {
+TEST_P(LoraRowsTest, MixedBatchGivesEachRowItsOwnSetsLogits) {
     Context mixed(*base_, params(kSeqs));
     for (int k = 0; k < kSeqs; ++k) mixed.set_sequence_lora(k, sets_[k]);
     // The prompts interleaved: neighbouring rows are under different sets.
@@ -141,12 +144,12 @@ TEST_F(LoraRowsTest, MixedBatchGivesEachRowItsOwnSetsLogits) {
         }
         std::printf("[ lora rows ] sequence %d: max |mixed - alone| = %.3g over %zu rows (adapter effect %.3g)\n", k,
                     worst, expected.size(), effect);
-        // F32 all through: the products over fewer columns may round differently.
+        // The products over fewer columns may round differently.
         EXPECT_LT(worst, 1e-5);
     }
 }
 
-TEST_F(LoraRowsTest, EntryOfSequencesUnderDifferentSetsIsRefused) {
+TEST_P(LoraRowsTest, EntryOfSequencesUnderDifferentSetsIsRefused) {
     Context ctx(*base_, params(kSeqs));
     ctx.set_sequence_lora(1, sets_[1]);
     ctx.set_sequence_lora(2, sets_[2]);
@@ -159,7 +162,7 @@ TEST_F(LoraRowsTest, EntryOfSequencesUnderDifferentSetsIsRefused) {
     EXPECT_THROW(ctx.set_sequence_lora(kSeqs, sets_[1]), Error);
 }
 
-TEST_F(LoraRowsTest, SavedStateNamesItsSequencesSet) {
+TEST_P(LoraRowsTest, SavedStateNamesItsSequencesSet) {
     Context mixed(*base_, params(kSeqs));
     mixed.set_sequence_lora(1, sets_[1]);
     Batch b;
@@ -180,4 +183,9 @@ TEST_F(LoraRowsTest, SavedStateNamesItsSequencesSet) {
 }
 
 }  // namespace
+INSTANTIATE_TEST_SUITE_P(WeightTypes, LoraRowsTest, ::testing::Values(ElementType::F32, ElementType::Q8_0),
+                         [](const ::testing::TestParamInfo<ElementType>& info) {
+                             return std::string(element_type_info(info.param)->name);
+                         });
+
 }  // namespace cria::runtime
