@@ -9,6 +9,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cria/core/error.h"
@@ -351,7 +352,16 @@ void quantize_and_compute_in_one_job(MatmulPlan& plan, int64_t n, cpu::ThreadPoo
             const int64_t c = task - quantize;
             const int64_t group = c / row_tasks;
             const int64_t needed = std::min(kColumnsPerTask, n - group * kColumnsPerTask);
-            while (ready[group].load(std::memory_order_acquire) < needed) spin_pause();
+            // Spin briefly, then yield: with more threads than free cores the
+            // quantising peer may be descheduled, and spinning would only
+            // take its core away.
+            for (int spins = 0; ready[group].load(std::memory_order_acquire) < needed; ++spins) {
+                if (spins < 4096) {
+                    spin_pause();
+                } else {
+                    std::this_thread::yield();
+                }
+            }
             plan.run_compute_task(c);
         },
         std::max<int64_t>(1, (quantize + compute) / (kChunksPerThread * pool.size())));
