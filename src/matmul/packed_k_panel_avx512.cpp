@@ -29,7 +29,6 @@
 // kernels of its type.
 
 #include <cstdint>
-#include <cstring>
 
 #include "cria/quant/blocks.h"
 #include "matmul/kernels.h"
@@ -43,15 +42,44 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "matmul/packed_avx512_common.h"
+
 namespace cria::matmul::detail {
 namespace {
 
-using cria::quant::block_q8_K;
-
-constexpr int kGroupRows = 16;
 constexpr int kMaxGroups = 3;       // most groups of 16 rows per panel
 constexpr int kPanelCols = 64;      // columns per call (the driver's column task)
 constexpr int kRegisters = 64;      // unpacked registers per group: 256 values x 16 rows
+
+// One sub-block of G groups x C columns: the chains s (started by the
+// caller) run over the sub-block's R unpacked registers per group (register
+// R sub + i of each group's 64), each column's broadcast activation dword
+// (dword R sub + i of its qs) feeding G vpdpbusd; then isum += s * the
+// rows' scales, 16 bytes per group at sb[g] + scales_offset + 16 sub, int8
+// (Q6_K) or uint8 (Q5_K), in int32 (exact).
+template <int G, int C, int R, bool SignedScales>
+[[gnu::always_inline]] inline void sub_block_chains(const __m512i* u, int sub, const uint8_t* const* sb, size_t scales_offset,
+                                                    const block_q8_K* const* act, __m512i (&s)[G][C], __m512i (&isum)[G][C]) {
+    #pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+        __m512i w[G];
+        #pragma GCC unroll 16
+        for (int g = 0; g < G; ++g) w[g] = _mm512_load_si512(u + g * kRegisters + R * sub + i);
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) {
+            const __m512i x = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(act[c]->qs)[R * sub + i]);
+            #pragma GCC unroll 16
+            for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], w[g], x);
+        }
+    }
+    #pragma GCC unroll 16
+    for (int g = 0; g < G; ++g) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + scales_offset + 16 * sub));
+        const __m512i scale = SignedScales ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) isum[g][c] = _mm512_add_epi32(isum[g][c], _mm512_mullo_epi32(s[g][c], scale));
+    }
+}
 
 // Q6_K's Rows16 super-block (packing.h): ql as 32 registers, qh as 16, the
 // 16 x 16 int8 scales, the 16 f16 d and padding.
@@ -122,33 +150,9 @@ struct Q6K {
                 #pragma GCC unroll 16
                 for (int g = 0; g < G; ++g) s[g][c] = start;
             }
-            #pragma GCC unroll 4
-            for (int i = 0; i < 4; ++i) {
-                __m512i w[G];
-                #pragma GCC unroll 16
-                for (int g = 0; g < G; ++g) w[g] = _mm512_load_si512(u + g * kRegisters + 4 * sub + i);
-                #pragma GCC unroll 16
-                for (int c = 0; c < C; ++c) {
-                    const __m512i x = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(act[c]->qs)[4 * sub + i]);
-                    #pragma GCC unroll 16
-                    for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], w[g], x);
-                }
-            }
-            #pragma GCC unroll 16
-            for (int g = 0; g < G; ++g) {
-                const __m512i scale =
-                    _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + kQl + kQh + 16 * sub)));
-                #pragma GCC unroll 16
-                for (int c = 0; c < C; ++c) isum[g][c] = _mm512_add_epi32(isum[g][c], _mm512_mullo_epi32(s[g][c], scale));
-            }
+            sub_block_chains<G, C, 4, true>(u, sub, sb, kQl + kQh, act, s, isum);
         }
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g) {
-            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb[g] + kQl + kQh + kScales)));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c)
-                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[g][c]);
-        }
+        add_scaled_sums<G, C>(isum, sb, kQl + kQh + kScales, act, acc);
     }
 };
 
@@ -189,8 +193,8 @@ struct Q5K {
 
     // One super-block of G groups x C columns: per sub-block, chains of 8
     // vpdpbusd from zero scaled by the rows' 6-bit scales into isum (int32,
-    // exact), acc += isum * (d * da); then the mins' int32 sum (below), and
-    // acc -= msum * (dmin * da), as rows16_q4_k_run does.
+    // exact), acc += isum * (d * da); then the mins' int32 sum, and
+    // acc -= msum * (dmin * da) (subtract_k_mins), as rows16_q4_k_run does.
     template <int G, int C>
     static void super_block(const __m512i* u, const uint8_t* const (&sb)[kMaxGroups], const block_q8_K* const* act,
                             __m512 (*acc)[kPanelCols]) {
@@ -205,67 +209,10 @@ struct Q5K {
             for (int g = 0; g < G; ++g)
                 #pragma GCC unroll 16
                 for (int c = 0; c < C; ++c) s[g][c] = _mm512_setzero_si512();
-            #pragma GCC unroll 8
-            for (int i = 0; i < 8; ++i) {
-                __m512i w[G];
-                #pragma GCC unroll 16
-                for (int g = 0; g < G; ++g) w[g] = _mm512_load_si512(u + g * kRegisters + 8 * sub + i);
-                #pragma GCC unroll 16
-                for (int c = 0; c < C; ++c) {
-                    const __m512i x = _mm512_set1_epi32(reinterpret_cast<const int32_t*>(act[c]->qs)[8 * sub + i]);
-                    #pragma GCC unroll 16
-                    for (int g = 0; g < G; ++g) s[g][c] = _mm512_dpbusd_epi32(s[g][c], w[g], x);
-                }
-            }
-            #pragma GCC unroll 16
-            for (int g = 0; g < G; ++g) {
-                const __m512i scale =
-                    _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + kQuants + kHigh + 16 * sub)));
-                #pragma GCC unroll 16
-                for (int c = 0; c < C; ++c) isum[g][c] = _mm512_add_epi32(isum[g][c], _mm512_mullo_epi32(s[g][c], scale));
-            }
+            sub_block_chains<G, C, 8, false>(u, sub, sb, kQuants + kHigh, act, s, isum);
         }
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g) {
-            const __m512 d =
-                _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb[g] + kQuants + kHigh + kScales)));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c)
-                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[g][c]);
-        }
-        // The mins: per sub-block, vpdpwssd of each row's min as an int16
-        // pair (min, min) with the column's two 16-value activation sums
-        // (one dword of bsums) adds min * (sum of the 32 values) exactly.
-        __m512i msum[G][C];
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g)
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) msum[g][c] = _mm512_setzero_si512();
-        for (int sub = 0; sub < kSubBlocks; ++sub) {
-            __m512i pairs[G];
-            #pragma GCC unroll 16
-            for (int g = 0; g < G; ++g) {
-                const __m512i wide = _mm512_cvtepu8_epi32(
-                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + kQuants + kHigh + 128 + 16 * sub)));
-                pairs[g] = _mm512_or_si512(wide, _mm512_slli_epi32(wide, 16));
-            }
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) {
-                int32_t two_sums;
-                std::memcpy(&two_sums, act[c]->bsums + 2 * sub, 4);
-                const __m512i x = _mm512_set1_epi32(two_sums);
-                #pragma GCC unroll 16
-                for (int g = 0; g < G; ++g) msum[g][c] = _mm512_dpwssd_epi32(msum[g][c], pairs[g], x);
-            }
-        }
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g) {
-            const __m512 dmin =
-                _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb[g] + kQuants + kHigh + kScales + 32)));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c)
-                acc[g][c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[g][c]), _mm512_mul_ps(dmin, _mm512_set1_ps(act[c]->d)), acc[g][c]);
-        }
+        add_scaled_sums<G, C>(isum, sb, kQuants + kHigh + kScales, act, acc);
+        subtract_k_mins<G, C>(sb, kQuants + kHigh, act, acc);
     }
 };
 
@@ -305,12 +252,8 @@ void panel_run(const Tile& t) {
                                                        act + c, reinterpret_cast<__m512 (*)[kPanelCols]>(&acc[0][c]));
         }
     }
-    for (int g = 0; g < G; ++g) {
-        const int rows = t.n_rows - kGroupRows * g < kGroupRows ? t.n_rows - kGroupRows * g : kGroupRows;
-        const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
-        for (int c = 0; c < t.n_cols; ++c)
-            _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride + kGroupRows * g, mask, acc[g][c]);
-    }
+    for (int g = 0; g < G; ++g)
+        for (int c = 0; c < t.n_cols; ++c) store_group(t, g, c, acc[g][c]);
 }
 
 // As many groups as the tile's rows need (the last panel of a matrix may

@@ -33,12 +33,11 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "matmul/packed_avx512_common.h"
+
 namespace cria::matmul::detail {
 namespace {
 
-using cria::quant::block_q8_K;
-
-constexpr int kGroupRows = 16;
 // How far ahead of the block being multiplied the weights are prefetched:
 // 4 KiB, about 150 ns of one core's stream, longer than a DRAM access
 // (2 KiB was shorter). Single-thread CPU time of matrix x vector
@@ -468,50 +467,9 @@ void groups_q4_k_run(const Tile& t) {
             }
         }
         // The scaled sums first (their registers are then free), then the
-        // mins: per sub-block, vpdpwssd of each row's min as an int16 pair
-        // (min, min) with the column's two 16-value activation sums (one
-        // dword of bsums) adds min * (bsums[2 sub] + bsums[2 sub + 1]) in
-        // one instruction, exactly (|sum| < 2^22), and the pairs are built
-        // once for all columns.
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g) {
-            const uint8_t* scales = sb[g] + kQuants + kHigh;
-            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + kScales)));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c)
-                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[g][c]), _mm512_mul_ps(d, _mm512_set1_ps(act[c]->d)), acc[g][c]);
-        }
-        __m512i msum[G][C];
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g)
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) msum[g][c] = _mm512_setzero_si512();
-        for (int sub = 0; sub < 8; ++sub) {
-            __m512i pairs[G];
-            #pragma GCC unroll 16
-            for (int g = 0; g < G; ++g) {
-                // Row r's min (byte r) in both halves of dword r.
-                const __m128i m = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[g] + kQuants + kHigh + 128 + 16 * sub));
-                const __m512i wide = _mm512_cvtepu8_epi32(m);
-                pairs[g] = _mm512_or_si512(wide, _mm512_slli_epi32(wide, 16));
-            }
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) {
-                int32_t two_sums;
-                std::memcpy(&two_sums, act[c]->bsums + 2 * sub, 4);
-                const __m512i x = _mm512_set1_epi32(two_sums);
-                #pragma GCC unroll 16
-                for (int g = 0; g < G; ++g) msum[g][c] = _mm512_dpwssd_epi32(msum[g][c], pairs[g], x);
-            }
-        }
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g) {
-            const __m512 dmin =
-                _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb[g] + kQuants + kHigh + kScales + 32)));
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c)
-                acc[g][c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[g][c]), _mm512_mul_ps(dmin, _mm512_set1_ps(act[c]->d)), acc[g][c]);
-        }
+        // mins (subtract_k_mins, packed_avx512_common.h).
+        add_scaled_sums<G, C>(isum, sb, kQuants + kHigh + kScales, act, acc);
+        subtract_k_mins<G, C>(sb, kQuants + kHigh, act, acc);
     }
     #pragma GCC unroll 16
     for (int g = 0; g < G; ++g) {

@@ -40,23 +40,15 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "matmul/packed_avx512_common.h"
+
 namespace cria::matmul::detail {
 namespace {
 
-using cria::quant::block_q8_K;
-
-constexpr int kGroupRows = 16;
 // Super-blocks ahead that the weights are prefetched: two (4480 bytes, about
 // the 4 KiB the other packed kernels use), a fifth of one per sub-block.
 constexpr size_t kPrefetchAhead = 2 * kIq4XsSuper;
 constexpr size_t kLinesPerSub = (kIq4XsSuper / 64 + 7) / 8;
-
-// Rows [0, n_rows) of a group's 16 column sums.
-inline void store_group(const Tile& t, int g, int c, __m512 v) {
-    const int rows = t.n_rows - kGroupRows * g < kGroupRows ? t.n_rows - kGroupRows * g : kGroupRows;
-    const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
-    _mm512_mask_storeu_ps(t.y + static_cast<size_t>(c) * t.y_stride + static_cast<size_t>(kGroupRows * g), mask, v);
-}
 
 // G groups of 16 rows (w_stride apart) times C columns.
 template <int G, int C>
