@@ -121,39 +121,12 @@ struct Q6K {
         }
     }
 
-    // One super-block of G groups x C columns from the unpacked registers:
-    // per sub-block, chains starting from -32 * bsum (the offset of u),
-    // four vpdpbusd each, each column's broadcast activation dword feeding G
-    // of them; the chains scaled by the rows' int8 scales into isum (int32,
-    // exact); then acc += isum * (d * da) as rows16_q6_k_run does.
-    template <int G, int C>
-    static void super_block(const __m512i* u, const uint8_t* const (&sb)[kMaxGroups], const block_q8_K* const* act,
-                            __m512 (*acc)[kPanelCols]) {
-        // The chains' starts as int32, for broadcast loads (not a scalar
-        // load, shift and broadcast from a general register per sub-block).
-        alignas(64) int32_t starts[C][kSubBlocks];
-        #pragma GCC unroll 16
-        for (int c = 0; c < C; ++c) {
-            const __m512i bsums = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[c]->bsums)));
-            _mm512_store_si512(starts[c], _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bsums, 5)));
-        }
-        __m512i isum[G][C];
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g)
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) isum[g][c] = _mm512_setzero_si512();
-        for (int sub = 0; sub < kSubBlocks; ++sub) {
-            __m512i s[G][C];
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) {
-                const __m512i start = _mm512_set1_epi32(starts[c][sub]);
-                #pragma GCC unroll 16
-                for (int g = 0; g < G; ++g) s[g][c] = start;
-            }
-            sub_block_chains<G, C, 4, true>(u, sub, sb, kQl + kQh, act, s, isum);
-        }
-        add_scaled_sums<G, C>(isum, sb, kQl + kQh + kScales, act, acc);
-    }
+    // How panel_super_block runs a super-block: chains starting from
+    // -32 * bsum (the offset of u), four vpdpbusd each, scaled by the rows'
+    // int8 scales; then acc += isum * (d * da) as rows16_q6_k_run does.
+    static constexpr int kSubRegisters = 4;
+    static constexpr bool kChainsFromOffset = true, kSignedScales = true, kMins = false;
+    static constexpr size_t kScalesAt = kQl + kQh, kDAt = kQl + kQh + kScales;
 };
 
 // Q5_K's Rows16 super-block (packing.h): Q4_K's 32 quant registers
@@ -191,30 +164,53 @@ struct Q5K {
         }
     }
 
-    // One super-block of G groups x C columns: per sub-block, chains of 8
+    // How panel_super_block runs a super-block: per sub-block, chains of 8
     // vpdpbusd from zero scaled by the rows' 6-bit scales into isum (int32,
     // exact), acc += isum * (d * da); then the mins' int32 sum, and
     // acc -= msum * (dmin * da) (subtract_k_mins), as rows16_q4_k_run does.
-    template <int G, int C>
-    static void super_block(const __m512i* u, const uint8_t* const (&sb)[kMaxGroups], const block_q8_K* const* act,
-                            __m512 (*acc)[kPanelCols]) {
-        __m512i isum[G][C];
-        #pragma GCC unroll 16
-        for (int g = 0; g < G; ++g)
-            #pragma GCC unroll 16
-            for (int c = 0; c < C; ++c) isum[g][c] = _mm512_setzero_si512();
-        for (int sub = 0; sub < kSubBlocks; ++sub) {
-            __m512i s[G][C];
-            #pragma GCC unroll 16
-            for (int g = 0; g < G; ++g)
-                #pragma GCC unroll 16
-                for (int c = 0; c < C; ++c) s[g][c] = _mm512_setzero_si512();
-            sub_block_chains<G, C, 8, false>(u, sub, sb, kQuants + kHigh, act, s, isum);
-        }
-        add_scaled_sums<G, C>(isum, sb, kQuants + kHigh + kScales, act, acc);
-        subtract_k_mins<G, C>(sb, kQuants + kHigh, act, acc);
-    }
+    static constexpr int kSubRegisters = 8;
+    static constexpr bool kChainsFromOffset = false, kSignedScales = false, kMins = true;
+    static constexpr size_t kScalesAt = kQuants + kHigh, kDAt = kQuants + kHigh + kScales;
 };
+
+// One super-block of G groups x C columns from the unpacked registers (F
+// says how: Q6K, Q5K): per sub-block, chains of vpdpbusd (each column's
+// broadcast activation dword feeding G of them) scaled by the rows' scales
+// into isum (int32, exact); then the float steps.
+template <class F, int G, int C>
+void panel_super_block(const __m512i* u, const uint8_t* const (&sb)[kMaxGroups], const block_q8_K* const* act,
+                       __m512 (*acc)[kPanelCols]) {
+    // The chains' starts, -32 * bsum, as int32, for broadcast loads (not a
+    // scalar load, shift and broadcast from a general register per
+    // sub-block).
+    [[maybe_unused]] alignas(64) int32_t starts[C][F::kSubBlocks];
+    if constexpr (F::kChainsFromOffset) {
+        static_assert(F::kSubBlocks == 16);
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) {
+            const __m512i bsums = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[c]->bsums)));
+            _mm512_store_si512(starts[c], _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bsums, 5)));
+        }
+    }
+    __m512i isum[G][C];
+    #pragma GCC unroll 16
+    for (int g = 0; g < G; ++g)
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) isum[g][c] = _mm512_setzero_si512();
+    for (int sub = 0; sub < F::kSubBlocks; ++sub) {
+        __m512i s[G][C];
+        #pragma GCC unroll 16
+        for (int c = 0; c < C; ++c) {
+            __m512i start = _mm512_setzero_si512();
+            if constexpr (F::kChainsFromOffset) start = _mm512_set1_epi32(starts[c][sub]);
+            #pragma GCC unroll 16
+            for (int g = 0; g < G; ++g) s[g][c] = start;
+        }
+        sub_block_chains<G, C, F::kSubRegisters, F::kSignedScales>(u, sub, sb, F::kScalesAt, act, s, isum);
+    }
+    add_scaled_sums<G, C>(isum, sb, F::kDAt, act, acc);
+    if constexpr (F::kMins) subtract_k_mins<G, C>(sb, F::kScalesAt, act, acc);
+}
 
 // The register tile of `cols` (1..C) columns.
 template <class F, int G, int C>
@@ -222,7 +218,7 @@ void panel_super_block_cols(int cols, const __m512i* u, const uint8_t* const (&s
                             __m512 (*acc)[kPanelCols]) {
     if constexpr (C > 1)
         if (cols < C) return panel_super_block_cols<F, G, C - 1>(cols, u, sb, act, acc);
-    F::template super_block<G, C>(u, sb, act, acc);
+    panel_super_block<F, G, C>(u, sb, act, acc);
 }
 
 // A panel of G groups: per super-block, the groups' quants unpacked (and
