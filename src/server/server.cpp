@@ -453,20 +453,17 @@ struct Server::Impl {
     void handle_chat(const httplib::Request& req, httplib::Response& res, Dialect dialect) {
         guarded(req, res, [&] {
             const GenerationUse g = use_generating_model(req);
-            const json& body = g.body;
-            const Use& use = g.use;
             ServedModel& sm = g.model();
-            const std::vector<float>& lora = g.lora;
-            ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(body, config.default_sampling)
-                                                         : parse_openai_chat(body, config.default_sampling);
-            job.gen.lora = lora;
+            ChatJob job = dialect == Dialect::Anthropic ? parse_anthropic_messages(g.body, config.default_sampling)
+                                                         : parse_openai_chat(g.body, config.default_sampling);
+            job.gen.lora = g.lora;
             encode_images(job);
             const chat::OutputParserOptions popt = sm.formatter->prepare(job);
             const std::vector<std::string> user_stops(job.gen.stop.begin(),
                                                       job.gen.stop.end() - (sm.formatter->is_default() ? 2 : 0));
             finish_request(job.gen);
             if (job.n_choices > 1) {
-                chat_choices(req, res, job, popt, use);
+                chat_choices(req, res, job, popt, g.use);
                 return;
             }
             const int32_t n_prompt = static_cast<int32_t>(job.gen.prompt.size());
@@ -500,7 +497,7 @@ struct Server::Impl {
                     collected->stop_word = ev.stop_word;
                     collected->usage = usage_of(ev);
                     return out + w->finish(*collected);
-                }, use.lease);
+                }, g.use.lease);
             } else {
                 auto w = std::make_shared<OpenAIChatStream>(random_id("chatcmpl-"), created_at, model,
                                                             job.include_usage, job.logprobs);
@@ -519,7 +516,7 @@ struct Server::Impl {
                     collected->finish_reason = ev.finish_reason;
                     collected->usage = usage_of(ev);
                     return out + w->finish(*collected);
-                }, use.lease);
+                }, g.use.lease);
             }
         });
     }
@@ -529,13 +526,10 @@ struct Server::Impl {
     void handle_responses(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const GenerationUse g = use_generating_model(req);
-            const json& body = g.body;
-            const Use& use = g.use;
             ServedModel& sm = g.model();
-            const std::vector<float>& lora = g.lora;
             ResponsesJob job = parse_openai_responses(
-                body, [this](const std::string& id) { return response_store->get(id); }, config.default_sampling);
-            job.chat.gen.lora = lora;
+                g.body, [this](const std::string& id) { return response_store->get(id); }, config.default_sampling);
+            job.chat.gen.lora = g.lora;
             const chat::OutputParserOptions popt = sm.formatter->prepare(job.chat);
             finish_request(job.chat.gen);
             auto handle = sm.scheduler->submit(std::move(job.chat.gen));
@@ -567,7 +561,7 @@ struct Server::Impl {
                 collected->usage = usage_of(ev);
                 keep(*collected);
                 return out + w->finish(*collected);
-            }, use.lease);
+            }, g.use.lease);
         });
     }
 
@@ -602,18 +596,15 @@ struct Server::Impl {
     void handle_completions(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const GenerationUse g = use_generating_model(req);
-            const json& request_body = g.body;
-            const Use& use = g.use;
             ServedModel& sm = g.model();
-            const std::vector<float>& lora = g.lora;
             CompletionJob job =
-                parse_openai_completion(request_body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
-            job.gen.lora = lora;
+                parse_openai_completion(g.body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
+            job.gen.lora = g.lora;
             build_media_prompt(sm, job);
             const bool want_logprobs = job.gen.top_logprobs >= 0, include_usage = job.include_usage;
             finish_request(job.gen);
             if (job.n_choices > 1) {
-                completion_choices(req, res, job, want_logprobs, use);
+                completion_choices(req, res, job, want_logprobs, g.use);
                 return;
             }
             auto handle = sm.scheduler->submit(std::move(job.gen));
@@ -651,7 +642,7 @@ struct Server::Impl {
                     out += sse_event(dump(uj));
                 }
                 return out + sse_event("[DONE]");
-            }, use.lease);
+            }, g.use.lease);
         });
     }
 
@@ -662,13 +653,10 @@ struct Server::Impl {
     void handle_native_completion(const httplib::Request& req, httplib::Response& res) {
         guarded(req, res, [&] {
             const GenerationUse g = use_generating_model(req);
-            const json& request_body = g.body;
-            const Use& use = g.use;
             ServedModel& sm = g.model();
-            const std::vector<float>& lora = g.lora;
             NativeCompletionJob job =
-                parse_native_completion(request_body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
-            job.gen.lora = lora;
+                parse_native_completion(g.body, sm.backend->vocab(), sm.backend->n_vocab(), config.default_sampling);
+            job.gen.lora = g.lora;
             finish_request(job.gen);
             const json settings = native_generation_settings(job.gen, job.stream, job.n_probs);
             std::vector<std::string> prompt_texts;
@@ -752,7 +740,7 @@ struct Server::Impl {
                     return sse_event(dump(native_final_json(f, settings)));
                 },
                 // llama-server ends the native stream with the last object (no [DONE]).
-                []() { return std::string(); }, use.lease);
+                []() { return std::string(); }, g.use.lease);
         });
     }
 
